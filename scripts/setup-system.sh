@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Debian packages memhint's tests and demo need. Idempotent; skips apt when everything is present.
+set -euo pipefail
+PKGS=(python3-torch libopenblas0-pthread chromium libkrb5-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,265 @@
+// The JSON report of one profiling run: what `memhint profile --format json` prints and what the editor
+// (decorations, hovers, summary webview) consumes. Plain data, no behaviour, no `vscode`.
+//
+// Conventions:
+// - Every size is in bytes (integer). Every count is an integer.
+// - Per-line counters are totals over the profiled steps (warmup excluded); divide by `steps.length`
+//   for a per-step figure. `peak` figures are maxima, never summed.
+// - `file` is an absolute, normalised path of a user file (the harness skips torch, site-packages,
+//   the standard library and itself). `line` is 1-based.
+// - Times are milliseconds relative to `timeline.originEpochMs` unless a field says otherwise.
+
+/** Bumped on any incompatible change of this shape. Readers must reject other versions. */
+export const REPORT_VERSION = 1;
+
+export type Bytes = number;
+
+export type Backend = 'cpu' | 'cuda';
+
+/** What owns a live storage. `activation` means "saved by autograd for backward". */
+export type MemoryKind = 'parameter' | 'gradient' | 'optimizer_state' | 'activation' | 'input' | 'temporary';
+
+export const MEMORY_KINDS: readonly MemoryKind[] = [
+  'parameter',
+  'gradient',
+  'optimizer_state',
+  'activation',
+  'input',
+  'temporary',
+];
+
+export type BytesByKind = Record<MemoryKind, Bytes>;
+
+export interface SourceLocation {
+  readonly file: string;
+  readonly line: number;
+  /** Name of the enclosing function (`<module>` at top level), when known. */
+  readonly function?: string;
+}
+
+/** How the step was selected, as given on the command line. */
+export interface ProfileTarget {
+  /** function: run the script as __main__ and count calls of `function`; setup: import the file and
+   *  call `setup()` for the arguments; script: profile the whole script for `maxSeconds`. */
+  readonly kind: 'function' | 'setup' | 'script';
+  readonly script: string;
+  readonly function: string | null;
+  readonly setup: string | null;
+  readonly warmup: number;
+  readonly steps: number;
+  readonly maxSeconds: number | null;
+  /** Extra argv given to the script (after `--`). */
+  readonly scriptArgs: readonly string[];
+}
+
+/** Features the harness found in the user's torch; the editor shows the notes for missing ones. */
+export interface Capabilities {
+  readonly torchDispatchMode: boolean;
+  /** `Tensor.untyped_storage()` (2.x) rather than `Tensor.storage()` (1.13). */
+  readonly untypedStorage: boolean;
+  readonly savedTensorsHooks: boolean;
+  /** `torch._C._current_autograd_node()`: attributes backward allocations to forward lines. */
+  readonly currentAutogradNode: boolean;
+  readonly cudaAvailable: boolean;
+  /** `torch.cuda.memory._record_memory_history` (snapshot for pytorch.org/memory_viz). */
+  readonly cudaMemoryHistory: boolean;
+  readonly outOfMemoryError: boolean;
+}
+
+export interface Environment {
+  readonly python: string;
+  readonly pythonVersion: string;
+  readonly torchVersion: string;
+  readonly backend: Backend;
+  /** e.g. `cpu`, `cuda:0 (NVIDIA H200)`. */
+  readonly device: string;
+  readonly pid: number;
+  readonly capabilities: Capabilities;
+}
+
+/** Allocation counters of one line (or of a phase of a line). */
+export interface MemoryCounters {
+  readonly allocated: Bytes;
+  readonly freed: Bytes;
+  /** allocated - freed. */
+  readonly net: Bytes;
+  /** Highest rise of live memory above its level when the line started, over all executions. */
+  readonly peak: Bytes;
+  /** Number of storage allocations. */
+  readonly allocations: number;
+}
+
+/** Caching-allocator figures measured at the boundaries of a line (cuda backend only). */
+export interface CudaLineCounters {
+  /** Sum over executions of (memory_allocated after - before). */
+  readonly allocatedDelta: Bytes;
+  readonly reservedDelta: Bytes;
+  /** Highest max_memory_allocated reached while the line ran, minus the allocated level at its start. */
+  readonly maxAllocatedRise: Bytes;
+}
+
+export interface LineStats extends SourceLocation {
+  /** The source text of the line (trimmed), for hovers and the text report. */
+  readonly code: string;
+  /** Times the line ran during the profiled steps (0 when the line only allocated from another thread). */
+  readonly calls: number;
+  /** Allocations whose innermost user frame is this line. */
+  readonly self: MemoryCounters;
+  /** Allocations while this line was anywhere on the user call stack (includes callees). */
+  readonly inclusive: MemoryCounters;
+  /** Bytes autograd saved for backward from this line's forward ops (saved-tensor hooks). Total over steps. */
+  readonly savedForBackward: Bytes;
+  /** Allocations made during backward() by graph nodes this line created in forward. */
+  readonly backward: MemoryCounters;
+  readonly cuda?: CudaLineCounters;
+}
+
+export interface StepStats {
+  /** 0-based index among profiled steps (warmup not included). */
+  readonly index: number;
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly allocated: Bytes;
+  readonly freed: Bytes;
+  readonly liveAtStart: Bytes;
+  readonly liveAtEnd: Bytes;
+  /** Highest live bytes during the step (allocator view of tracked storages). */
+  readonly peakLive: Bytes;
+  readonly peakAtMs: number;
+}
+
+export interface LiveByLine extends SourceLocation {
+  readonly bytes: Bytes;
+  readonly byKind: BytesByKind;
+}
+
+/** Live memory at one instant, grouped by the allocating line and by kind. */
+export interface LiveSnapshot {
+  readonly bytes: Bytes;
+  /** Step index, or null outside a profiled step. */
+  readonly step: number | null;
+  readonly atMs: number;
+  /** The line running when the snapshot was taken (allocating line at a peak). */
+  readonly location: SourceLocation | null;
+  readonly phase: 'forward' | 'backward' | 'other';
+  readonly byKind: BytesByKind;
+  /** Sorted by bytes, descending. Storages allocated before tracking started have file `<untracked>`. */
+  readonly byLine: readonly LiveByLine[];
+}
+
+/** Storage allocated in step k still alive at the end of step k+1 and not model/optimizer state. */
+export interface Leak extends SourceLocation {
+  readonly code: string;
+  /** Mean leaked bytes per step (bytesByStep averaged). */
+  readonly bytesPerStep: Bytes;
+  /** Bytes allocated at this line in step k that survived step k+1, for each k checked. */
+  readonly bytesByStep: readonly Bytes[];
+  /** Autograd graph nodes kept alive per step by tensors created at this line (e.g. `total += loss`). */
+  readonly graphNodesPerStep: number;
+  readonly reason: 'storage' | 'autograd_graph';
+}
+
+export interface TimelinePoint {
+  readonly t: number;
+  readonly live: Bytes;
+}
+
+export interface StepBoundary {
+  readonly step: number;
+  readonly warmup: boolean;
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** Series from the native (or JS fallback) process sampler: owned by src/sampler, attached by the runner. */
+export interface OsTimeline {
+  readonly source: string;
+  readonly pid: number;
+  readonly t: readonly number[];
+  readonly rssBytes: readonly number[];
+  readonly gpuUsedBytes?: readonly number[];
+  readonly notes?: readonly string[];
+}
+
+export interface Timeline {
+  /** Epoch milliseconds of t = 0 (harness clock), so series from other processes can be aligned. */
+  readonly originEpochMs: number;
+  /** Live tracked bytes after allocation events, downsampled keeping every local extreme that matters. */
+  readonly allocator: readonly TimelinePoint[];
+  readonly steps: readonly StepBoundary[];
+  /** cuda backend: torch.cuda.memory_allocated / memory_reserved sampled at line boundaries. */
+  readonly cuda?: { readonly t: readonly number[]; readonly allocated: readonly Bytes[]; readonly reserved: readonly Bytes[] };
+  readonly os?: OsTimeline;
+}
+
+export interface CudaAllocatorInfo {
+  /** Subset of torch.cuda.memory_stats(): allocated_bytes.all.current/peak, reserved_bytes.all.*, num_ooms ... */
+  readonly memoryStats: Readonly<Record<string, number>>;
+  readonly memorySummary: string;
+  readonly allocatedBytes: Bytes;
+  readonly reservedBytes: Bytes;
+  readonly maxAllocatedBytes: Bytes;
+  readonly maxReservedBytes: Bytes;
+  /** reserved - allocated at the end of the profile. */
+  readonly fragmentationBytes: Bytes;
+  /** Pickle for pytorch.org/memory_viz, or null when `_record_memory_history` is unavailable. */
+  readonly snapshotPath: string | null;
+}
+
+export interface OomInfo {
+  readonly message: string;
+  /** The line whose allocation failed (innermost user frame), when known. */
+  readonly location: SourceLocation | null;
+  readonly code: string;
+  /** Bytes the failing allocation asked for, parsed from the error or computed from the op; null if unknown. */
+  readonly requestedBytes: Bytes | null;
+  readonly step: number | null;
+  readonly liveAtOom: LiveSnapshot;
+  readonly advice: readonly string[];
+}
+
+export interface BudgetInfo {
+  readonly budgetBytes: Bytes;
+  readonly exceeded: boolean;
+  /** First allocation that took live memory above the budget. */
+  readonly firstExceeded: (SourceLocation & { readonly code: string; readonly liveBytes: Bytes; readonly step: number | null }) | null;
+}
+
+export interface ProfileReport {
+  readonly version: typeof REPORT_VERSION;
+  readonly harnessVersion: string;
+  readonly target: ProfileTarget;
+  readonly environment: Environment;
+  /** Degradations and caveats (missing torch features, untracked memory, truncated steps). */
+  readonly notes: readonly string[];
+  /** True when the run stopped early (OOM, timeout) and the figures cover part of the requested steps. */
+  readonly partial: boolean;
+  /** User files seen, absolute paths. */
+  readonly files: readonly string[];
+  /** Sorted by file, then line. Only lines with any activity (allocation, free, saved tensor, call). */
+  readonly lines: readonly LineStats[];
+  readonly steps: readonly StepStats[];
+  /** Snapshot at the highest live point of all profiled steps; null when no step completed. */
+  readonly peak: LiveSnapshot | null;
+  readonly leaks: readonly Leak[];
+  readonly timeline: Timeline;
+  readonly cuda?: CudaAllocatorInfo;
+  readonly oom?: OomInfo;
+  readonly budget?: BudgetInfo;
+}
+
+/** Type guard used by readers (editor, CLI) before trusting a parsed file. */
+export function isProfileReport(value: unknown): value is ProfileReport {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    v.version === REPORT_VERSION &&
+    Array.isArray(v.lines) &&
+    Array.isArray(v.steps) &&
+    Array.isArray(v.leaks) &&
+    typeof v.timeline === 'object' &&
+    v.timeline !== null &&
+    typeof v.environment === 'object' &&
+    v.environment !== null
+  );
+}

@@ -1,0 +1,93 @@
+// Resolves local names to the dotted names they were imported as, so rules match
+// `torch.cuda.amp.autocast` whether the code says `autocast`, `amp.autocast` or `torch.cuda.amp.autocast`.
+import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
+
+export interface ImportBinding {
+  /** The name bound in the file ("ac" for `from torch.cuda.amp import autocast as ac`). */
+  readonly local: string;
+  /** What it refers to ("torch.cuda.amp.autocast"). */
+  readonly qualified: string;
+  /** The import statement. */
+  readonly statement: SyntaxNode;
+  /** The node naming the imported thing (dotted_name or aliased_import). */
+  readonly node: SyntaxNode;
+}
+
+const cache = new WeakMap<SourceFile, Map<string, ImportBinding>>();
+
+/** Every import in the file, scope-insensitive: later bindings win, as at module level. */
+export function importBindings(file: SourceFile): Map<string, ImportBinding> {
+  let map = cache.get(file);
+  if (map !== undefined) return map;
+  map = new Map();
+  for (const stmt of file.nodesOfType('import_statement')) {
+    for (const item of childrenByField(stmt, 'name')) {
+      if (item.type === 'aliased_import') {
+        const name = childByField(item, 'name');
+        const alias = childByField(item, 'alias');
+        if (name && alias) map.set(file.textOf(alias), { local: file.textOf(alias), qualified: file.textOf(name), statement: stmt, node: item });
+      } else {
+        // `import torch.nn.functional` binds `torch`, which still means torch.
+        const first = file.textOf(item).split('.')[0];
+        map.set(first, { local: first, qualified: first, statement: stmt, node: item });
+      }
+    }
+  }
+  for (const stmt of file.nodesOfType('import_from_statement')) {
+    const moduleNode = childByField(stmt, 'module_name');
+    if (moduleNode === null || moduleNode.type === 'relative_import') continue;
+    const moduleName = file.textOf(moduleNode).replace(/\s+/g, '');
+    for (const item of childrenByField(stmt, 'name')) {
+      if (item.type === 'aliased_import') {
+        const name = childByField(item, 'name');
+        const alias = childByField(item, 'alias');
+        if (name && alias) {
+          map.set(file.textOf(alias), { local: file.textOf(alias), qualified: `${moduleName}.${file.textOf(name)}`, statement: stmt, node: item });
+        }
+      } else {
+        const name = file.textOf(item);
+        map.set(name, { local: name, qualified: `${moduleName}.${name}`, statement: stmt, node: item });
+      }
+    }
+  }
+  cache.set(file, map);
+  return map;
+}
+
+/**
+ * The dotted name of an identifier or attribute chain with its head resolved through imports:
+ * `amp.autocast` -> "torch.cuda.amp.autocast". Null for anything else (calls, subscripts...).
+ */
+export function qualifiedName(file: SourceFile, node: SyntaxNode): string | null {
+  const parts: string[] = [];
+  let n: SyntaxNode | null = node;
+  while (n !== null && n.type === 'attribute') {
+    const attr = childByField(n, 'attribute');
+    if (attr === null) return null;
+    parts.unshift(file.textOf(attr));
+    n = childByField(n, 'object');
+  }
+  if (n === null || n.type !== 'identifier') return null;
+  const head = file.textOf(n);
+  const binding = importBindings(file).get(head);
+  parts.unshift(binding ? binding.qualified : head);
+  return parts.join('.');
+}
+
+/** The dotted name of what a call calls, resolved through imports, or null. */
+export function calleeName(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  return fn === null ? null : qualifiedName(file, fn);
+}
+
+/** The last segment of the called name: "zero_grad" for `self.opt.zero_grad()`. */
+export function calleeMethod(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  if (fn.type === 'identifier') return file.textOf(fn);
+  if (fn.type === 'attribute') {
+    const attr = childByField(fn, 'attribute');
+    return attr === null ? null : file.textOf(attr);
+  }
+  return null;
+}

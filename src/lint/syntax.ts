@@ -1,0 +1,166 @@
+// A plain-JS mirror of the tree-sitter tree. Rules walk it many times; crossing into wasm for every
+// node access would cost more than the parse itself, so the tree is copied once per top-level
+// statement and reused across incremental edits (see document.ts).
+
+export interface SyntaxNode {
+  /** tree-sitter-python node type: 'call', 'identifier', '+=', 'ERROR', ... */
+  readonly type: string;
+  /** Named node (not punctuation or a keyword). */
+  readonly named: boolean;
+  /** Field name in the parent ('function', 'arguments', 'left', ...), or null. */
+  readonly field: string | null;
+  /** Inserted by error recovery; has no text. */
+  readonly missing: boolean;
+  /** UTF-16 offsets into SourceFile.text. Mutable only so reused subtrees can be shifted. */
+  start: number;
+  end: number;
+  readonly children: SyntaxNode[];
+  parent: SyntaxNode | null;
+}
+
+export type NodeIndex = Map<string, SyntaxNode[]>;
+
+export interface Position {
+  /** 0-based line. */
+  readonly line: number;
+  /** 0-based UTF-16 column. */
+  readonly character: number;
+}
+
+/** One parsed Python file: text, tree and a by-type index in document order. */
+export class SourceFile {
+  private readonly merged = new Map<string, readonly SyntaxNode[]>();
+  private lineStartsCache: number[] | null = null;
+
+  constructor(
+    readonly text: string,
+    readonly root: SyntaxNode,
+    /** One index per top-level statement, in order; merged lazily per type. */
+    private readonly unitIndexes: readonly NodeIndex[],
+  ) {}
+
+  /** Every node of `type` in the file, in document order. */
+  nodesOfType(type: string): readonly SyntaxNode[] {
+    let nodes = this.merged.get(type);
+    if (nodes === undefined) {
+      const all: SyntaxNode[] = [];
+      for (const index of this.unitIndexes) {
+        const part = index.get(type);
+        if (part !== undefined) for (const n of part) all.push(n);
+      }
+      nodes = all;
+      this.merged.set(type, nodes);
+    }
+    return nodes;
+  }
+
+  textOf(node: SyntaxNode): string {
+    return this.text.slice(node.start, node.end);
+  }
+
+  get lineStarts(): number[] {
+    if (this.lineStartsCache === null) this.lineStartsCache = computeLineStarts(this.text);
+    return this.lineStartsCache;
+  }
+
+  positionAt(offset: number): Position {
+    return positionIn(this.lineStarts, offset);
+  }
+
+  /** 0-based line of an offset. */
+  lineOf(offset: number): number {
+    return positionIn(this.lineStarts, offset).line;
+  }
+
+  /** Text of a 0-based line without its line break. */
+  lineText(line: number): string {
+    const starts = this.lineStarts;
+    const start = starts[line] ?? this.text.length;
+    let end = line + 1 < starts.length ? starts[line + 1] : this.text.length;
+    while (end > start && (this.text[end - 1] === '\n' || this.text[end - 1] === '\r')) end--;
+    return this.text.slice(start, end);
+  }
+}
+
+export function computeLineStarts(text: string): number[] {
+  const starts = [0];
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 10) starts.push(i + 1);
+    else if (ch === 13) {
+      if (text.charCodeAt(i + 1) === 10) i++;
+      starts.push(i + 1);
+    }
+  }
+  return starts;
+}
+
+export function positionIn(lineStarts: readonly number[], offset: number): Position {
+  let lo = 0;
+  let hi = lineStarts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (lineStarts[mid] <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return { line: lo, character: offset - lineStarts[lo] };
+}
+
+// ---- Tree helpers for rules -------------------------------------------------------------------
+
+export function childByField(node: SyntaxNode, field: string): SyntaxNode | null {
+  for (const c of node.children) if (c.field === field) return c;
+  return null;
+}
+
+export function childrenByField(node: SyntaxNode, field: string): SyntaxNode[] {
+  return node.children.filter((c) => c.field === field);
+}
+
+export function namedChildren(node: SyntaxNode): SyntaxNode[] {
+  return node.children.filter((c) => c.named && c.type !== 'comment');
+}
+
+export function firstNamedChild(node: SyntaxNode): SyntaxNode | null {
+  for (const c of node.children) if (c.named && c.type !== 'comment') return c;
+  return null;
+}
+
+/** Parent chain, nearest first (excluding the node itself). */
+export function* ancestors(node: SyntaxNode): Generator<SyntaxNode> {
+  for (let p = node.parent; p !== null; p = p.parent) yield p;
+}
+
+export function findAncestor(node: SyntaxNode, pred: (n: SyntaxNode) => boolean): SyntaxNode | null {
+  for (let p = node.parent; p !== null; p = p.parent) if (pred(p)) return p;
+  return null;
+}
+
+/** Pre-order walk; return false from `visit` to skip a node's children. */
+export function walk(node: SyntaxNode, visit: (n: SyntaxNode) => boolean | void): void {
+  const stack: SyntaxNode[] = [node];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (visit(n) === false) continue;
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+}
+
+export function descendantsOfType(node: SyntaxNode, type: string): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  walk(node, (n) => {
+    if (n.type === type && n !== node) out.push(n);
+  });
+  return out;
+}
+
+export function contains(outer: SyntaxNode, inner: SyntaxNode): boolean {
+  return outer.start <= inner.start && inner.end <= outer.end;
+}
+
+/** The statement-level ancestor (or self) directly inside a block or the module. */
+export function enclosingStatement(node: SyntaxNode): SyntaxNode {
+  let n = node;
+  while (n.parent !== null && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
+  return n;
+}

@@ -1,0 +1,34 @@
+// Test helpers: a shared Linter and the `# expect: MH001` annotation convention for fixtures.
+import { Linter, type LintSettings, defaultSettings, type Finding } from '../../../src/lint';
+
+let linter: Promise<Linter> | undefined;
+
+export function getLinter(): Promise<Linter> {
+  linter ??= Linter.create();
+  return linter;
+}
+
+export async function lint(source: string, settings: Partial<LintSettings> = {}): Promise<Finding[]> {
+  return (await getLinter()).lintText(source, { ...defaultSettings, ...settings });
+}
+
+/** "line:code" (1-based line) for each finding, for compact assertions. */
+export function summarize(source: string, findings: readonly Finding[]): string[] {
+  return findings.map((f) => `${lineOf(source, f.start) + 1}:${f.code}`);
+}
+
+/** Expected "line:code" pairs from `# expect: MH001[, MH002]` comments in a fixture. */
+export function expectations(source: string): string[] {
+  const out: string[] = [];
+  source.split(/\r?\n/).forEach((text, i) => {
+    const m = /#\s*expect:\s*([A-Z0-9, ]+)/.exec(text);
+    if (m) for (const code of m[1].split(/[ ,]+/).filter(Boolean)) out.push(`${i + 1}:${code}`);
+  });
+  return out.sort();
+}
+
+function lineOf(source: string, offset: number): number {
+  let line = 0;
+  for (let i = 0; i < offset && i < source.length; i++) if (source.charCodeAt(i) === 10) line++;
+  return line;
+}

@@ -13,6 +13,8 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      // `import X = require()` is how web-tree-sitter's CJS build is reached (see scripts/build.mjs).
+      '@typescript-eslint/no-require-imports': ['error', { allowAsImport: true }],
     },
   },
   { files: ['src/**/*.ts'], ignores: ['src/cli/**'], rules: { 'no-console': 'error' } },

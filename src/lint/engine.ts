@@ -31,7 +31,12 @@ export function unknownRuleSelectors(patterns: readonly string[], rules: readonl
   return patterns.filter((p) => p.trim() !== '' && !rules.some((r) => matches(r, p)));
 }
 
-export function lintFile(file: SourceFile, settings: LintSettings = defaultSettings): Finding[] {
+export interface LintHooks {
+  /** Called when a rule throws; the rule's findings are dropped and the lint goes on. Without it, the error propagates. */
+  readonly onRuleError?: (rule: Rule, error: unknown) => void;
+}
+
+export function lintFile(file: SourceFile, settings: LintSettings = defaultSettings, hooks: LintHooks = {}): Finding[] {
   const options: RuleOptions = { targetTorch: settings.targetTorch };
   const findings: Finding[] = [];
   for (const rule of selectRules(settings)) {
@@ -39,8 +44,10 @@ export function lintFile(file: SourceFile, settings: LintSettings = defaultSetti
     try {
       raw = rule.check(file, options);
     } catch (err) {
-      // A rule bug must not take the whole lint down; surface it as an internal finding-free failure.
-      throw new Error(`rule ${rule.code} (${rule.name}) failed: ${err instanceof Error ? err.message : String(err)}`);
+      // In the editor and CLI a rule bug must not take every other finding down with it.
+      if (hooks.onRuleError === undefined) throw new Error(`rule ${rule.code} (${rule.name}) failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      hooks.onRuleError(rule, err);
+      continue;
     }
     for (const f of raw) {
       findings.push({

@@ -1,11 +1,11 @@
 // Public face of the linter for the CLI and the extension.
 import { PythonDocument } from './document';
-import { lintFile, defaultSettings, type LintSettings } from './engine';
+import { lintFile, defaultSettings, type LintHooks, type LintSettings } from './engine';
 import { loadPythonParser, type PythonParser } from './parser';
 import type { Finding } from './types';
 
 export { PythonDocument, type TextChange } from './document';
-export { lintFile, selectRules, unknownRuleSelectors, defaultSettings, type LintSettings } from './engine';
+export { lintFile, selectRules, unknownRuleSelectors, defaultSettings, type LintHooks, type LintSettings } from './engine';
 export { allRules, ruleByCode } from './rules';
 export type { Finding, Fix, TextEdit, Rule, RuleCode, Severity, TorchVersion } from './types';
 export { parseTorchVersion } from './types';
@@ -24,10 +24,10 @@ export class Linter {
   }
 
   /** One-shot lint of a text. */
-  lintText(text: string, settings: LintSettings = defaultSettings): Finding[] {
+  lintText(text: string, settings: LintSettings = defaultSettings, hooks: LintHooks = {}): Finding[] {
     const doc = this.open(text);
     try {
-      return lintFile(doc.source, settings);
+      return lintFile(doc.source, settings, hooks);
     } finally {
       doc.dispose();
     }

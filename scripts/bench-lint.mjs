@@ -1,0 +1,86 @@
+// Lint throughput (lines/s) of memhint vs @astral-sh/ruff-wasm-nodejs on the same files in the same run,
+// plus the median time to re-lint a ~1,500-line file after a one-character edit (incremental path).
+// Usage: npm run bench:lint [-- --corpus DIR] [--json]
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const { Linter, lintFile, defaultSettings } = require(path.join(root, 'out/src/lint/index.js'));
+const ruff = require('@astral-sh/ruff-wasm-nodejs');
+
+const args = process.argv.slice(2);
+const corpusDirs = [];
+for (let i = 0; i < args.length; i++) if (args[i] === '--corpus') corpusDirs.push(args[++i]);
+if (corpusDirs.length === 0) corpusDirs.push(path.join(root, 'examples'), path.join(root, 'test/fixtures/lint'), path.join(root, 'test/fixtures/corpus'));
+
+function pyFiles(dir) {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? pyFiles(p) : e.name.endsWith('.py') ? [p] : [];
+  });
+}
+const corpus = corpusDirs.flatMap(pyFiles).map((f) => fs.readFileSync(f, 'utf8'));
+const corpusLines = corpus.reduce((n, t) => n + t.split('\n').length, 0);
+if (corpus.length === 0) throw new Error('empty corpus');
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+/** Lines per second of `lintOne` over the corpus: median of several timed passes after warm-up. */
+function throughput(lintOne) {
+  for (let i = 0; i < 3; i++) for (const t of corpus) lintOne(t);
+  const rates = [];
+  for (let pass = 0; pass < 7; pass++) {
+    const t0 = performance.now();
+    let lines = 0;
+    while (performance.now() - t0 < 300) {
+      for (const t of corpus) lintOne(t);
+      lines += corpusLines;
+    }
+    rates.push(lines / ((performance.now() - t0) / 1000));
+  }
+  return median(rates);
+}
+
+const linter = await Linter.create();
+const memhintRate = throughput((t) => linter.lintText(t));
+const workspace = new ruff.Workspace(ruff.Workspace.defaultSettings(), ruff.PositionEncoding.Utf16);
+const ruffRate = throughput((t) => workspace.check(t));
+
+// Incremental: a ~1,500-line file made of corpus files, edited one character at a time.
+let big = '';
+for (let i = 0; big.split('\n').length < 1500; i++) big += corpus[i % corpus.length] + '\n';
+const doc = linter.open(big);
+lintFile(doc.source, defaultSettings);
+const digits = [...big.matchAll(/\d/g)].map((m) => m.index);
+const times = [];
+let text = big;
+for (let i = 0; i < 400; i++) {
+  // Replace one digit by another: always valid Python, changes one token.
+  const at = digits[(i * 7919) % digits.length];
+  const ch = text[at] === '1' ? '2' : '1';
+  const t0 = performance.now();
+  doc.update([{ rangeOffset: at, rangeLength: 1, text: ch }]);
+  lintFile(doc.source, defaultSettings);
+  const dt = performance.now() - t0;
+  text = text.slice(0, at) + ch + text.slice(at + 1);
+  if (i >= 50) times.push(dt);
+}
+doc.dispose();
+const result = {
+  corpus: { files: corpus.length, lines: corpusLines },
+  memhintLinesPerSecond: Math.round(memhintRate),
+  ruffWasmLinesPerSecond: Math.round(ruffRate),
+  ratio: +(memhintRate / ruffRate).toFixed(2),
+  relint: { fileLines: big.split('\n').length, medianMs: +median(times).toFixed(3), p90Ms: +[...times].sort((a, b) => a - b)[Math.floor(times.length * 0.9)].toFixed(3) },
+};
+if (args.includes('--json')) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+else {
+  process.stdout.write(`corpus: ${result.corpus.files} files, ${result.corpus.lines} lines\n`);
+  process.stdout.write(`memhint    ${result.memhintLinesPerSecond.toLocaleString('en')} lines/s\n`);
+  process.stdout.write(`ruff-wasm  ${result.ruffWasmLinesPerSecond.toLocaleString('en')} lines/s (${ruff.Workspace.version()})\n`);
+  process.stdout.write(`ratio      ${result.ratio}x (memhint / ruff-wasm; goal >= 1)\n`);
+  process.stdout.write(`re-lint after 1-char edit of a ${result.relint.fileLines}-line file: median ${result.relint.medianMs} ms, p90 ${result.relint.p90Ms} ms (goal <= 2 ms)\n`);
+}

@@ -1,0 +1,2 @@
+/** A bad invocation: printed as one line, exit code 2. */
+export class UsageError extends Error {}

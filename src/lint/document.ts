@@ -17,9 +17,6 @@ interface Unit {
   readonly index: NodeIndex;
 }
 
-/** Parse time guard: tree-sitter gives up rather than hang on pathological input. */
-const PARSE_TIMEOUT_MICROS = 2_000_000;
-
 export class PythonDocument {
   private tree: TS.Tree;
   private units: Unit[];
@@ -223,12 +220,8 @@ function toPoint(p: { line: number; character: number }): TS.Point {
 }
 
 function parseOrThrow(py: PythonParser, text: string, old: TS.Tree | null): TS.Tree {
-  const tree = py.parser.parse(text, old ?? undefined, { progressCallback: deadline(PARSE_TIMEOUT_MICROS) });
-  if (tree === null) throw new Error('tree-sitter gave up parsing this file (time limit)');
+  const tree = py.parser.parse(text, old ?? undefined);
+  // Only a cancelled or timed-out parse returns null, and neither is requested here.
+  if (tree === null) throw new Error('tree-sitter returned no tree');
   return tree;
-}
-
-function deadline(micros: number): () => boolean {
-  const until = performance.now() + micros / 1000;
-  return () => performance.now() > until;
 }

@@ -1,8 +1,12 @@
 // The rule registry, in code order. Each rule lives in its own file as a pure function of the tree.
 import type { Rule } from '../types';
+import { rule as mh005 } from './mh005-empty-cache-in-loop';
+import { rule as mh006 } from './mh006-gc-collect-in-loop';
 
 export const allRules: readonly Rule[] = [
   // rules are registered here, one import per file, sorted by code
+  mh005,
+  mh006,
 ];
 
 export function ruleByCode(code: string): Rule | undefined {

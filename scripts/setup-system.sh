@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages memhint's tests and demo need. Idempotent; skips apt when everything is present.
 set -euo pipefail
-PKGS=(python3-torch libopenblas0-pthread chromium libkrb5-dev)
+PKGS=(python3-torch libopenblas0-pthread chromium libkrb5-dev g++ make)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,7 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
   explicit SamplerWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SamplerWrap>(info) {
     if (info.Length() > 0 && info[0].IsObject()) {
       Napi::Object o = info[0].As<Napi::Object>();
-      if (o.Has("zeroCopy")) zero_copy_ = o.Get("zeroCopy").ToBoolean();
+      if (o.Get("zeroCopy").IsBoolean()) zero_copy_ = o.Get("zeroCopy").As<Napi::Boolean>().Value();
     }
   }
 
@@ -53,7 +53,7 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
     opts.interval_ms = interval;
     if (info.Length() > 2 && info[2].IsObject()) {
       Napi::Object o = info[2].As<Napi::Object>();
-      if (o.Has("gpu")) opts.gpu = o.Get("gpu").ToBoolean();
+      if (o.Get("gpu").IsBoolean()) opts.gpu = o.Get("gpu").As<Napi::Boolean>().Value();
       if (o.Get("gpuIntervalMs").IsNumber()) opts.gpu_interval_ms = o.Get("gpuIntervalMs").As<Napi::Number>().DoubleValue();
       if (o.Get("gpuIndex").IsNumber()) opts.gpu_index = o.Get("gpuIndex").As<Napi::Number>().Int32Value();
       if (o.Get("nvmlLibrary").IsString()) opts.nvml_library = o.Get("nvmlLibrary").As<Napi::String>().Utf8Value();

@@ -55,6 +55,8 @@ export interface SamplerStartOptions {
   nvmlLibrary?: string;
   /** Samples kept before the series is truncated. */
   maxSamples?: number;
+  /** Native only: samples the first block holds before it grows (tuning; default about a minute). */
+  initialCapacity?: number;
 }
 
 export interface MemorySampler {

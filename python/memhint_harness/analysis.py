@@ -1,0 +1,211 @@
+"""Kinds of live memory, the peak snapshot, and leak detection across steps."""
+import weakref
+
+import torch
+
+KINDS = ("parameter", "gradient", "optimizer_state", "activation", "input", "temporary")
+STATE_KINDS = ("parameter", "gradient", "optimizer_state")
+GRAPH_NODE_CAP = 200000
+
+
+class Registry:
+    """Modules and optimizers the user creates, found by patching their constructors (no gc scans)."""
+
+    def __init__(self):
+        self.modules = weakref.WeakSet()
+        self.optimizers = weakref.WeakSet()
+        self._patch(torch.nn.Module, self.modules)
+        self._patch(torch.optim.Optimizer, self.optimizers)
+
+    @staticmethod
+    def _patch(cls, registry):
+        original = cls.__init__
+
+        def __init__(self, *args, **kwargs):
+            registry.add(self)
+            original(self, *args, **kwargs)
+
+        __init__.__wrapped__ = original
+        cls.__init__ = __init__
+
+    def state_tensors(self):
+        """Yields (kind, tensor) for model parameters and buffers, their gradients and optimizer state."""
+        seen = set()
+        params = []
+        for module in list(self.modules):
+            try:
+                for p in module.parameters(recurse=False):
+                    params.append(p)
+                for b in module.buffers(recurse=False):
+                    yield "parameter", b
+            except Exception:
+                continue
+        for optimizer in list(self.optimizers):
+            try:
+                for group in optimizer.param_groups:
+                    params.extend(group["params"])
+                for state in optimizer.state.values():
+                    for value in state.values():
+                        if isinstance(value, torch.Tensor):
+                            yield "optimizer_state", value
+            except Exception:
+                continue
+        for p in params:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            yield "parameter", p
+            if p.grad is not None:
+                yield "gradient", p.grad
+
+
+class State:
+    def __init__(self, tracker, registry, warmup):
+        self.tracker = tracker
+        self.registry = registry
+        self.warmup = warmup
+        self.best_peak = None
+        self.leaks = {}  # site -> {epoch: bytes}
+        self.graph_counts = {}  # serial -> (rec, [node counts at successive boundaries])
+        self.checked_epochs = []
+
+    def state_kinds(self):
+        kinds = {}
+        api = self.tracker.api
+        for kind, tensor in self.registry.state_tensors():
+            if tensor.device.type != self.tracker.device_type:
+                continue
+            described = api.describe(tensor)
+            if described is not None:
+                kinds.setdefault(described[0], kind)
+        return kinds
+
+    def stamp_state_kinds(self):
+        """Marks live storages that are parameters, gradients or optimizer state, registering any the
+        tracker never saw allocated (created before tracking, or by numpy)."""
+        tracker = self.tracker
+        for kind, tensor in self.registry.state_tensors():
+            rec = tracker.register_existing(tensor)
+            if rec is not None and rec.hint not in STATE_KINDS:
+                rec.hint = kind
+
+    def kind_of(self, rec):
+        if rec.hint in STATE_KINDS:
+            return rec.hint
+        if rec.saved:
+            return "activation"
+        if rec.hint == "input":
+            return "input"
+        return "temporary"
+
+    # ------------------------------------------------------------ peak
+
+    def consider_peak(self, log, events, tracker):
+        if self.best_peak is not None and log.peak <= self.best_peak["bytes"]:
+            return
+        sizes = dict(tracker.step_start_sizes)
+        for rec, delta in events[: tracker.step_peak_index]:
+            sizes[rec] = sizes.get(rec, 0) + delta
+        snapshot = self.snapshot(((rec, n) for rec, n in sizes.items() if n > 0), log.peak)
+        snapshot.update(step=log.index, atMs=log.peak_at, location=site_location(tracker.step_peak_site),
+                        phase=tracker.step_peak_phase)
+        self.best_peak = snapshot
+
+    def snapshot(self, recs_and_sizes, total):
+        by_kind = dict.fromkeys(KINDS, 0)
+        by_line = {}
+        for rec, nbytes in recs_and_sizes:
+            kind = self.kind_of(rec)
+            by_kind[kind] += nbytes
+            site = rec.site
+            group = by_line.get(site[:2])
+            if group is None:
+                group = by_line[site[:2]] = {"file": site[0], "line": site[1], "function": site[2],
+                                             "bytes": 0, "byKind": dict.fromkeys(KINDS, 0)}
+            group["bytes"] += nbytes
+            group["byKind"][kind] += nbytes
+        lines = sorted(by_line.values(), key=lambda g: (-g["bytes"], g["file"], g["line"]))
+        return {"bytes": total, "byKind": by_kind, "byLine": lines}
+
+    # ------------------------------------------------------------ leaks
+
+    def epoch_boundary(self, starting_epoch):
+        """Called when epoch `starting_epoch` begins (or the run ends): storages from two epochs back that
+        are still alive and are not model or optimizer state have leaked."""
+        tracker = self.tracker
+        tracker.poll()
+        if starting_epoch in self.checked_epochs:
+            return
+        self.checked_epochs.append(starting_epoch)
+        self.stamp_state_kinds()
+        # What is model/optimizer state *now*: a gradient replaced by a new one and kept in a list is a leak.
+        current = self.state_kinds()
+        leak_epoch = starting_epoch - 2
+        if leak_epoch >= self.warmup:
+            for rec in tracker.live.values():
+                if rec.epoch == leak_epoch and rec.cdata not in current and rec.site[0] != "<untracked>":
+                    per_epoch = self.leaks.setdefault(rec.site, {})
+                    per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
+        if starting_epoch >= 1:
+            self._count_graphs(starting_epoch, current)
+
+    def _count_graphs(self, epoch, current):
+        for rec in list(self.tracker.live.values()):
+            if rec.tensor_ref is None or rec.epoch >= epoch or rec.cdata in current:
+                continue
+            tensor = rec.tensor_ref()
+            node = tensor.grad_fn if tensor is not None else None
+            if node is None:
+                continue
+            entry = self.graph_counts.setdefault(rec.serial, (rec, []))
+            entry[1].append(count_nodes(node))
+
+    def leak_list(self, steps_measured):
+        result = {}
+        for site, per_epoch in self.leaks.items():
+            epochs = range(self.warmup, self.warmup + max(steps_measured - 1, 0))
+            by_step = [per_epoch.get(e, 0) for e in epochs]
+            if not any(by_step):
+                continue
+            result[site[:2]] = {"site": site, "bytesByStep": by_step,
+                                "bytesPerStep": sum(by_step) // max(len(by_step), 1),
+                                "graphNodesPerStep": 0, "reason": "storage"}
+        for rec, counts in self.graph_counts.values():
+            if len(counts) < 2 or counts[-1] <= counts[0]:
+                continue
+            if any(b < a for a, b in zip(counts, counts[1:])):
+                continue
+            growth = (counts[-1] - counts[0]) // (len(counts) - 1)
+            if growth <= 0:
+                continue
+            key = rec.site[:2]
+            entry = result.get(key)
+            if entry is None:
+                entry = result[key] = {"site": rec.site, "bytesByStep": [], "bytesPerStep": 0,
+                                       "graphNodesPerStep": 0, "reason": "autograd_graph"}
+            entry["graphNodesPerStep"] += growth
+            entry["reason"] = "autograd_graph" if not entry["bytesPerStep"] else entry["reason"]
+        return sorted(result.values(), key=lambda e: (-e["bytesPerStep"], -e["graphNodesPerStep"]))
+
+
+def count_nodes(root):
+    # Keeps every visited wrapper alive so that ids stay unique during the walk.
+    seen = {id(root): root}
+    frontier = [root]
+    while frontier and len(seen) < GRAPH_NODE_CAP:
+        node = frontier.pop()
+        try:
+            nexts = node.next_functions
+        except Exception:
+            continue
+        for child, _ in nexts:
+            if child is not None and id(child) not in seen:
+                seen[id(child)] = child
+                frontier.append(child)
+    return len(seen)
+
+
+def site_location(site):
+    if site is None or site[0] == "<untracked>":
+        return None
+    return {"file": site[0], "line": site[1], "function": site[2]}

@@ -1,0 +1,183 @@
+"""Entry point: `python -m memhint_harness --protocol-fd 3 --script train.py --function train_step ...`."""
+import argparse
+import os
+import platform
+import sys
+import traceback
+
+from . import HARNESS_VERSION
+from .protocol import Channel
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="memhint_harness", add_help=True)
+    parser.add_argument("--protocol-fd", type=int, default=None)
+    parser.add_argument("--script", required=True)
+    parser.add_argument("--function", default=None)
+    parser.add_argument("--setup", default=None)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--max-seconds", type=float, default=None)
+    parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--budget", type=int, default=None, help="bytes")
+    parser.add_argument("--memory-limit", type=int, default=None,
+                        help="address-space headroom in bytes above the size after importing torch (RLIMIT_AS)")
+    parser.add_argument("--cuda-snapshot", default=None, help="where to write the memory_viz snapshot")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER)
+    options = parser.parse_args(argv)
+    if options.script_args and options.script_args[0] == "--":
+        options.script_args = options.script_args[1:]
+    return options
+
+
+def main(argv):
+    try:
+        options = parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    channel = Channel(options.protocol_fd)
+    try:
+        return _run(options, channel)
+    finally:
+        channel.close()
+
+
+def _error(channel, kind, message, trace=None, location=None, report=None):
+    channel.send("error", kind=kind, message=message, traceback=trace, location=location)
+    return 1
+
+
+def _user_location(tb, user_files):
+    """Innermost frame of the traceback that is in a user file."""
+    found = None
+    for frame, lineno in traceback.walk_tb(tb):
+        if user_files.is_user(frame.f_code.co_filename):
+            found = {"file": os.path.abspath(frame.f_code.co_filename), "line": lineno,
+                     "function": frame.f_code.co_name}
+    return found
+
+
+def _run(options, channel):
+    if options.function is None and options.setup is not None:
+        return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
+    if options.warmup < 0 or options.steps < 1:
+        return _error(channel, "bad_arguments", "--warmup must be >= 0 and --steps >= 1")
+    try:
+        import torch
+    except Exception as error:  # noqa: BLE001 - any import failure means "no usable torch"
+        return _error(channel, "torch_missing", "cannot import torch with %s: %s" % (sys.executable, error))
+
+    from .analysis import Registry, State
+    from .capabilities import detect
+    from .report import build_report
+    from .runner import Runner, TargetError
+    from .storage import StorageApi
+    from .tracker import DispatchMode, Tracker
+    from .userfiles import UserFiles
+    from . import cudainfo
+
+    caps, notes = detect(torch)
+    backend = options.backend
+    if backend == "auto":
+        backend = "cuda" if caps["cudaAvailable"] else "cpu"
+    if backend == "cuda" and not caps["cudaAvailable"]:
+        return _error(channel, "bad_arguments", "--backend cuda was requested but torch.cuda.is_available() is False")
+    if not caps["torchDispatchMode"]:
+        return _error(channel, "unsupported_torch",
+                      "torch %s has no usable TorchDispatchMode; memhint needs torch >= 1.13" % torch.__version__)
+    device = "cpu"
+    if backend == "cuda":
+        device = "cuda:%d (%s)" % (torch.cuda.current_device(), torch.cuda.get_device_name())
+    environment = {"python": sys.executable, "pythonVersion": platform.python_version(),
+                   "torchVersion": str(torch.__version__), "backend": backend, "device": device,
+                   "pid": os.getpid(), "capabilities": caps}
+    channel.send("hello", harnessVersion=HARNESS_VERSION, **environment)
+
+    if options.memory_limit is not None:
+        notes.append(_limit_address_space(options.memory_limit))
+
+    user_files = UserFiles()
+    tracker = Tracker(StorageApi(), user_files, "cuda" if backend == "cuda" else "cpu",
+                      budget=options.budget, cuda_lines=backend == "cuda")
+    registry = Registry()
+    state = State(tracker, registry, options.warmup)
+    runner = Runner(tracker, state, channel, options)
+    tracker.line_hook = runner.on_line
+    _patch_backward(torch, tracker)
+    history = cudainfo.start_history(torch) if backend == "cuda" else None
+
+    mode = DispatchMode(tracker)
+    failure = None
+    sys.settrace(tracker.trace_call)
+    try:
+        with mode:
+            runner.run()
+    except TargetError as error:
+        failure = (error.kind, str(error), None, None)
+    except SyntaxError as error:
+        location = {"file": os.path.abspath(error.filename or options.script), "line": error.lineno or 0}
+        failure = ("syntax_error", "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno),
+                   traceback.format_exc(), location)
+    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
+        sys.settrace(None)
+        from .oom import is_oom
+
+        if tracker.oom is None and is_oom(error):
+            tracker.on_op_error("<python allocation>", error)
+            if tracker.oom is not None and tracker.oom["site"] is None:
+                loc = _user_location(error.__traceback__, user_files)
+                tracker.oom["site"] = (loc["file"], loc["line"], loc["function"]) if loc else None
+        kind = "oom" if tracker.oom is not None else "user_exception"
+        failure = (kind, "%s: %s" % (type(error).__name__, error), _user_traceback(error, user_files),
+                   _user_location(error.__traceback__, user_files))
+    finally:
+        sys.settrace(None)
+    try:
+        state.epoch_boundary(tracker.epoch + 1)
+    except Exception:  # noqa: BLE001 - a failing leak check must not hide the profile
+        notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
+
+    notes.extend(runner.notes)
+    measured = runner.measured_steps()
+    if failure is not None and failure[0] != "oom" and measured == 0:
+        return _error(channel, failure[0], failure[1], failure[2], failure[3])
+    cuda = cudainfo.collect(torch, history, options.cuda_snapshot, notes, tracker) if backend == "cuda" else None
+    report = build_report(options, environment, notes, tracker, state, runner, cuda,
+                          partial=failure is not None or measured < options.steps)
+    channel.send("result", report=report)
+    if failure is not None:
+        return _error(channel, failure[0], failure[1], failure[2], failure[3])
+    return 0
+
+
+def _user_traceback(error, user_files):
+    lines = traceback.format_exception(type(error), error, error.__traceback__)
+    return "".join(line for line in lines if "memhint_harness" not in line)
+
+
+def _patch_backward(torch, tracker):
+    """Marks backward() and autograd.grad() so allocations inside are charged to forward lines."""
+    for name in ("backward", "grad"):
+        original = getattr(torch.autograd, name)
+
+        def patched(*args, __original=original, **kwargs):
+            tracker.backward_begin()
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                tracker.backward_end()
+
+        patched.__wrapped__ = original
+        patched.__doc__ = original.__doc__
+        setattr(torch.autograd, name, patched)
+
+
+def _limit_address_space(headroom):
+    import resource
+
+    with open("/proc/self/statm") as handle:
+        pages = int(handle.read().split()[0])
+    current = pages * os.sysconf("SC_PAGE_SIZE")
+    limit = current + headroom
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return "address space limited to %d bytes (%d above the size after importing torch)" % (limit, headroom)

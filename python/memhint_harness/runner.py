@@ -1,0 +1,273 @@
+"""Runs the user's target under the tracker: a function of a script run as __main__, a function fed by a
+setup function, or a whole script for a time budget."""
+import functools
+import importlib.util
+import os
+import sys
+import time
+import types
+
+import torch
+
+from .tracker import StopProfiling
+
+
+class TargetError(Exception):
+    """A problem with the user's target, reported with `kind` (missing_target, target_not_called, ...)."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+class StepLog:
+    __slots__ = ("index", "warmup", "start", "end", "allocated", "freed", "live_start", "live_end", "peak",
+                 "peak_at")
+
+
+def _tensors_in(value, depth=0):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < 2 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors_in(item, depth + 1)
+    elif depth < 2 and isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors_in(item, depth + 1)
+
+
+class Runner:
+    def __init__(self, tracker, state, channel, options):
+        self.tracker = tracker
+        self.state = state  # analysis.State: kinds, leaks, snapshots
+        self.channel = channel
+        self.options = options
+        self.script = os.path.abspath(options.script)
+        self.calls = 0
+        self.done = False
+        self.stop_frame = None
+        self.stop_line = None
+        self.deadline = None
+        self.target_seen = False
+        self.steps = []
+        self.saved_hooks = _saved_tensor_hooks(tracker)
+        self.notes = []
+        if self.saved_hooks is None:
+            self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
+                              "and the activation kind are not measured.")
+
+    # ------------------------------------------------------------------ steps
+
+    @property
+    def total_calls(self):
+        return self.options.warmup + self.options.steps
+
+    def call_step(self, original, args, kwargs):
+        if self.done:
+            raise StopProfiling()
+        index = self.calls
+        self.calls += 1
+        warmup = index < self.options.warmup
+        profiled = None if warmup else index - self.options.warmup
+        return self._measure(lambda: original(*args, **kwargs), index, profiled, (args, kwargs))
+
+    def _measure(self, body, index, profiled, inputs):
+        tracker = self.tracker
+        self.state.epoch_boundary(tracker.epoch + 1)
+        for tensor in _tensors_in(inputs):
+            tracker.register_existing(tensor, hint="input", site=tracker.current_site())
+        self.state.stamp_state_kinds()
+        log = StepLog()
+        log.index = profiled if profiled is not None else index
+        log.warmup = profiled is None
+        hooks = self.saved_hooks() if self.saved_hooks is not None else None
+        if hooks is not None:
+            hooks.__enter__()
+        tracker.step_begin(profiled)
+        log.live_start = tracker.live_bytes
+        log.start = tracker.now_ms()
+        try:
+            return body()
+        finally:
+            log.end = tracker.now_ms()
+            events = tracker.step_end()
+            if hooks is not None:
+                hooks.__exit__(None, None, None)
+            log.live_end = tracker.live_bytes
+            if events is not None:
+                log.allocated = sum(delta for _, delta in events if delta > 0)
+                log.freed = -sum(delta for _, delta in events if delta < 0)
+                log.peak = tracker.step_peak
+                log.peak_at = tracker.step_peak_at
+                self.state.stamp_state_kinds()
+                self.state.consider_peak(log, events, tracker)
+            self.steps.append(log)
+            self.channel.send("progress", step=log.index, warmup=log.warmup, ms=log.end - log.start,
+                              liveBytes=tracker.live_bytes, of=self.options.steps)
+            if index + 1 >= self.total_calls:
+                self.done = True
+                # Stop at the caller's next loop iteration (a line at or before the call) or next call.
+                caller = sys._getframe(1)
+                while caller is not None and not tracker.user_files.is_user(caller.f_code.co_filename):
+                    caller = caller.f_back
+                if caller is not None:
+                    self.stop_frame = caller
+                    self.stop_line = caller.f_lineno
+
+    # ------------------------------------------------------------------ line hook
+
+    def on_line(self, frame):
+        if self.done and frame is self.stop_frame and frame.f_lineno <= self.stop_line:
+            raise StopProfiling()
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise StopProfiling()
+        if not self.target_seen and self.options.function and frame.f_globals is self.module_globals:
+            self._try_wrap(frame.f_globals)
+
+    def _try_wrap(self, namespace):
+        parts = self.options.function.split(".")
+        owner = None
+        value = namespace.get(parts[0])
+        for part in parts[1:]:
+            if value is None:
+                return
+            owner = value
+            value = vars(value).get(part) if isinstance(value, type) else getattr(value, part, None)
+        if value is None or not callable(value) and not isinstance(value, (staticmethod, classmethod)):
+            return
+        wrapped = self._wrap(value)
+        if owner is None:
+            namespace[parts[0]] = wrapped
+        else:
+            setattr(owner, parts[-1], wrapped)
+        self.target_seen = True
+
+    def _wrap(self, value):
+        runner = self
+        if isinstance(value, (staticmethod, classmethod)):
+            inner = value.__func__
+
+            @functools.wraps(inner)
+            def step(*args, **kwargs):
+                return runner.call_step(inner, args, kwargs)
+
+            return type(value)(step)
+
+        @functools.wraps(value)
+        def step(*args, **kwargs):
+            return runner.call_step(value, args, kwargs)
+
+        return step
+
+    # ------------------------------------------------------------------ targets
+
+    def run(self):
+        options = self.options
+        if not os.path.isfile(self.script):
+            raise TargetError("missing_target", "script not found: %s" % self.script)
+        with open(self.script, "rb") as handle:
+            source = handle.read()
+        code = compile(source, self.script, "exec")  # SyntaxError is reported by the caller
+        sys.argv = [self.script] + list(options.script_args)
+        sys.path.insert(0, os.path.dirname(self.script))
+        if options.setup:
+            return self._run_setup(code)
+        module = types.ModuleType("__main__")
+        module.__file__ = self.script
+        module.__builtins__ = __builtins__
+        sys.modules["__main__"] = module
+        self.module_globals = module.__dict__
+        if not options.function:
+            return self._run_script(code, module)
+        self._exec(code, module.__dict__)
+        if self.calls == 0:
+            if not self.target_seen:
+                raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
+            raise TargetError("target_not_called",
+                              "%s ran to completion without calling %s" % (self.script, options.function))
+        if self.calls < self.total_calls:
+            self.notes.append("the script called %s only %d time(s); %d warmup + %d steps were requested"
+                              % (options.function, self.calls, options.warmup, options.steps))
+
+    def _exec(self, code, namespace):
+        try:
+            exec(code, namespace)
+        except StopProfiling:
+            pass
+        except SystemExit as exit_:
+            status = exit_.code
+            failed = status not in (None, 0)
+            if self.measured_steps() == 0:
+                raise TargetError("script_exit", "the script called sys.exit(%r) before any profiled step" % (status,))
+            if failed:
+                self.notes.append("the script exited with sys.exit(%r) after the profiled steps" % (status,))
+
+    def measured_steps(self):
+        return sum(1 for step in self.steps if not step.warmup)
+
+    def _run_script(self, code, module):
+        self.deadline = time.perf_counter() + (self.options.max_seconds or 30.0)
+        self.target_seen = True
+        finished = {"value": False}
+
+        def body():
+            self._exec(code, module.__dict__)
+            finished["value"] = True
+
+        self.options.warmup = 0
+        self.options.steps = 1
+        self._measure(body, 0, 0, ((), {}))
+        if not finished["value"] or time.perf_counter() > self.deadline:
+            self.notes.append("the script was stopped after --max-seconds %g" % (self.options.max_seconds or 30.0))
+
+    def _run_setup(self, code):
+        options = self.options
+        name = os.path.splitext(os.path.basename(self.script))[0]
+        spec = importlib.util.spec_from_loader(name, loader=None, origin=self.script)
+        module = importlib.util.module_from_spec(spec)
+        module.__file__ = self.script
+        sys.modules[name] = module
+        self.module_globals = module.__dict__
+        self.target_seen = True
+        exec(code, module.__dict__)
+        setup = getattr(module, options.setup, None)
+        if setup is None or not callable(setup):
+            raise TargetError("missing_target", "%s does not define a setup function %s" % (self.script, options.setup))
+        target = module
+        for part in options.function.split("."):
+            target = getattr(target, part, None)
+            if target is None:
+                raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
+        produced = setup()
+        if isinstance(produced, dict):
+            args, kwargs = (), produced
+        elif isinstance(produced, tuple):
+            args, kwargs = produced, {}
+        elif produced is None:
+            args, kwargs = (), {}
+        else:
+            args, kwargs = (produced,), {}
+        try:
+            for _ in range(self.total_calls):
+                self.call_step(target, args, kwargs)
+        except StopProfiling:
+            pass
+        self.state.epoch_boundary(self.tracker.epoch + 1)
+
+
+def _saved_tensor_hooks(tracker):
+    graph = getattr(torch.autograd, "graph", None)
+    hooks = getattr(graph, "saved_tensors_hooks", None) if graph is not None else None
+    if hooks is None:
+        return None
+
+    def pack(tensor):
+        tracker.on_saved(tensor)
+        # A detached alias, not the tensor itself: holding the output tensor from its own graph node
+        # would create a reference cycle and delay its free until the garbage collector runs.
+        return tensor.detach()
+
+    def unpack(tensor):
+        return tensor
+
+    return lambda: hooks(pack, unpack)

@@ -1,0 +1,585 @@
+"""Exact tensor-storage accounting per user source line.
+
+Three sources of events feed one ledger:
+- a TorchDispatchMode sees every aten op's outputs: a storage never seen before is an allocation, a known
+  storage whose size changed was resized (`resize_`, `out=`);
+- before each op and at each traced line, the C++ weak references of live storages are polled: an expired
+  one was freed. Polling before an op keeps the live level exact at every allocation, hence at every peak;
+- sys.settrace on user frames only gives line boundaries (per-line peak, call counts, the current line).
+
+Backward: allocations made while autograd runs a graph node are charged to the forward line that created
+the node. Forward outputs' `grad_fn` nodes are tagged with their line in `node.metadata`. During backward the
+running node comes from `torch._C._current_autograd_node()` when the torch has it (any thread, so CUDA's
+device threads too); otherwise (torch 1.13) a post-hook on each tagged node closes the allocations made since
+the previous node finished: exact on CPU, where the engine runs nodes one by one in the calling thread.
+"""
+import sys
+import threading
+import time
+
+import torch
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - torch < 1.12
+    TorchDispatchMode = None
+
+NODE_KEY = "memhint_site"
+UNTRACKED = ("<untracked>", 0, "")
+
+
+class LineAcc:
+    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "cuda")
+
+    def __init__(self):
+        # allocated, freed, peak, allocations
+        self.self_c = [0, 0, 0, 0]
+        self.incl_c = [0, 0, 0, 0]
+        self.bw_c = [0, 0, 0, 0]
+        self.calls = 0
+        self.saved = 0
+        self.cuda = None  # [allocated_delta, reserved_delta, max_allocated_rise]
+
+
+class StorageRec:
+    __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "tensor_ref", "t")
+
+    def __init__(self, serial, cdata, handle, nbytes, site, epoch, step, t):
+        self.serial = serial
+        self.cdata = cdata
+        self.handle = handle
+        self.nbytes = nbytes
+        self.site = site
+        self.epoch = epoch
+        self.step = step
+        self.saved = False
+        self.hint = None
+        self.tensor_ref = None
+        self.t = t
+
+
+class Frame:
+    """One active user frame on the traced stack."""
+
+    # The frame's id, not the frame: holding a frame object would keep its locals (tensors) alive.
+    __slots__ = ("frame", "file", "func", "line", "start", "self_max", "incl_max")
+
+    def __init__(self, frame, file, func, live):
+        self.frame = id(frame)
+        self.file = file
+        self.func = func
+        self.line = 0
+        self.start = live
+        self.self_max = live
+        self.incl_max = live
+
+
+class StopProfiling(BaseException):
+    """Raised into the user's code to end the run once enough steps were measured."""
+
+
+class Tracker:
+    def __init__(self, storage_api, user_files, device_type, budget=None, cuda_lines=False):
+        self.api = storage_api
+        self.user_files = user_files
+        self.device_type = device_type
+        self.t0 = time.perf_counter()
+        self.main_thread = threading.get_ident()
+        self.live = {}  # cdata -> StorageRec
+        self.live_bytes = 0
+        self.serial = 0
+        self.lines = {}  # (file, line) -> LineAcc
+        self.funcs = {}  # (file, line) -> function name
+        self.stack = []  # main-thread user frames
+        self.pending = []  # forward outputs whose grad_fn is tagged at the next event
+        self.bw_pending = []  # hooks mode: backward events not yet claimed by a node
+        self.site_hooks = {}
+        self.current_node = getattr(torch._C, "_current_autograd_node", None)
+        self.in_step = False  # a profiled (non-warmup) step is running
+        self.step_index = None
+        self.epoch = -1  # number of step starts so far - 1 (warmup included)
+        self.in_backward = 0
+        self.backward_site = None
+        self.backward_start_live = 0
+        self.active = False
+        self.events = None  # per profiled step: list of (serial, +nbytes/-nbytes)
+        self.timeline = []
+        self.step_peak = 0
+        self.step_peak_at = 0.0
+        self.step_peak_index = 0
+        self.step_peak_site = None
+        self.step_peak_phase = "other"
+        self.budget = budget
+        self.budget_hit = None
+        self.oom = None
+        self.cuda_lines = cuda_lines
+        self.cuda_series = ([], [], []) if cuda_lines else None
+        self.cuda_max_allocated = 0
+        self.cuda_max_reserved = 0
+        self._code_cache = {}
+
+    # ----------------------------------------------------------------- time, sites
+
+    def now_ms(self):
+        return (time.perf_counter() - self.t0) * 1000.0
+
+    def _acc(self, key):
+        acc = self.lines.get(key)
+        if acc is None:
+            acc = self.lines[key] = LineAcc()
+        return acc
+
+    def current_site(self):
+        if threading.get_ident() == self.main_thread and self.stack:
+            top = self.stack[-1]
+            return (top.file, top.line, top.func)
+        return None
+
+    # ----------------------------------------------------------------- ledger
+
+    def poll(self):
+        """Detects freed storages (expired weak references) and charges them to the running line."""
+        if self.pending:
+            self.flush_pending()
+        expired = self.api.expired
+        dead = None
+        for rec in self.live.values():
+            if expired(rec.handle):
+                if dead is None:
+                    dead = []
+                dead.append(rec)
+        if dead:
+            for rec in dead:
+                del self.live[rec.cdata]
+                self.api.free(rec.handle)
+                self._on_free(rec, rec.nbytes)
+        if self.returning and threading.get_ident() == self.main_thread:
+            self._pop_returned()
+
+    def _on_free(self, rec, nbytes):
+        self.live_bytes -= nbytes
+        if self.events is not None:
+            self.events.append((rec, -nbytes))
+            self.timeline.append((self.now_ms(), self.live_bytes))
+        if not self.in_step:
+            return
+        if self.in_backward and not self.current_node and threading.get_ident() == self.main_thread:
+            self.bw_pending.append((rec, -nbytes))
+            return
+        if self.in_backward:
+            site = self._running_node_site()
+            if site is not None:
+                self._acc(site[:2]).bw_c[1] += nbytes
+                self._charge_stack(nbytes, freed=True, self_too=False)
+                return
+        self._charge_stack(nbytes, freed=True, self_too=True)
+
+    def _charge_stack(self, nbytes, freed, self_too):
+        if threading.get_ident() != self.main_thread or not self.stack:
+            return
+        slot = 1 if freed else 0
+        stack = self.stack
+        top = stack[-1]
+        if self_too:
+            c = self._acc((top.file, top.line)).self_c
+            c[slot] += nbytes
+            if not freed:
+                c[3] += 1
+        seen = set()
+        for fr in stack:
+            key = (fr.file, fr.line)
+            if key in seen:
+                continue
+            seen.add(key)
+            c = self._acc(key).incl_c
+            c[slot] += nbytes
+            if not freed:
+                c[3] += 1
+
+    def _running_node_site(self):
+        if self.current_node is None:
+            return None
+        node = self.current_node()
+        if node is None:
+            return None
+        try:
+            return node.metadata.get(NODE_KEY)
+        except Exception:
+            return None
+
+    def on_alloc(self, cdata, nbytes, storage, tensor):
+        self.serial += 1
+        site = self.current_site()
+        bw_site = None
+        if self.in_backward:
+            bw_site = self._running_node_site()
+        rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes,
+                         bw_site or site or UNTRACKED, self.epoch, self.step_index, self.now_ms())
+        self.live[cdata] = rec
+        self._grow(rec, nbytes, bw_site)
+
+    def _grow(self, rec, nbytes, bw_site):
+        self.live_bytes += nbytes
+        live = self.live_bytes
+        if self.events is not None:
+            self.events.append((rec, nbytes))
+            self.timeline.append((self.now_ms(), live))
+        if self.budget is not None and self.budget_hit is None and live > self.budget:
+            self.budget_hit = (rec.site, live, self.step_index)
+        if not self.in_step:
+            return
+        stack_ok = threading.get_ident() == self.main_thread and self.stack
+        if stack_ok:
+            top = self.stack[-1]
+            if live > top.incl_max:
+                top.incl_max = live
+            if live > top.self_max and not self.in_backward:
+                top.self_max = live
+        if live > self.step_peak:
+            self.step_peak = live
+            self.step_peak_at = self.now_ms()
+            self.step_peak_index = len(self.events)
+            self.step_peak_site = rec.site
+            self.step_peak_phase = self.phase()
+        if self.in_backward:
+            if bw_site is not None:
+                self._charge_backward(bw_site, nbytes)
+                self._charge_stack(nbytes, freed=False, self_too=False)
+                return
+            if self.current_node is None and stack_ok:
+                self.bw_pending.append((rec, nbytes))
+                return
+        self._charge_stack(nbytes, freed=False, self_too=True)
+
+    def _charge_backward(self, site, nbytes):
+        c = self._acc(site[:2]).bw_c
+        c[0] += nbytes
+        c[3] += 1
+        rise = self.live_bytes - self.backward_start_live
+        if rise > c[2]:
+            c[2] = rise
+
+    def phase(self):
+        if self.in_backward:
+            return "backward"
+        return "forward" if torch.is_grad_enabled() else "other"
+
+    def on_outputs(self, out):
+        if isinstance(out, torch.Tensor):
+            self._see(out)
+        elif isinstance(out, (tuple, list)):
+            for item in out:
+                if isinstance(item, torch.Tensor):
+                    self._see(item)
+                elif isinstance(item, (tuple, list)):
+                    for sub in item:
+                        if isinstance(sub, torch.Tensor):
+                            self._see(sub)
+
+    def _see(self, tensor):
+        if tensor.device.type != self.device_type:
+            return
+        described = self.api.describe(tensor)
+        if described is None:
+            return
+        cdata, nbytes, storage = described
+        rec = self.live.get(cdata)
+        if rec is None:
+            if nbytes > 0:
+                self.on_alloc(cdata, nbytes, storage, tensor)
+                rec = self.live.get(cdata)
+        elif rec.nbytes != nbytes:
+            delta = nbytes - rec.nbytes
+            rec.nbytes = nbytes
+            if delta > 0:
+                self._grow(rec, delta, self._running_node_site() if self.in_backward else None)
+            else:
+                self._on_free(rec, -delta)
+        if rec is not None and not self.in_backward and torch.is_grad_enabled():
+            self.pending.append((tensor, rec))
+
+    def flush_pending(self):
+        """Tags the grad_fn of recent forward outputs with their line (autograd sets it after dispatch)."""
+        pending = self.pending
+        self.pending = []
+        hooks = self.current_node is None
+        for tensor, rec in pending:
+            node = tensor.grad_fn
+            if node is None:
+                continue
+            if rec.tensor_ref is None:
+                try:
+                    import weakref
+
+                    rec.tensor_ref = weakref.ref(tensor)
+                except TypeError:
+                    pass
+            site = rec.site
+            if site is UNTRACKED:
+                continue
+            try:
+                metadata = node.metadata
+            except Exception:
+                continue
+            if NODE_KEY in metadata:
+                continue
+            metadata[NODE_KEY] = site
+            if hooks:
+                node.register_hook(self._hook_for(site))
+            for next_node, _ in node.next_functions:
+                # AccumulateGrad writes .grad; it belongs to the line that used the parameter.
+                if next_node is not None and type(next_node).__name__ == "AccumulateGrad":
+                    md = next_node.metadata
+                    if NODE_KEY not in md:
+                        md[NODE_KEY] = site
+                        if hooks:
+                            next_node.register_hook(self._hook_for(site))
+
+    def _hook_for(self, site):
+        hook = self.site_hooks.get(site)
+        if hook is None:
+            def hook(grad_inputs, grad_outputs, site=site):
+                self.node_done(site)
+            self.site_hooks[site] = hook
+        return hook
+
+    def node_done(self, site):
+        """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
+        if threading.get_ident() != self.main_thread:
+            return
+        self.poll()
+        events = self.bw_pending
+        if not events:
+            return
+        self.bw_pending = []
+        for rec, nbytes in events:
+            if nbytes > 0:
+                rec.site = site
+                self._charge_backward(site, nbytes)
+                self._charge_stack(nbytes, freed=False, self_too=False)
+            else:
+                self._acc(site[:2]).bw_c[1] += -nbytes
+                self._charge_stack(-nbytes, freed=True, self_too=False)
+
+    def settle_backward(self):
+        """End of backward(): events no node claimed stay on the backward() line."""
+        events = self.bw_pending
+        self.bw_pending = []
+        for rec, nbytes in events:
+            if nbytes > 0:
+                self._charge_stack(nbytes, freed=False, self_too=True)
+            else:
+                self._charge_stack(-nbytes, freed=True, self_too=True)
+
+    def on_saved(self, tensor):
+        """autograd pack hook: marks a storage allocated in this step as saved for backward."""
+        if tensor.device.type != self.device_type:
+            return
+        described = self.api.describe(tensor)
+        if described is None:
+            return
+        rec = self.live.get(described[0])
+        if rec is None or rec.saved or rec.epoch != self.epoch:
+            return
+        rec.saved = True
+        if self.in_step:
+            site = self.current_site()
+            if site is not None:
+                self._acc(site[:2]).saved += rec.nbytes
+
+    def register_existing(self, tensor, hint=None, site=None):
+        """Adds a tensor allocated outside tracking (numpy, before start) to the ledger without charging a line."""
+        if tensor.device.type != self.device_type:
+            return None
+        described = self.api.describe(tensor)
+        if described is None:
+            return None
+        cdata, nbytes, storage = described
+        rec = self.live.get(cdata)
+        if rec is None and nbytes > 0:
+            self.serial += 1
+            rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes, site or UNTRACKED,
+                             self.epoch, None, self.now_ms())
+            self.live[cdata] = rec
+            self.live_bytes += nbytes
+        if rec is not None and hint is not None and rec.hint is None:
+            rec.hint = hint
+        return rec
+
+    def on_op_error(self, func, error):
+        """Freezes the state at the first failing allocation: line, requested bytes, what was live."""
+        from .oom import is_oom, requested_bytes
+
+        if self.oom is not None or not is_oom(error):
+            return
+        self.poll()
+        site = (self._running_node_site() if self.in_backward else None) or self.current_site()
+        self.oom = {
+            "op": str(func),
+            "site": site,
+            "message": str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__,
+            "requested": requested_bytes(str(error)),
+            "step": self.step_index,
+            "epoch": self.epoch,
+            "phase": self.phase(),
+            "at": self.now_ms(),
+            "live_bytes": self.live_bytes,
+            "live": list(self.live.values()),
+        }
+
+    # ----------------------------------------------------------------- line tracing
+
+    returning = False
+
+    def trace_call(self, frame, event, arg):
+        if self.returning:
+            self.poll()
+        code = frame.f_code
+        user = self._code_cache.get(code)
+        if user is None:
+            user = self._code_cache[code] = self.user_files.is_user(code.co_filename)
+        if not user or threading.get_ident() != self.main_thread:
+            return None
+        self.stack.append(Frame(frame, code.co_filename, code.co_name, self.live_bytes))
+        return self.trace_local
+
+    def trace_local(self, frame, event, arg):
+        if event == "line":
+            self.poll()
+            stack = self.stack
+            if not stack:
+                return self.trace_local
+            top = stack[-1]
+            if top.frame != id(frame):
+                return self.trace_local
+            if top.line:
+                self._close_line(top)
+            top.line = frame.f_lineno
+            live = self.live_bytes
+            top.start = top.self_max = top.incl_max = live
+            if self.in_step:
+                self._acc((top.file, top.line)).calls += 1
+                self.funcs[(top.file, top.line)] = top.func
+                if self.cuda_lines:
+                    self._cuda_line_start(top)
+            if self.line_hook is not None:
+                self.line_hook(frame)
+        elif event == "return":
+            self.poll()
+            stack = self.stack
+            if stack and stack[-1].frame == id(frame):
+                # Popped at the next event, after the frees its locals cause are charged to this line.
+                self.returning = True
+        return self.trace_local
+
+    def _pop_returned(self):
+        self.returning = False
+        stack = self.stack
+        if not stack:
+            return
+        top = stack.pop()
+        if top.line:
+            self._close_line(top)
+        if stack and top.incl_max > stack[-1].incl_max:
+            stack[-1].incl_max = top.incl_max
+
+    line_hook = None
+
+    def _close_line(self, top):
+        if not self.in_step:
+            return
+        acc = self._acc((top.file, top.line))
+        rise = top.self_max - top.start
+        if rise > acc.self_c[2]:
+            acc.self_c[2] = rise
+        rise = top.incl_max - top.start
+        if rise > acc.incl_c[2]:
+            acc.incl_c[2] = rise
+        if self.cuda_lines:
+            self._cuda_line_end(top, acc)
+
+    # ----------------------------------------------------------------- cuda line boundaries
+
+    def _cuda_line_start(self, top):
+        cuda = torch.cuda
+        top_state = (cuda.memory_allocated(), cuda.memory_reserved())
+        cuda.reset_peak_memory_stats()
+        self._cuda_open = getattr(self, "_cuda_open", {})
+        self._cuda_open[id(top)] = top_state
+        series = self.cuda_series
+        series[0].append(self.now_ms())
+        series[1].append(top_state[0])
+        series[2].append(top_state[1])
+
+    def _cuda_line_end(self, top, acc):
+        state = getattr(self, "_cuda_open", {}).pop(id(top), None)
+        if state is None:
+            return
+        cuda = torch.cuda
+        allocated, reserved = cuda.memory_allocated(), cuda.memory_reserved()
+        if acc.cuda is None:
+            acc.cuda = [0, 0, 0]
+        acc.cuda[0] += allocated - state[0]
+        acc.cuda[1] += reserved - state[1]
+        peak_allocated = cuda.max_memory_allocated()
+        # Per-line peaks reset the allocator's peak stats, so the run's maxima are kept here.
+        self.cuda_max_allocated = max(self.cuda_max_allocated, peak_allocated)
+        self.cuda_max_reserved = max(self.cuda_max_reserved, cuda.max_memory_reserved())
+        rise = peak_allocated - state[0]
+        if rise > acc.cuda[2]:
+            acc.cuda[2] = rise
+
+    # ----------------------------------------------------------------- backward / steps
+
+    def backward_begin(self):
+        self.poll()
+        self.in_backward += 1
+        self.backward_start_live = self.live_bytes
+
+    def backward_end(self):
+        self.poll()
+        self.in_backward -= 1
+        if not self.in_backward:
+            self.settle_backward()
+
+    def step_begin(self, profiled_index):
+        self.poll()
+        self.epoch += 1
+        self.step_index = profiled_index
+        if profiled_index is not None:
+            self.in_step = True
+            self.events = []
+            self.step_start_sizes = {rec: rec.nbytes for rec in self.live.values()}
+            self.step_start_live = self.live_bytes
+            self.step_peak = self.live_bytes
+            self.step_peak_at = self.now_ms()
+            self.step_peak_index = 0
+            self.step_peak_site = self.current_site()
+            self.step_peak_phase = self.phase()
+            self.timeline.append((self.now_ms(), self.live_bytes))
+
+    def step_end(self):
+        self.poll()
+        self.in_step = False
+        events = self.events
+        self.events = None
+        return events
+
+
+class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):
+    """Feeds every aten op's outputs to the tracker."""
+
+    def __init__(self, tracker):
+        super().__init__()
+        self.tracker = tracker
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        tracker = self.tracker
+        tracker.poll()
+        try:
+            out = func(*args, **(kwargs or {}))
+        except BaseException as error:
+            tracker.on_op_error(func, error)
+            raise
+        tracker.on_outputs(out)
+        return out

@@ -1,0 +1,169 @@
+// `memhint profile TARGET [options] [-- script args]`: runs the step profiler and prints the report.
+// Exit codes: 0 profiled, 1 the profile failed (user error, OOM, crash, timeout), 2 bad usage.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { formatReport } from '../profiler/format';
+import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
+import { parseTarget } from '../profiler/target';
+import { parseByteSize } from '../profiler/units';
+
+export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION] [options] [-- script args]
+
+  SCRIPT.py::FUNCTION   run SCRIPT.py as __main__, each call of FUNCTION is one step
+  SCRIPT.py             profile the whole script for --max-seconds
+
+options:
+  --setup NAME          import SCRIPT.py and call NAME() for FUNCTION's arguments instead of running it
+  --warmup N            calls before measuring (default 1)
+  --steps N             measured calls (default 3)
+  --max-seconds S       whole-script mode: stop after S seconds (default 30)
+  --python PATH         interpreter with torch (default python3)
+  --backend B           auto | cuda | cpu (default auto)
+  --format F            text | json (default text)
+  --out FILE            write the report to FILE instead of stdout
+  --budget SIZE         report the first line where live memory exceeds SIZE (e.g. 24GiB)
+  --memory-limit SIZE   cap the child's address space SIZE above its size after importing torch
+  --cuda-snapshot FILE  where to write the CUDA memory_viz snapshot (default: next to --out)
+  --timeout S           stop the child after S seconds (default 600)
+`;
+
+interface ParsedArgs {
+  readonly options: ProfileOptions;
+  readonly format: 'text' | 'json';
+  readonly out: string | null;
+}
+
+class UsageError extends Error {}
+
+function parseArgs(args: readonly string[]): ParsedArgs {
+  let target: string | null = null;
+  const values = new Map<string, string>();
+  const valued = new Set([
+    '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--format', '--out',
+    '--budget', '--memory-limit', '--cuda-snapshot', '--timeout',
+  ]);
+  let scriptArgs: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--') {
+      scriptArgs = args.slice(i + 1);
+      break;
+    }
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    if (valued.has(name)) {
+      const value = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : args[++i];
+      if (value === undefined) throw new UsageError(`${name} needs a value`);
+      values.set(name, value);
+    } else if (arg.startsWith('-')) {
+      throw new UsageError(`unknown option ${arg}`);
+    } else if (target === null) {
+      target = arg;
+    } else {
+      throw new UsageError(`unexpected argument ${arg} (script arguments go after --)`);
+    }
+  }
+  if (target === null) throw new UsageError('missing target');
+  let spec;
+  try {
+    spec = parseTarget(target);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const int = (name: string, fallback: number, min: number): number => {
+    const raw = values.get(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const seconds = (name: string): number | null => {
+    const raw = values.get(name);
+    if (raw === undefined) return null;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a positive number of seconds`);
+    return n;
+  };
+  const size = (name: string): number | null => {
+    const raw = values.get(name);
+    if (raw === undefined) return null;
+    const n = parseByteSize(raw);
+    if (n === null || n <= 0) throw new UsageError(`${name}: "${raw}" is not a size (e.g. 24GiB, 512MB)`);
+    return n;
+  };
+  const backend = values.get('--backend') ?? 'auto';
+  if (!['auto', 'cpu', 'cuda'].includes(backend)) throw new UsageError('--backend must be auto, cpu or cuda');
+  const format = values.get('--format') ?? 'text';
+  if (format !== 'text' && format !== 'json') throw new UsageError('--format must be text or json');
+  const setup = values.get('--setup') ?? null;
+  if (setup !== null && spec.function === null) throw new UsageError('--setup needs a target SCRIPT.py::FUNCTION');
+  const out = values.get('--out') ?? null;
+  const maxSeconds = seconds('--max-seconds');
+  const timeout = seconds('--timeout') ?? Math.max(600, (maxSeconds ?? 0) + 120);
+  const snapshot =
+    values.get('--cuda-snapshot') ?? (out ? path.join(path.dirname(path.resolve(out)), 'memhint-cuda-snapshot.pickle') : null);
+  return {
+    format,
+    out,
+    options: {
+      script: spec.script,
+      function: spec.function,
+      setup,
+      warmup: int('--warmup', 1, 0),
+      steps: int('--steps', 3, 1),
+      maxSeconds: spec.function === null ? (maxSeconds ?? 30) : maxSeconds,
+      backend: backend as BackendChoice,
+      python: values.get('--python') ?? 'python3',
+      budgetBytes: size('--budget'),
+      memoryLimitBytes: size('--memory-limit'),
+      timeoutMs: timeout * 1000,
+      scriptArgs,
+      cudaSnapshotPath: snapshot ? path.resolve(snapshot) : null,
+    },
+  };
+}
+
+export async function runProfileCommand(args: string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(PROFILE_USAGE);
+    return 0;
+  }
+  let parsed: ParsedArgs;
+  try {
+    parsed = parseArgs(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`memhint profile: ${error.message}\n\n${PROFILE_USAGE}`);
+    return 2;
+  }
+  const script = path.resolve(parsed.options.script);
+  if (!fs.existsSync(script)) {
+    process.stderr.write(`memhint profile: script not found: ${script}\n`);
+    return 1;
+  }
+  const outcome = await runProfile(parsed.options, {
+    // The user's prints go to stderr so that stdout carries only the report.
+    onStdout: (chunk) => process.stderr.write(chunk),
+    onStderr: (chunk) => process.stderr.write(chunk),
+  });
+  if (outcome.report) {
+    const rendered = parsed.format === 'json' ? `${JSON.stringify(outcome.report, null, 2)}\n` : formatReport(outcome.report);
+    if (parsed.out) fs.writeFileSync(parsed.out, rendered);
+    else process.stdout.write(rendered);
+  }
+  if (outcome.failure) {
+    process.stderr.write(describeFailure(outcome.failure));
+    return 1;
+  }
+  return 0;
+}
+
+export function describeFailure(failure: ProfileFailure): string {
+  const lines = [`memhint profile: ${failure.kind.replace(/_/g, ' ')}: ${failure.message}`];
+  if (failure.location) lines.push(`  at ${failure.location.file}:${failure.location.line}`);
+  if (failure.traceback) lines.push(failure.traceback.trimEnd());
+  if ((failure.kind === 'crash' || failure.kind === 'protocol') && failure.stderrTail.trim()) {
+    lines.push('last output of the interpreter:', failure.stderrTail.trimEnd());
+  }
+  return `${lines.join('\n')}\n`;
+}

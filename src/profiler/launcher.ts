@@ -1,0 +1,247 @@
+// Launches the bundled Python harness in a child process and turns its protocol messages into an outcome.
+// The protocol travels on fd 3 (stdio ['ignore', 'pipe', 'pipe', 'pipe']), so the user's own prints on
+// stdout/stderr never mix with it; they are forwarded through hooks.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Readable } from 'node:stream';
+import {
+  LineDecoder,
+  ProtocolError,
+  parseMessage,
+  type HarnessErrorKind,
+  type HarnessMessage,
+  type HelloMessage,
+} from './protocol';
+import type { OsTimeline, ProfileReport, SourceLocation } from './report';
+
+export type BackendChoice = 'auto' | 'cpu' | 'cuda';
+
+export interface ProfileOptions {
+  readonly script: string;
+  /** Step function (`train_step`, `Trainer.step`); null profiles the whole script. */
+  readonly function: string | null;
+  readonly setup: string | null;
+  readonly warmup: number;
+  readonly steps: number;
+  readonly maxSeconds: number | null;
+  readonly backend: BackendChoice;
+  readonly python: string;
+  readonly budgetBytes: number | null;
+  /** Address-space headroom for the child (RLIMIT_AS above its size after importing torch). */
+  readonly memoryLimitBytes: number | null;
+  readonly timeoutMs: number;
+  readonly scriptArgs: readonly string[];
+  readonly cwd?: string;
+  readonly cudaSnapshotPath?: string | null;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** A process-memory sampler started on the child (see src/sampler); its series becomes `timeline.os`. */
+export interface ProcessSampler {
+  stop(): Promise<OsTimeline | undefined> | OsTimeline | undefined;
+}
+
+export interface RunnerHooks {
+  /** Hook point for the native sampler: called once, right after spawn, with the child's pid. */
+  readonly onSpawn?: (pid: number) => ProcessSampler | undefined;
+  readonly onMessage?: (message: HarnessMessage) => void;
+  /** The user's stdout / stderr, as the script wrote them. */
+  readonly onStdout?: (chunk: Buffer) => void;
+  readonly onStderr?: (chunk: Buffer) => void;
+}
+
+export type FailureKind = HarnessErrorKind | 'spawn' | 'crash' | 'timeout' | 'protocol';
+
+export interface ProfileFailure {
+  readonly kind: FailureKind;
+  readonly message: string;
+  readonly traceback: string | null;
+  readonly location: SourceLocation | null;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  /** Last lines the child wrote to stderr (the user's or the interpreter's). */
+  readonly stderrTail: string;
+}
+
+export interface ProfileOutcome {
+  readonly hello: HelloMessage | null;
+  /** Present on success, and on failures that still measured something (OOM, partial runs). */
+  readonly report: ProfileReport | null;
+  readonly failure: ProfileFailure | null;
+}
+
+const STDERR_TAIL_BYTES = 8192;
+
+type SamplerFactory = (pid: number) => ProcessSampler | undefined;
+let defaultSamplerFactory: SamplerFactory | undefined;
+
+/**
+ * SAMPLER HOOK POINT. src/sampler registers its factory here; every run whose hooks give no `onSpawn`
+ * then starts it on the child's pid right after spawn and attaches its series as `report.timeline.os`.
+ */
+export function registerDefaultSampler(factory: SamplerFactory | undefined): void {
+  defaultSamplerFactory = factory;
+}
+
+/** Finds the directory that contains the `memhint_harness` package (bundled next to dist/ and out/). */
+export function findHarnessRoot(start: string = __dirname): string {
+  const fromEnv = process.env.MEMHINT_HARNESS_DIR;
+  if (fromEnv && fs.existsSync(path.join(fromEnv, 'memhint_harness', '__main__.py'))) return fromEnv;
+  let dir = start;
+  for (;;) {
+    const candidate = path.join(dir, 'python');
+    if (fs.existsSync(path.join(candidate, 'memhint_harness', '__main__.py'))) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`cannot find the bundled python/memhint_harness above ${start}`);
+    dir = parent;
+  }
+}
+
+export function harnessArgs(options: ProfileOptions): string[] {
+  const args = ['-m', 'memhint_harness', '--protocol-fd', '3', '--script', path.resolve(options.cwd ?? '.', options.script)];
+  if (options.function) args.push('--function', options.function);
+  if (options.setup) args.push('--setup', options.setup);
+  args.push('--warmup', String(options.warmup), '--steps', String(options.steps), '--backend', options.backend);
+  if (options.maxSeconds !== null) args.push('--max-seconds', String(options.maxSeconds));
+  if (options.budgetBytes !== null) args.push('--budget', String(Math.floor(options.budgetBytes)));
+  if (options.memoryLimitBytes !== null) args.push('--memory-limit', String(Math.floor(options.memoryLimitBytes)));
+  if (options.cudaSnapshotPath) args.push('--cuda-snapshot', options.cudaSnapshotPath);
+  if (options.scriptArgs.length > 0) args.push('--', ...options.scriptArgs);
+  return args;
+}
+
+export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {}): Promise<ProfileOutcome> {
+  const root = findHarnessRoot();
+  const baseEnv = options.env ?? process.env;
+  const env: NodeJS.ProcessEnv = {
+    ...baseEnv,
+    PYTHONPATH: baseEnv.PYTHONPATH ? `${root}${path.delimiter}${baseEnv.PYTHONPATH}` : root,
+    PYTHONUNBUFFERED: '1',
+  };
+  const child = spawn(options.python, harnessArgs(options), {
+    cwd: options.cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    // Own process group, so a timeout also ends the user's subprocesses (DataLoader workers).
+    detached: process.platform !== 'win32',
+  });
+
+  let hello: HelloMessage | null = null;
+  let report: ProfileReport | null = null;
+  let harnessError: ProfileFailure | null = null;
+  let protocolError: string | null = null;
+  let spawnError: Error | null = null;
+  let timedOut = false;
+  let stderrTail = '';
+
+  const startSampler = hooks.onSpawn ?? defaultSamplerFactory;
+  let sampler: ProcessSampler | undefined;
+  try {
+    sampler = child.pid !== undefined ? startSampler?.(child.pid) : undefined;
+  } catch {
+    sampler = undefined; // a sampler that cannot start must not cost the profile
+  }
+
+  child.stdout?.on('data', (chunk: Buffer) => hooks.onStdout?.(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail = (stderrTail + chunk.toString('utf-8')).slice(-STDERR_TAIL_BYTES);
+    hooks.onStderr?.(chunk);
+  });
+
+  const decoder = new LineDecoder();
+  const protocolPipe = child.stdio[3] as Readable | null;
+  const protocolDone = new Promise<void>((resolve) => {
+    if (!protocolPipe) return resolve();
+    protocolPipe.on('data', (chunk: Buffer) => {
+      for (const line of decoder.push(chunk)) {
+        if (protocolError) continue;
+        let message: HarnessMessage;
+        try {
+          message = parseMessage(line);
+        } catch (error) {
+          protocolError = error instanceof ProtocolError ? error.message : String(error);
+          continue;
+        }
+        if (message.type === 'hello') hello = message;
+        else if (message.type === 'result') report = message.report;
+        else if (message.type === 'error') {
+          harnessError = { ...message, exitCode: null, signal: null, stderrTail: '' };
+        }
+        hooks.onMessage?.(message);
+      }
+    });
+    protocolPipe.on('error', () => resolve());
+    protocolPipe.on('close', () => resolve());
+    protocolPipe.on('end', () => {
+      const rest = decoder.end();
+      if (rest.trim() && !protocolError) {
+        protocolError = `truncated protocol output: the harness stopped in the middle of a message (${rest.length} bytes without a newline)`;
+      }
+      resolve();
+    });
+  });
+
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on('error', (error) => {
+      spawnError = error;
+      resolve({ code: null, signal: null });
+    });
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killTree(child.pid);
+  }, options.timeoutMs);
+  const { code, signal } = await exited;
+  clearTimeout(timer);
+  // The pipe is not inheritable, so it closes when the harness exits; a bounded wait guards the rest.
+  await Promise.race([protocolDone, new Promise((r) => setTimeout(r, 2000))]);
+
+  let osSeries: OsTimeline | undefined;
+  try {
+    osSeries = sampler ? await sampler.stop() : undefined;
+  } catch {
+    osSeries = undefined;
+  }
+  const finalReport: ProfileReport | null =
+    report !== null && osSeries ? withOsTimeline(report, osSeries) : report;
+
+  const base = { exitCode: code, signal: signal ?? null, stderrTail, traceback: null, location: null };
+  let failure: ProfileFailure | null = null;
+  const se = spawnError as Error | null;
+  if (se) {
+    failure = { ...base, kind: 'spawn', message: `cannot start ${options.python}: ${se.message}` };
+  } else if (timedOut) {
+    failure = { ...base, kind: 'timeout', message: `the profile did not finish within ${Math.round(options.timeoutMs / 1000)} s and was stopped` };
+  } else if (protocolError) {
+    failure = { ...base, kind: 'protocol', message: protocolError };
+  } else if (harnessError) {
+    failure = { ...(harnessError as ProfileFailure), exitCode: code, signal: signal ?? null, stderrTail };
+  } else if (code !== 0) {
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    failure = { ...base, kind: 'crash', message: `the Python interpreter ${how} without reporting an error` };
+  } else if (report === null) {
+    failure = { ...base, kind: 'protocol', message: 'the harness exited without sending a result' };
+  }
+  return { hello, report: failure?.kind === 'protocol' ? null : finalReport, failure };
+}
+
+function withOsTimeline(report: ProfileReport, os: OsTimeline): ProfileReport {
+  return { ...report, timeline: { ...report.timeline, os } };
+}
+
+function killTree(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    if (process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
+    else process.kill(pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}

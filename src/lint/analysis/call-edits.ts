@@ -74,3 +74,20 @@ export function statementOfCall(call: SyntaxNode): SyntaxNode | null {
   const named = parent.children.filter((c) => c.named && c.type !== 'comment');
   return named.length === 1 && named[0] === call ? parent : null;
 }
+
+/**
+ * Sorts edits and merges those that touch (an insertion right after a replacement, two insertions at one
+ * offset) into one, so the result does not depend on how a client orders equal offsets. Null on overlap.
+ */
+export function normalizeEdits(text: string, edits: readonly TextEdit[]): TextEdit[] | null {
+  const sorted = edits.map((e, i) => ({ e, i })).sort((a, b) => a.e.start - b.e.start || a.e.end - b.e.end || a.i - b.i);
+  const out: TextEdit[] = [];
+  for (const { e } of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && e.start < last.end) return null;
+    if (last !== undefined && e.start === last.end) {
+      out[out.length - 1] = { start: last.start, end: e.end, newText: last.newText + text.slice(last.end, e.start) + e.newText };
+    } else out.push(e);
+  }
+  return out;
+}

@@ -297,8 +297,14 @@ export function iteratesBatches(file: SourceFile, loop: SyntaxNode): boolean {
   const found = loopIterable(file, loop);
   if (found === null) return false;
   const it = found.iterable;
-  if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript') return false;
-  return BATCH_SOURCE.test(file.textOf(it).replace(/\s+/g, ''));
+  if (it.type === 'subscript') {
+    // `dataloaders[phase]`: one loader picked from a collection.
+    const value = childByField(it, 'value');
+    return value !== null && (value.type === 'identifier' || value.type === 'attribute') && BATCH_SOURCE.test(file.textOf(value).replace(/s$/, ''));
+  }
+  if (it.type !== 'identifier' && it.type !== 'attribute') return false;
+  // `for loader in loaders` walks loaders, not batches.
+  return BATCH_SOURCE.test(file.textOf(it).replace(/\s+/g, '')) && !/loaders$/i.test(file.textOf(it));
 }
 
 const cache = new WeakMap<SourceFile, StepAnalysis>();

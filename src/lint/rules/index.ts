@@ -2,11 +2,15 @@
 import type { Rule } from '../types';
 import { rule as mh005 } from './mh005-empty-cache-in-loop';
 import { rule as mh006 } from './mh006-gc-collect-in-loop';
+import { rule as mh007 } from './mh007-rebuild-in-loop';
+import { rule as mh008 } from './mh008-deprecated-amp';
 
 export const allRules: readonly Rule[] = [
   // rules are registered here, one import per file, sorted by code
   mh005,
   mh006,
+  mh007,
+  mh008,
 ];
 
 export function ruleByCode(code: string): Rule | undefined {

@@ -1,0 +1,145 @@
+// MH007 rebuild-in-loop: an optimizer, model or GradScaler constructed inside the per-step loop.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { calleeName, importBindings } from '../analysis/imports';
+import { enclosingStepLoop, nestedStepLoops } from '../analysis/steps';
+import type { Rule, RuleFinding } from '../types';
+
+type Kind = 'optimizer' | 'model' | 'scaler';
+
+const SCALERS = new Set(['torch.cuda.amp.GradScaler', 'torch.amp.GradScaler', 'torch.GradScaler', 'torch.cpu.amp.GradScaler', 'torch.amp.grad_scaler.GradScaler', 'torch.cuda.amp.grad_scaler.GradScaler']);
+const OPTIMIZER_PATTERNS = [
+  /^torch\.optim\.[A-Z]\w*$/,
+  /^torch\.optim\.\w+\.[A-Z]\w*$/,
+  /^transformers\.(optimization\.)?(AdamW|Adafactor)$/,
+  /^bitsandbytes\.optim\.[A-Z]\w*$/,
+  /^apex\.optimizers\.[A-Z]\w*$/,
+  /^timm\.optim\.(create_optimizer|create_optimizer_v2|[A-Z]\w*)$/,
+  /^deepspeed\.ops\.\w+\.[A-Z]\w*$/,
+  /^torch_optimizer\.[A-Z]\w*$/,
+];
+const MODEL_PATTERNS = [
+  /^torchvision\.models\.([a-z]\w*\.)?[a-z]\w*$/,
+  /^timm\.(models\.)?create_model$/,
+  /^transformers\.(\w+\.)*(AutoModel\w*|\w*Model|\w+For[A-Z]\w*)\.(from_pretrained|from_config)$/,
+];
+const MODULE_BASES = /^(torch\.nn\.Module|torch\.nn\.modules\.module\.Module|(lightning|pytorch_lightning|lightning\.pytorch)\.LightningModule|transformers\.(\w+\.)*PreTrainedModel)$/;
+const LR_SCHEDULER = /lr_scheduler/;
+
+/** Names of classes in this file that subclass nn.Module (directly or through other local classes). */
+function localModuleClasses(file: SourceFile): Set<string> {
+  const cached = moduleClassCache.get(file);
+  if (cached !== undefined) return cached;
+  const bases = new Map<string, SyntaxNode[]>();
+  for (const cls of file.nodesOfType('class_definition')) {
+    const name = childByField(cls, 'name');
+    const supers = childByField(cls, 'superclasses');
+    if (name === null || supers === null) continue;
+    bases.set(file.textOf(name), supers.children.filter((c) => c.type === 'identifier' || c.type === 'attribute'));
+  }
+  const result = new Set<string>();
+  const state = new Map<string, boolean | 'pending'>();
+  const isModule = (cls: string): boolean => {
+    const s = state.get(cls);
+    if (s === 'pending') return false;
+    if (s !== undefined) return s;
+    state.set(cls, 'pending');
+    let yes = false;
+    for (const base of bases.get(cls) ?? []) {
+      const text = file.textOf(base);
+      const qualified = qualifiedOfExpr(file, base);
+      if ((qualified !== null && MODULE_BASES.test(qualified)) || text === 'nn.Module' || (bases.has(text) && isModule(text))) {
+        yes = true;
+        break;
+      }
+    }
+    state.set(cls, yes);
+    return yes;
+  };
+  for (const cls of bases.keys()) if (isModule(cls)) result.add(cls);
+  moduleClassCache.set(file, result);
+  return result;
+}
+const moduleClassCache = new WeakMap<SourceFile, Set<string>>();
+
+function qualifiedOfExpr(file: SourceFile, node: SyntaxNode): string | null {
+  const parts = file.textOf(node).replace(/\s+/g, '').split('.');
+  const binding = importBindings(file).get(parts[0]);
+  if (binding !== undefined) parts[0] = binding.qualified;
+  return parts.join('.');
+}
+
+function constructionKind(file: SourceFile, call: SyntaxNode): Kind | null {
+  const name = calleeName(file, call);
+  if (name === null) return null;
+  if (SCALERS.has(name)) return 'scaler';
+  if (!LR_SCHEDULER.test(name) && OPTIMIZER_PATTERNS.some((p) => p.test(name))) return 'optimizer';
+  if (MODEL_PATTERNS.some((p) => p.test(name))) return 'model';
+  const fn = childByField(call, 'function');
+  if (fn !== null && fn.type === 'identifier' && !importBindings(file).has(name) && localModuleClasses(file).has(name)) return 'model';
+  return null;
+}
+
+/** Between the call and its loop: a branch, so the construction may run once (warm-up switch, lazy init). */
+function isConditional(call: SyntaxNode, loop: SyntaxNode): boolean {
+  for (let p = call.parent; p !== null && p !== loop; p = p.parent) {
+    if (p.type === 'if_statement' || p.type === 'conditional_expression' || p.type === 'except_clause' || p.type === 'boolean_operator') return true;
+  }
+  return false;
+}
+
+/** The name the constructed object is bound to (`opt = SGD(...)`, `self.scaler = GradScaler()`). */
+function boundName(file: SourceFile, call: SyntaxNode): string | null {
+  let n = call;
+  // `model = Net().to(device)`: the construction is the head of a method chain.
+  while (n.parent !== null && (n.parent.type === 'attribute' || (n.parent.type === 'call' && n.field === 'function'))) n = n.parent;
+  const parent = n.parent;
+  if (parent === null || parent.type !== 'assignment' || n.field !== 'right') return null;
+  const left = childByField(parent, 'left');
+  if (left === null || (left.type !== 'identifier' && left.type !== 'attribute')) return null;
+  return file.textOf(left).replace(/\s+/g, '');
+}
+
+/** A per-step loop nested in `loop` (not containing `call`) that uses `name`: the object serves a whole run. */
+function servesNestedRun(file: SourceFile, call: SyntaxNode, loop: SyntaxNode, name: string): boolean {
+  const word = new RegExp(`(^|[^\\w.])${name.replace(/[.]/g, '\\.')}(?!\\w)`);
+  for (const inner of nestedStepLoops(file, loop)) {
+    if (inner.start <= call.start && call.end <= inner.end) continue;
+    if (word.test(file.text.slice(inner.start, inner.end))) return true;
+  }
+  return false;
+}
+
+const MESSAGES: Record<Kind, string> = {
+  optimizer:
+    'An optimizer built every step allocates fresh state (Adam: two tensors per parameter) each iteration and throws away ' +
+    'momentum and step counts, so training silently degrades while the allocator churns. Build it once before the loop; ' +
+    'change the learning rate through `param_groups` or a scheduler.',
+  model:
+    'A model built every step allocates new parameters (and their gradients and optimizer state) each iteration, and the ' +
+    'optimizer keeps updating the old ones. Build the model once before the loop.',
+  scaler:
+    'A GradScaler built every step resets its loss scale to 65536 each iteration, so it never adapts (overflowing steps ' +
+    'get skipped) and it allocates its state anew. Create it once before the loop.',
+};
+
+export const rebuildInLoop: Rule = {
+  code: 'MH007',
+  name: 'rebuild-in-loop',
+  severity: 'warning',
+  summary: 'An optimizer, model or GradScaler constructed inside the per-step loop.',
+  check(file) {
+    const findings: RuleFinding[] = [];
+    for (const call of file.nodesOfType('call')) {
+      const kind = constructionKind(file, call);
+      if (kind === null) continue;
+      const loop = enclosingStepLoop(file, call);
+      if (loop === null || isConditional(call, loop)) continue;
+      const name = boundName(file, call);
+      if (name !== null && servesNestedRun(file, call, loop, name)) continue;
+      findings.push({ start: call.start, end: call.end, message: MESSAGES[kind] });
+    }
+    return findings;
+  },
+};
+
+export const rule = rebuildInLoop;

@@ -1,0 +1,272 @@
+// MH008 deprecated-amp: `torch.cuda.amp.*` / `torch.cpu.amp.autocast` (deprecated in PyTorch 2.4 in favour
+// of the device-generic `torch.amp` API). Fixes rewrite each use to the documented replacement:
+//   torch.cuda.amp.autocast(args...)   -> torch.amp.autocast("cuda", args...)   (positional args -> keywords)
+//   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
+//   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
+//   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
+import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { importBindings, qualifiedName } from '../analysis/imports';
+import { argumentNodes, appendArgument, normalizeEdits, prependArgument } from '../analysis/call-edits';
+import { torchAtLeast, type Fix, type Rule, type RuleFinding, type TextEdit } from '../types';
+
+type Kind = 'autocast' | 'GradScaler' | 'custom_fwd' | 'custom_bwd';
+
+interface Deprecated {
+  readonly kind: Kind;
+  readonly device: 'cuda' | 'cpu';
+}
+
+const DEPRECATED = new Map<string, Deprecated>([
+  ['torch.cuda.amp.autocast', { kind: 'autocast', device: 'cuda' }],
+  ['torch.cuda.amp.autocast_mode.autocast', { kind: 'autocast', device: 'cuda' }],
+  ['torch.cuda.amp.GradScaler', { kind: 'GradScaler', device: 'cuda' }],
+  ['torch.cuda.amp.grad_scaler.GradScaler', { kind: 'GradScaler', device: 'cuda' }],
+  ['torch.cuda.amp.custom_fwd', { kind: 'custom_fwd', device: 'cuda' }],
+  ['torch.cuda.amp.autocast_mode.custom_fwd', { kind: 'custom_fwd', device: 'cuda' }],
+  ['torch.cuda.amp.custom_bwd', { kind: 'custom_bwd', device: 'cuda' }],
+  ['torch.cuda.amp.autocast_mode.custom_bwd', { kind: 'custom_bwd', device: 'cuda' }],
+  ['torch.cpu.amp.autocast', { kind: 'autocast', device: 'cpu' }],
+  ['torch.cpu.amp.autocast_mode.autocast', { kind: 'autocast', device: 'cpu' }],
+]);
+
+/** `torch.cuda.amp.autocast(enabled, dtype, cache_enabled)`: positional order of the deprecated API. */
+const AUTOCAST_POSITIONAL = ['enabled', 'dtype', 'cache_enabled'];
+
+/** Conditions of a compatibility shim: code that picks the old API only where the new one is missing. */
+const COMPAT_GUARD = /version|hasattr|getattr|TORCH_\w*|is_torch_\w+|_available\b/;
+
+function describe(d: Deprecated): { old: string; replacement: string } {
+  const mod = d.device === 'cpu' ? 'torch.cpu.amp' : 'torch.cuda.amp';
+  if (d.kind === 'autocast' || d.kind === 'GradScaler') {
+    return { old: `${mod}.${d.kind}(...)`, replacement: `torch.amp.${d.kind}("${d.device}", ...)` };
+  }
+  return { old: `${mod}.${d.kind}`, replacement: `torch.amp.${d.kind}(..., device_type="${d.device}")` };
+}
+
+function message(d: Deprecated): string {
+  const { old, replacement } = describe(d);
+  return (
+    `\`${old}\` is deprecated since PyTorch 2.4 (FutureWarning, slated for removal); use \`${replacement}\`. ` +
+    'Mixed precision is what keeps activations at half size, so keep it on the supported API.'
+  );
+}
+
+/** A local name bound to the `torch` module (`import torch`, `import torch as th`), or null. */
+function torchName(file: SourceFile): string | null {
+  for (const b of importBindings(file).values()) if (b.qualified === 'torch') return b.local;
+  return null;
+}
+
+/** Inside an `except` fallback or a version/hasattr check: a deliberate compatibility shim. */
+function isCompatShim(file: SourceFile, node: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null; p = p.parent) {
+    if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
+    if (p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'conditional_expression') {
+      const cond = p.type === 'conditional_expression' ? (p.children.filter((c) => c.named)[1] ?? null) : childByField(p, 'condition');
+      if (cond !== null && COMPAT_GUARD.test(file.textOf(cond))) return true;
+    }
+  }
+  return false;
+}
+
+/** Argument edits turning a deprecated call's arguments into the torch.amp ones, or null when unsafe. */
+function argumentEdits(file: SourceFile, call: SyntaxNode, d: Deprecated): TextEdit[] | null {
+  const args = argumentNodes(call);
+  if (args === null) return null;
+  if (d.kind === 'GradScaler') {
+    const e = prependArgument(call, `"${d.device}"`);
+    return e === null ? null : [e];
+  }
+  if (d.kind === 'autocast') {
+    if (args.some((a) => a.type === 'list_splat')) return null;
+    const positional = args.filter((a) => a.type !== 'keyword_argument' && a.type !== 'dictionary_splat');
+    if (positional.length > AUTOCAST_POSITIONAL.length) return null;
+    if (args.some((a) => a.type === 'keyword_argument' && /^device(_type)?\s*=/.test(file.textOf(a)))) return null;
+    const e = prependArgument(call, `"${d.device}"`);
+    if (e === null) return null;
+    const edits: TextEdit[] = [e];
+    positional.forEach((a, i) => edits.push({ start: a.start, end: a.start, newText: `${AUTOCAST_POSITIONAL[i]}=` }));
+    return edits;
+  }
+  const e = appendArgument(call, `device_type="${d.device}"`);
+  return e === null ? null : [e];
+}
+
+/** Edits for one use: `callee` is the name/attribute node, `call` its call (null for a bare decorator). */
+function useEdits(file: SourceFile, callee: SyntaxNode, call: SyntaxNode | null, d: Deprecated, newCallee: string | null): TextEdit[] | null {
+  const edits: TextEdit[] = [];
+  if (newCallee !== null) edits.push({ start: callee.start, end: callee.end, newText: newCallee });
+  if (call === null) {
+    // bare `@custom_fwd` decorator
+    if (d.kind !== 'custom_fwd' && d.kind !== 'custom_bwd') return null;
+    edits.push({ start: callee.end, end: callee.end, newText: `(device_type="${d.device}")` });
+    return normalizeEdits(file.text, edits);
+  }
+  const args = argumentEdits(file, call, d);
+  if (args === null) return null;
+  return normalizeEdits(file.text, [...edits, ...args]);
+}
+
+/** How a name/attribute node is used: called, bare decorator, or something else. */
+function useSite(node: SyntaxNode): { call: SyntaxNode | null; bareDecorator: boolean } | null {
+  const parent = node.parent;
+  if (parent === null) return null;
+  if (parent.type === 'call' && node.field === 'function') return { call: parent, bareDecorator: false };
+  if (parent.type === 'decorator') return { call: null, bareDecorator: true };
+  return null;
+}
+
+interface ImportedName {
+  readonly local: string;
+  readonly d: Deprecated;
+}
+
+/** The fix for a `from torch.cuda.amp import ...` statement: the module path and every use together. */
+function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, names: readonly ImportedName[], allKnown: boolean): Fix | null {
+  if (!allKnown) return null;
+  const edits: TextEdit[] = [{ start: moduleNode.start, end: moduleNode.end, newText: 'torch.amp' }];
+  const byLocal = new Map(names.map((n) => [n.local, n.d]));
+  for (const id of file.nodesOfType('identifier')) {
+    const d = byLocal.get(file.textOf(id));
+    if (d === undefined) continue;
+    if (id.start >= stmt.start && id.end <= stmt.end) continue;
+    if (findImport(id)) {
+      // imported again elsewhere under the same name: cannot tell the uses apart
+      return null;
+    }
+    const site = useSite(id);
+    if (site === null) return null; // referenced, rebound or passed around: not a plain use
+    const e = useEdits(file, id, site.call, d, null);
+    if (e === null) return null;
+    edits.push(...e);
+  }
+  const merged = normalizeEdits(file.text, edits);
+  return merged === null ? null : { title: 'Switch to torch.amp (import and every use)', edits: merged };
+}
+
+function findImport(node: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null; p = p.parent) {
+    if (p.type === 'import_from_statement' || p.type === 'import_statement') return true;
+    if (p.type === 'block' || p.type === 'module') return false;
+  }
+  return false;
+}
+
+export const deprecatedAmp: Rule = {
+  code: 'MH008',
+  name: 'deprecated-amp',
+  severity: 'info',
+  summary: '`torch.cuda.amp.*` and `torch.cpu.amp.autocast` are deprecated since PyTorch 2.4; use `torch.amp`.',
+  check(file, options) {
+    // Not deprecated on an older target (and torch.amp.GradScaler / custom_fwd only exist since 2.3 / 2.4).
+    if (!torchAtLeast(options.targetTorch, 2, 4)) return [];
+    const findings: RuleFinding[] = [];
+    const importFixes = new Map<string, Fix | null>(); // local name -> its import statement's fix
+
+    for (const stmt of file.nodesOfType('import_from_statement')) {
+      const moduleNode = childByField(stmt, 'module_name');
+      if (moduleNode === null || moduleNode.type !== 'dotted_name') continue;
+      const moduleName = file.textOf(moduleNode).replace(/\s+/g, '');
+      if (!/^torch\.(cuda|cpu)\.amp(\.autocast_mode|\.grad_scaler)?$/.test(moduleName)) continue;
+      if (isCompatShim(file, stmt)) continue;
+      const names: ImportedName[] = [];
+      let allKnown = moduleName === 'torch.cuda.amp' || moduleName === 'torch.cpu.amp';
+      for (const item of childrenByField(stmt, 'name')) {
+        const nameNode = item.type === 'aliased_import' ? childByField(item, 'name') : item;
+        const aliasNode = item.type === 'aliased_import' ? childByField(item, 'alias') : item;
+        if (nameNode === null || aliasNode === null) {
+          allKnown = false;
+          continue;
+        }
+        const d = DEPRECATED.get(`${moduleName}.${file.textOf(nameNode)}`);
+        if (d === undefined) {
+          allKnown = false;
+          continue;
+        }
+        names.push({ local: file.textOf(aliasNode), d });
+      }
+      if (stmt.children.some((c) => c.type === 'wildcard_import')) allKnown = false;
+      if (names.length === 0) continue;
+      const fix = importFix(file, stmt, moduleNode, names, allKnown);
+      for (const n of names) importFixes.set(n.local, fix);
+      const list = names.map((n) => `\`${n.local}\``).join(', ');
+      findings.push({
+        start: moduleNode.start,
+        end: moduleNode.end,
+        message: `${list} from \`${moduleName}\`: ${message(names[0].d)}`,
+        fix,
+      });
+    }
+
+    const torch = torchName(file);
+    const bindings = bindingCounts(file);
+    const seen = new Set<SyntaxNode>();
+    const consider = (node: SyntaxNode): void => {
+      if (seen.has(node)) return;
+      seen.add(node);
+      const name = qualifiedName(file, node);
+      if (name === null) return;
+      const d = DEPRECATED.get(name);
+      if (d === undefined || isCompatShim(file, node)) return;
+      const site = useSite(node);
+      if (site === null) {
+        if (!isAliasing(file, node)) return;
+        findings.push({ start: node.start, end: node.end, message: message(d), fix: null });
+        return;
+      }
+      let fix: Fix | null = null;
+      if (node.type === 'identifier') {
+        // A name imported from torch.cuda.amp by a flagged import (not a fallback, not bound twice);
+        // the import's fix rewrites the import and all uses together.
+        const local = file.textOf(node);
+        if (!importFixes.has(local) || (bindings.get(local) ?? 0) > 1) return;
+        fix = importFixes.get(local) ?? null;
+      } else if (torch !== null) {
+        const edits = useEdits(file, node, site.call, d, `${torch}.amp.${d.kind}`);
+        if (edits !== null) fix = { title: `Use \`torch.amp.${d.kind}\``, edits };
+      }
+      const target = site.call ?? node;
+      findings.push({ start: target.start, end: target.end, message: message(d), fix });
+    };
+    for (const call of file.nodesOfType('call')) {
+      const fn = childByField(call, 'function');
+      if (fn !== null && (fn.type === 'identifier' || fn.type === 'attribute')) consider(fn);
+    }
+    for (const dec of file.nodesOfType('decorator')) {
+      const expr = dec.children.find((c) => c.named && c.type !== 'comment');
+      if (expr !== undefined && (expr.type === 'identifier' || expr.type === 'attribute')) consider(expr);
+    }
+    for (const assign of file.nodesOfType('assignment')) {
+      const right = childByField(assign, 'right');
+      if (right !== null && (right.type === 'attribute' || right.type === 'identifier')) consider(right);
+    }
+    return findings;
+  },
+};
+
+/** How many import statements bind each local name (a try/except import shim binds it twice). */
+function bindingCounts(file: SourceFile): Map<string, number> {
+  const counts = new Map<string, number>();
+  const add = (name: string): void => {
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  };
+  for (const type of ['import_statement', 'import_from_statement']) {
+    for (const stmt of file.nodesOfType(type)) {
+      for (const item of childrenByField(stmt, 'name')) {
+        if (item.type === 'aliased_import') {
+          const alias = childByField(item, 'alias');
+          if (alias !== null) add(file.textOf(alias));
+        } else add(file.textOf(item).split('.')[0]);
+      }
+    }
+  }
+  return counts;
+}
+
+/** `amp_autocast = torch.cuda.amp.autocast`: an alias that is called later. */
+function isAliasing(file: SourceFile, node: SyntaxNode): boolean {
+  const parent = node.parent;
+  return parent !== null && parent.type === 'assignment' && node.field === 'right' && childByField(parent, 'left')?.type === 'identifier' && file.textOf(node).includes('amp');
+}
+
+export const rule = deprecatedAmp;

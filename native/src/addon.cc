@@ -183,7 +183,25 @@ Napi::Value ProbeGpu(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// measureWakeCost(durationMs, intervalMs): benchmark baseline; blocks the caller for durationMs.
+Napi::Value MeasureWakeCost(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "measureWakeCost(durationMs, intervalMs) expects two numbers");
+  double duration = info[0].As<Napi::Number>().DoubleValue();
+  double interval = info[1].As<Napi::Number>().DoubleValue();
+  if (!(duration > 0 && duration <= 600000) || !(interval >= kMinIntervalMs && interval <= kMaxIntervalMs))
+    throw Napi::RangeError::New(env, "measureWakeCost: durationMs in (0, 600000], intervalMs in [1, 60000]");
+  memhint::WakeCost cost = memhint::MeasureWakeCost(duration, interval);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("wakes", static_cast<double>(cost.wakes));
+  o.Set("cpuMs", cost.cpu_ms);
+  o.Set("wallMs", cost.wall_ms);
+  return o;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("measureWakeCost", Napi::Function::New(env, MeasureWakeCost));
   exports.Set("NativeSampler", SamplerWrap::Define(env));
   exports.Set("probeGpu", Napi::Function::New(env, ProbeGpu));
   exports.Set("napiVersion", NAPI_VERSION);

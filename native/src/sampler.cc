@@ -21,6 +21,28 @@ double ThreadCpuMsOfCaller() {
 
 Sampler::~Sampler() { Stop(); }
 
+WakeCost MeasureWakeCost(double duration_ms, double interval_ms) {
+  WakeCost result;
+  std::thread t([&] {
+    using clock = std::chrono::steady_clock;
+    const auto interval = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double, std::milli>(interval_ms));
+    const auto t0 = clock::now();
+    const auto end = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double, std::milli>(duration_ms));
+    std::mutex mu;
+    std::condition_variable cv;
+    std::unique_lock<std::mutex> lock(mu);
+    const double cpu0 = ThreadCpuMsOfCaller();
+    for (auto next = t0 + interval; next < end; next += interval) {
+      cv.wait_until(lock, next, [] { return false; });
+      ++result.wakes;
+    }
+    result.cpu_ms = ThreadCpuMsOfCaller() - cpu0;
+    result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  });
+  t.join();
+  return result;
+}
+
 double Sampler::NowMs() const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
 }

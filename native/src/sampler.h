@@ -58,6 +58,14 @@ struct Snapshot {
   unsigned long long late_ticks = 0;
 };
 
+// Benchmark baseline: CPU a thread spends only waking on the sampler's deadline schedule, no work.
+struct WakeCost {
+  unsigned long long wakes = 0;
+  double cpu_ms = 0;
+  double wall_ms = 0;
+};
+WakeCost MeasureWakeCost(double duration_ms, double interval_ms);
+
 class Sampler {
  public:
   Sampler() = default;

@@ -14,6 +14,7 @@ import {
   type HelloMessage,
 } from './protocol';
 import type { OsTimeline, ProfileReport, SourceLocation } from './report';
+import { startOsTimelineSampler } from '../sampler/os-timeline';
 
 export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 
@@ -74,7 +75,7 @@ export interface ProfileOutcome {
 const STDERR_TAIL_BYTES = 8192;
 
 type SamplerFactory = (pid: number) => ProcessSampler | undefined;
-let defaultSamplerFactory: SamplerFactory | undefined;
+let defaultSamplerFactory: SamplerFactory | undefined = (pid) => startOsTimelineSampler(pid);
 
 /**
  * SAMPLER HOOK POINT. src/sampler registers its factory here; every run whose hooks give no `onSpawn`
@@ -229,7 +230,10 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
 }
 
 function withOsTimeline(report: ProfileReport, os: OsTimeline): ProfileReport {
-  return { ...report, timeline: { ...report.timeline, os } };
+  // The sampler's clock starts at spawn; move its times onto the harness clock (timeline.originEpochMs).
+  const shift = os.startedAtEpochMs !== undefined ? os.startedAtEpochMs - report.timeline.originEpochMs : 0;
+  const aligned = shift === 0 ? os : { ...os, t: os.t.map((t) => Math.round((t + shift) * 100) / 100) };
+  return { ...report, timeline: { ...report.timeline, os: aligned } };
 }
 
 function killTree(pid: number | undefined): void {

@@ -157,6 +157,8 @@ export interface Leak extends SourceLocation {
   /** Autograd graph nodes kept alive per step by tensors created at this line (e.g. `total += loss`). */
   readonly graphNodesPerStep: number;
   readonly reason: 'storage' | 'autograd_graph';
+  /** What keeps the leaked storages alive, when the harness could name it: "`grad_snapshots` (list) in main()". */
+  readonly heldBy: string | null;
 }
 
 export interface TimelinePoint {
@@ -179,6 +181,16 @@ export interface OsTimeline {
   readonly rssBytes: readonly number[];
   readonly gpuUsedBytes?: readonly number[];
   readonly notes?: readonly string[];
+  /** NVML's figure for this process (what nvidia-smi lists), summed over GPUs; null where withheld. */
+  readonly gpuProcessBytes?: readonly (number | null)[];
+  readonly gpuTotalBytes?: number;
+  readonly gpuDevice?: string;
+  readonly intervalMs?: number;
+  /** Epoch ms of the sampler's t = 0; the launcher rebases t onto originEpochMs when present. */
+  readonly startedAtEpochMs?: number;
+  /** The process exited while sampled (the series ends there). */
+  readonly exited?: boolean;
+  readonly peakRssBytes?: Bytes;
 }
 
 export interface Timeline {

@@ -41,6 +41,8 @@ export interface GpuProbe {
 export interface NativeAddon {
   NativeSampler: new (options?: { zeroCopy?: boolean }) => NativeSamplerHandle;
   probeGpu(nvmlLibrary?: string): GpuProbe;
+  /** Benchmark baseline: CPU of a thread that only wakes on the sampler's schedule. Blocks the caller. */
+  measureWakeCost(durationMs: number, intervalMs: number): { wakes: number; cpuMs: number; wallMs: number };
   napiVersion: number;
   columns: number;
 }

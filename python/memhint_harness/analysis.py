@@ -68,6 +68,8 @@ class State:
         self.leaks = {}  # site -> {epoch: bytes}
         self.graph_counts = {}  # serial -> (rec, [node counts at successive boundaries])
         self.checked_epochs = []
+        self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
+        self.holders = {}  # site -> description of what holds the leak
 
     def state_kinds(self):
         kinds = {}
@@ -129,12 +131,13 @@ class State:
 
     # ------------------------------------------------------------ leaks
 
-    def epoch_boundary(self, starting_epoch):
-        """Called when epoch `starting_epoch` begins (or the run ends): storages from two epochs back that
-        are still alive and are not model or optimizer state have leaked."""
+    def epoch_boundary(self, starting_epoch, complete=True):
+        """Called when epoch `starting_epoch` begins: storages from two epochs back that are still alive and
+        are not model or optimizer state have leaked. At the end of a run that stopped elsewhere than at the
+        next call (`complete` False) the user's loop did not finish its iteration, so nothing is concluded."""
         tracker = self.tracker
         tracker.poll()
-        if starting_epoch in self.checked_epochs:
+        if starting_epoch in self.checked_epochs or not complete:
             return
         self.checked_epochs.append(starting_epoch)
         self.stamp_state_kinds()
@@ -146,8 +149,25 @@ class State:
                 if rec.epoch == leak_epoch and rec.cdata not in current and rec.site[0] != "<untracked>":
                     per_epoch = self.leaks.setdefault(rec.site, {})
                     per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
+                    self.leaked_cdatas.setdefault(rec.site, set()).add(rec.cdata)
         if starting_epoch >= 1:
             self._count_graphs(starting_epoch, current)
+        if starting_epoch == self.final_epoch and self.leaked_cdatas:
+            self._name_holders()
+
+    final_epoch = None
+
+    def _name_holders(self):
+        live = self.tracker.live
+        alive = {site: [c for c in cdatas if c in live] for site, cdatas in self.leaked_cdatas.items()}
+        try:
+            names = describe_holders(self.tracker, {c for cs in alive.values() for c in cs})
+        except Exception:  # naming is a courtesy; never fail the profile for it
+            return
+        for site, cdatas in alive.items():
+            held = sorted({names[c] for c in cdatas if c in names})
+            if held:
+                self.holders[site] = ", ".join(held)
 
     def _count_graphs(self, epoch, current):
         for rec in list(self.tracker.live.values()):
@@ -167,7 +187,7 @@ class State:
             by_step = [per_epoch.get(e, 0) for e in epochs]
             if not any(by_step):
                 continue
-            result[site[:2]] = {"site": site, "bytesByStep": by_step,
+            result[site[:2]] = {"site": site, "bytesByStep": by_step, "heldBy": self.holders.get(site),
                                 "bytesPerStep": sum(by_step) // max(len(by_step), 1),
                                 "graphNodesPerStep": 0, "reason": "storage"}
         for rec, counts in self.graph_counts.values():
@@ -181,7 +201,7 @@ class State:
             key = rec.site[:2]
             entry = result.get(key)
             if entry is None:
-                entry = result[key] = {"site": rec.site, "bytesByStep": [], "bytesPerStep": 0,
+                entry = result[key] = {"site": rec.site, "bytesByStep": [], "bytesPerStep": 0, "heldBy": None,
                                        "graphNodesPerStep": 0, "reason": "autograd_graph"}
             entry["graphNodesPerStep"] += growth
             entry["reason"] = "autograd_graph" if not entry["bytesPerStep"] else entry["reason"]
@@ -209,3 +229,74 @@ def site_location(site):
     if site is None or site[0] == "<untracked>":
         return None
     return {"file": site[0], "line": site[1], "function": site[2]}
+
+
+def describe_holders(tracker, cdatas):
+    """Names the Python containers that keep leaked storages alive, e.g. "`grad_snapshots` (list) in main()".
+    Runs once, at the last step boundary, and only when there are leaks."""
+    import gc
+    import types
+
+    wanted = set(cdatas)
+    found = {}
+    api = tracker.api
+    objects = gc.get_objects()
+    for obj in objects:
+        # type() rather than isinstance(): isinstance may run properties of arbitrary objects (warnings).
+        if not issubclass(type(obj), torch.Tensor) or obj.device.type != tracker.device_type:
+            continue
+        described = api.describe(obj)
+        if described is None or described[0] not in wanted or described[0] in found:
+            continue
+        for holder in gc.get_referrers(obj):
+            if holder is objects:
+                continue
+            if isinstance(holder, (list, dict, tuple, set)) and not _is_namespace(holder):
+                name = _name_of(holder, types, tracker.user_files)
+                if name:
+                    found[described[0]] = "%s (%s)" % (name, type(holder).__name__)
+                    break
+            elif isinstance(holder, types.FrameType):
+                name = _local_name(holder, obj)
+                if name:
+                    found[described[0]] = "%s in %s()" % (name, holder.f_code.co_name)
+                    break
+    return found
+
+
+def _is_namespace(holder):
+    return isinstance(holder, dict) and "__name__" in holder and "__builtins__" in holder
+
+
+def _local_name(frame, value):
+    try:
+        for name, item in frame.f_locals.items():
+            if item is value:
+                return "`%s`" % name
+    except Exception:
+        return None
+    return None
+
+
+def _name_of(container, types, user_files):
+    import gc
+    import sys
+
+    # Running frames' locals are not visible to gc.get_referrers on every Python: look at the stack first.
+    frame = sys._getframe(1)
+    while frame is not None:
+        if user_files.is_user(frame.f_code.co_filename):
+            name = _local_name(frame, container)
+            if name:
+                return "%s in %s()" % (name, frame.f_code.co_name)
+        frame = frame.f_back
+    for holder in gc.get_referrers(container):
+        if isinstance(holder, types.FrameType):
+            name = _local_name(holder, container)
+            if name and user_files.is_user(holder.f_code.co_filename):
+                return "%s in %s()" % (name, holder.f_code.co_name)
+        elif _is_namespace(holder):
+            for key, item in holder.items():
+                if item is container:
+                    return "`%s`" % key
+    return None

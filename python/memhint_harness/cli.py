@@ -133,7 +133,7 @@ def _run(options, channel):
     finally:
         sys.settrace(None)
     try:
-        state.epoch_boundary(tracker.epoch + 1)
+        state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
     except Exception:  # noqa: BLE001 - a failing leak check must not hide the profile
         notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
 

@@ -71,7 +71,8 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         site = leak["site"]
         leaks.append({"file": site[0], "line": site[1], "function": site[2], "code": _code(site[0], site[1]),
                       "bytesPerStep": leak["bytesPerStep"], "bytesByStep": leak["bytesByStep"],
-                      "graphNodesPerStep": leak["graphNodesPerStep"], "reason": leak["reason"]})
+                      "graphNodesPerStep": leak["graphNodesPerStep"], "reason": leak["reason"],
+                      "heldBy": leak["heldBy"]})
 
     origin_epoch_ms = (time.time() - (time.perf_counter() - tracker.t0)) * 1000.0
     timeline = {"originEpochMs": origin_epoch_ms,

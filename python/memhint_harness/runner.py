@@ -45,8 +45,8 @@ class Runner:
         self.script = os.path.abspath(options.script)
         self.calls = 0
         self.done = False
-        self.stop_frame = None
-        self.stop_line = None
+        self.stop_deadline = None
+        self.stopped_at_call = False
         self.deadline = None
         self.target_seen = False
         self.steps = []
@@ -64,6 +64,10 @@ class Runner:
 
     def call_step(self, original, args, kwargs):
         if self.done:
+            # The boundary is checked now, while the user's loop still holds what it holds.
+            self.state.final_epoch = self.tracker.epoch + 1
+            self.state.epoch_boundary(self.tracker.epoch + 1)
+            self.stopped_at_call = True
             raise StopProfiling()
         index = self.calls
         self.calls += 1
@@ -105,19 +109,17 @@ class Runner:
             self.channel.send("progress", step=log.index, warmup=log.warmup, ms=log.end - log.start,
                               liveBytes=tracker.live_bytes, of=self.options.steps)
             if index + 1 >= self.total_calls:
+                # Stop at the next call, so the last step's leaks are seen across a full iteration of the
+                # user's loop; a script that goes on to other work is stopped after a grace period.
                 self.done = True
-                # Stop at the caller's next loop iteration (a line at or before the call) or next call.
-                caller = sys._getframe(1)
-                while caller is not None and not tracker.user_files.is_user(caller.f_code.co_filename):
-                    caller = caller.f_back
-                if caller is not None:
-                    self.stop_frame = caller
-                    self.stop_line = caller.f_lineno
+                durations = [step.end - step.start for step in self.steps]
+                grace = max(2.0 * sum(durations) / len(durations) / 1000.0, 1.0)
+                self.stop_deadline = time.perf_counter() + grace
 
     # ------------------------------------------------------------------ line hook
 
     def on_line(self, frame):
-        if self.done and frame is self.stop_frame and frame.f_lineno <= self.stop_line:
+        if self.done and self.stop_deadline is not None and time.perf_counter() > self.stop_deadline:
             raise StopProfiling()
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise StopProfiling()
@@ -252,6 +254,9 @@ class Runner:
                 self.call_step(target, args, kwargs)
         except StopProfiling:
             pass
+        # Nothing of the user's runs between setup-mode calls: the end is a full step boundary.
+        self.stopped_at_call = True
+        self.state.final_epoch = self.tracker.epoch + 1
         self.state.epoch_boundary(self.tracker.epoch + 1)
 
 

@@ -85,7 +85,7 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
         leak.reason === 'autograd_graph'
           ? `keeps the autograd graph alive (+${leak.graphNodesPerStep} nodes per step)`
           : `${formatBytes(leak.bytesPerStep)} per step`;
-      out.push(`  ${leak.file}:${leak.line}  ${what}   ${leak.code}`);
+      out.push(`  ${leak.file}:${leak.line}  ${what}${leak.heldBy ? `, held by ${leak.heldBy}` : ''}   ${leak.code}`);
     }
   }
   if (report.oom) {

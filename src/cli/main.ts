@@ -1,5 +1,6 @@
 // CLI entry: `memhint <command> [options]`. bin/memhint.js calls main() from the bundle.
 import { LINT_HELP, runLintCommand } from './lint-command';
+import { PROFILE_USAGE, runProfileCommand } from './profile-command';
 import { UsageError } from './usage';
 import { version } from '../../package.json';
 
@@ -7,6 +8,7 @@ const HELP = `memhint ${version}: PyTorch memory linter and step profiler
 
 Usage:
   memhint lint [options] PATH...          lint Python files (memhint lint --help)
+  memhint profile FILE.py[::STEP] [opts]  profile a training step's memory per line (memhint profile --help)
   memhint rules                           list the rules
   memhint --version
 
@@ -19,6 +21,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     switch (command) {
       case 'lint':
         return await runLintCommand(rest);
+      case 'profile':
+        return await runProfileCommand([...rest]);
       case 'rules':
         return await printRules();
       case '--version':
@@ -29,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       case '-h':
       case '--help':
       case 'help':
-        process.stdout.write(rest[0] === 'lint' ? LINT_HELP : HELP);
+        process.stdout.write(rest[0] === 'lint' ? LINT_HELP : rest[0] === 'profile' ? PROFILE_USAGE : HELP);
         return 0;
       default:
         throw new UsageError(`unknown command "${command}" (try: memhint --help)`);

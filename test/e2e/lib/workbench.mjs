@@ -1,0 +1,286 @@
+// Drives the VS Code workbench in the browser the way a person does: keyboard shortcuts, the command
+// palette, quick open, the Problems panel, hovers, code actions, webviews; reads what is rendered.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { screenshotsDir } from './paths.mjs';
+
+const isMac = process.platform === 'darwin';
+const mod = isMac ? 'Meta' : 'Control';
+
+export class Workbench {
+  /** @param {import('playwright-core').Page} page */
+  constructor(page) {
+    this.page = page;
+  }
+
+  /** Opens the workbench at url and waits until the window is usable and the extension host is up. */
+  async open(url, { timeoutMs = 60_000 } = {}) {
+    await this.page.goto(url);
+    await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: timeoutMs });
+    await this.page.locator('.monaco-workbench .part.editor').waitFor({ timeout: timeoutMs });
+    // The explorer's tree appears once the remote file system is connected.
+    await this.page.locator('.explorer-folders-view').first().waitFor({ timeout: timeoutMs });
+    // A theme class from an extension (the user settings pick one) means the extension registry is ready.
+    await this.page.locator('.monaco-workbench[class*="vscode-theme-"]').waitFor({ timeout: timeoutMs });
+  }
+
+  /** Waits until the palette offers `label` (contributed commands appear once the extension is scanned). */
+  async waitForCommand(label, { timeoutMs = 60_000 } = {}) {
+    await this.focusWorkbench();
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ timeout: timeoutMs });
+    const row = this.paletteRow(label);
+    const deadline = Date.now() + timeoutMs;
+    for (let i = 0; ; i++) {
+      // The list is computed when the filter changes: alternate the text to make it look again.
+      await input.fill(i % 2 ? `>${label} ` : `>${label}`);
+      if (await row.isVisible()) break;
+      if (Date.now() > deadline) throw new Error(`the palette never offered "${label}"`);
+      await this.page.waitForTimeout(250);
+    }
+    await this.closeQuickInput();
+  }
+
+  /** The palette row whose label is exactly `label`. */
+  paletteRow(label) {
+    return this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', {
+      has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }),
+    }).first();
+  }
+
+  async quickInputVisible() {
+    return this.page.locator('.quick-input-widget').isVisible();
+  }
+
+  async closeQuickInput() {
+    if (await this.quickInputVisible()) await this.page.keyboard.press('Escape');
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  }
+
+  /**
+   * Runs a command from the F1 palette by its label as shown ("memhint: Show Logs"). Picks the row whose
+   * label matches exactly, so a prefix of another command's label cannot run the wrong one.
+   */
+  async runCommand(label, { timeoutMs = 15_000 } = {}) {
+    await this.focusWorkbench();
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ timeout: timeoutMs });
+    await input.fill(`>${label}`);
+    const row = this.paletteRow(label);
+    await row.waitFor({ timeout: timeoutMs });
+    await row.click();
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => {});
+  }
+
+  /** Lists the command labels the palette offers for a filter text. */
+  async paletteLabels(filter) {
+    await this.focusWorkbench();
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.fill(`>${filter}`);
+    await this.page.waitForTimeout(300);
+    const labels = await this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row .label-name').allInnerTexts();
+    await this.closeQuickInput();
+    return labels.map((l) => l.trim());
+  }
+
+  /** Opens a workspace file with quick open (Ctrl+P) and waits for its editor tab to be active. */
+  async openFile(relativePath, { timeoutMs = 15_000 } = {}) {
+    await this.focusWorkbench();
+    await this.page.keyboard.press(`${mod}+P`);
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ timeout: timeoutMs });
+    await input.fill(relativePath);
+    const base = path.basename(relativePath);
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', {
+      has: this.page.locator('.label-name', { hasText: base }),
+    }).first();
+    await row.waitFor({ timeout: timeoutMs });
+    await this.page.keyboard.press('Enter');
+    await this.page.locator('.tabs-container .tab.active', { hasText: base }).waitFor({ timeout: timeoutMs });
+    await this.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: timeoutMs });
+  }
+
+  /** Moves the cursor with Go to Line (Ctrl+G), 1-based line and column as the status bar shows them. */
+  async gotoLine(line, column = 1) {
+    await this.focusEditor();
+    await this.page.keyboard.press(`${mod}+G`);
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor();
+    await input.fill(`:${line}:${column}`);
+    await this.page.keyboard.press('Enter');
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await this.page.locator('.statusbar-item', { hasText: `Ln ${line}, Col ${column}` }).first().waitFor({ timeout: 5000 });
+  }
+
+  async focusEditor() {
+    const editor = this.page.locator('.editor-instance .monaco-editor textarea, .editor-instance .monaco-editor .native-edit-context').first();
+    await editor.focus();
+  }
+
+  async focusWorkbench() {
+    if (await this.quickInputVisible()) await this.closeQuickInput();
+  }
+
+  /** Text of the active editor's visible lines (what is rendered, without injected decorations). */
+  async visibleLines() {
+    return this.page.locator('.editor-instance .monaco-editor .view-lines').first().evaluate((root) =>
+      [...root.querySelectorAll('.view-line')]
+        .map((el) => ({ top: parseFloat(/** @type {HTMLElement} */ (el).style.top || '0'), text: el.textContent ?? '' }))
+        .sort((a, b) => a.top - b.top)
+        .map((l) => l.text.replace(/\u00a0/g, ' ')));
+  }
+
+  /**
+   * Inline decorations' texts in the active editor, as rendered: VS Code renders `before`/`after`
+   * decoration text as CSS pseudo-elements (`content:`) on spans inside the view lines. Returns one
+   * entry per decorated line: its 1-based line number (from the gutter), the line's code, and the texts.
+   */
+  async inlineDecorations() {
+    return this.page.locator('.editor-instance .monaco-editor').first().evaluate((editor) => {
+      const lineHeightOf = (el) => parseFloat(/** @type {HTMLElement} */ (el).style.top || '0');
+      const numbers = new Map();
+      for (const n of editor.querySelectorAll('.margin-view-overlays .line-numbers')) {
+        const top = lineHeightOf(n.parentElement);
+        numbers.set(top, Number(n.textContent));
+      }
+      const out = [];
+      for (const line of editor.querySelectorAll('.view-lines .view-line')) {
+        const texts = [];
+        for (const span of line.querySelectorAll('span')) {
+          for (const pseudo of ['::before', '::after']) {
+            const content = getComputedStyle(span, pseudo).content;
+            if (content && content !== 'none' && content !== 'normal' && content !== '""') {
+              texts.push(JSON.parse(content.replace(/^'(.*)'$/, '"$1"')));
+            }
+          }
+        }
+        if (texts.length === 0) continue;
+        const top = lineHeightOf(line);
+        out.push({ line: numbers.get(top) ?? -1, code: (line.textContent ?? '').replace(/\u00a0/g, ' '), texts });
+      }
+      return out.sort((a, b) => a.line - b.line);
+    });
+  }
+
+  /** Opens the Problems panel (Ctrl+Shift+M) and returns its markers as rendered rows. */
+  async problems({ minCount = 0, timeoutMs = 20_000 } = {}) {
+    await this.focusWorkbench();
+    const panel = this.page.locator('.markers-panel');
+    if (!(await panel.isVisible())) await this.page.keyboard.press(`${mod}+Shift+M`);
+    await panel.waitFor({ timeout: timeoutMs });
+    const rows = panel.locator('.monaco-list-row .marker-message-details, .monaco-list-row .marker-message');
+    const deadline = Date.now() + timeoutMs;
+    let items = [];
+    for (;;) {
+      items = await panel.locator('.monaco-list-row').evaluateAll((els) => els
+        .filter((el) => el.querySelector('.marker-message'))
+        .map((el) => ({
+          message: el.querySelector('.marker-message')?.textContent?.trim() ?? '',
+          source: el.querySelector('.marker-source, .details-container .source')?.textContent?.trim() ?? '',
+          code: el.querySelector('.marker-code, .details-container .code')?.textContent?.trim() ?? '',
+          position: el.querySelector('.marker-line, .details-container .marker-line')?.textContent?.trim() ?? '',
+          severity: el.querySelector('.marker-icon')?.className.match(/codicon-(error|warning|info)/)?.[1] ?? '',
+          aria: el.getAttribute('aria-label') ?? '',
+        })));
+      if (items.length >= minCount || Date.now() > deadline) break;
+      await this.page.waitForTimeout(200);
+    }
+    void rows;
+    return items;
+  }
+
+  /** Shows the hover at the cursor (editor.action.showHover) and returns its text. */
+  async hoverAtCursor({ timeoutMs = 10_000 } = {}) {
+    await this.runCommand('Show or Focus Hover');
+    const hover = this.page.locator('.monaco-hover:not(.hidden) .monaco-hover-content, .monaco-resizable-hover .monaco-hover-content').first();
+    await hover.waitFor({ timeout: timeoutMs });
+    return (await hover.innerText()).trim();
+  }
+
+  async dismissHover() {
+    await this.page.keyboard.press('Escape');
+  }
+
+  /** Opens the quick-fix menu at the cursor (Ctrl+.) and returns the offered action titles. */
+  async codeActions({ timeoutMs = 10_000 } = {}) {
+    await this.focusEditor();
+    await this.page.keyboard.press(`${mod}+.`);
+    const widget = this.page.locator('.action-widget');
+    await widget.waitFor({ timeout: timeoutMs });
+    await widget.locator('.monaco-list-row.action').first().waitFor({ timeout: timeoutMs });
+    return (await widget.locator('.monaco-list-row.action').allInnerTexts()).map((t) => t.trim());
+  }
+
+  /** With the quick-fix menu open, applies the action whose title contains `title`. */
+  async applyCodeAction(title, { timeoutMs = 10_000 } = {}) {
+    const row = this.page.locator('.action-widget .monaco-list-row.action', { hasText: title }).first();
+    await row.waitFor({ timeout: timeoutMs });
+    await row.click();
+    await this.page.locator('.action-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
+  }
+
+  /** Texts of the visible notification toasts. */
+  async notifications() {
+    return (await this.page.locator('.notifications-toasts .notification-list-item-message').allInnerTexts()).map((t) => t.trim());
+  }
+
+  async waitForNotification(pattern, { timeoutMs = 30_000 } = {}) {
+    const toast = this.page.locator('.notifications-toasts .notification-list-item-message', { hasText: pattern }).first();
+    await toast.waitFor({ timeout: timeoutMs });
+    return (await toast.innerText()).trim();
+  }
+
+  /** Status bar items' texts. */
+  async statusBarTexts() {
+    return (await this.page.locator('.part.statusbar .statusbar-item').allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+  }
+
+  /** The content frame of the webview panel whose tab title contains `title`. */
+  async webview(title, { timeoutMs = 20_000 } = {}) {
+    await this.page.locator('.tabs-container .tab', { hasText: title }).first().waitFor({ timeout: timeoutMs });
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const outer of this.page.frames()) {
+        if (!outer.url().includes('/webview/') && !outer.url().includes('webview')) continue;
+        for (const inner of outer.childFrames()) {
+          if (inner.name() === 'active-frame' || inner.url().includes('fake.html') || inner.url().includes('index.html')) {
+            const body = await inner.locator('body').count().catch(() => 0);
+            if (body && (await inner.evaluate(() => document.body.childElementCount > 0).catch(() => false))) return inner;
+          }
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`no webview content frame for "${title}"`);
+      await this.page.waitForTimeout(200);
+    }
+  }
+
+  /** Switches the color theme through the palette, as a person does. */
+  async setColorTheme(themeLabel) {
+    await this.runCommand('Preferences: Color Theme');
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor();
+    await input.fill(themeLabel);
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', {
+      has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(themeLabel)}$`) }),
+    }).first();
+    await row.waitFor();
+    await row.click();
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await this.page.waitForTimeout(500); // let the theme's CSS variables reach webviews
+  }
+
+  /** Saves a screenshot under .e2e/screenshots/<name>.png and returns its path. */
+  async screenshot(name) {
+    fs.mkdirSync(screenshotsDir, { recursive: true });
+    const file = path.join(screenshotsDir, `${name}.png`);
+    await this.page.screenshot({ path: file });
+    return file;
+  }
+}
+
+export function escapeRegExp(s) {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

@@ -1,17 +1,62 @@
-// Probe entry point (minimal, to prove the e2e test infrastructure); the extension's features replace it.
+// Entry point: wires the controllers together; every disposable goes into context.subscriptions.
+import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { Linter } from '../lint';
+import { MemhintCodeActions } from './codeActions';
+import { StepCodeLensProvider } from './codeLens';
+import { fixAll, openReport, showRuleDocs } from './commands';
+import { DiagnosticsController } from './diagnostics';
+import { HintsController } from './hints';
+import { Logger } from './logger';
+import { ProfileController } from './profile';
+import { ReportStore } from './reportStore';
+import { runProfileRequest } from './runProfile';
+import { createApi, type MemhintApi } from './testApi';
+import { MemorySummaryPanel, SummarySerializer, VIEW_TYPE } from './webview/summaryPanel';
 
-let log: vscode.LogOutputChannel | undefined;
+export async function activate(context: vscode.ExtensionContext): Promise<MemhintApi> {
+  const log = new Logger();
+  context.subscriptions.push(log, vscode.commands.registerCommand('memhint.showLogs', () => log.show()));
+  log.info(`memhint ${String((context.extension.packageJSON as { version?: string }).version)} activating (VS Code ${vscode.version}, ${vscode.workspace.isTrusted ? 'trusted' : 'restricted'} workspace)`);
 
-export function activate(context: vscode.ExtensionContext): void {
-  log = vscode.window.createOutputChannel('memhint', { log: true });
+  const linter = await Linter.create(path.join(context.extensionPath, 'dist'));
+  const reports = new ReportStore(context.storageUri ?? context.globalStorageUri, log);
+  const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri);
+  const actions = new MemhintCodeActions(diagnostics, linter);
+  const hints = new HintsController(reports);
+  const codeLens = new StepCodeLensProvider(diagnostics, linter);
+  const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log);
+  const python = { language: 'python' };
+
   context.subscriptions.push(
-    log,
-    vscode.commands.registerCommand('memhint.showLogs', () => log?.show(true)),
+    reports,
+    diagnostics,
+    hints,
+    codeLens,
+    vscode.languages.registerCodeActionsProvider(python, actions, MemhintCodeActions.metadata),
+    vscode.languages.registerCodeLensProvider(python, codeLens),
+    vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, new SummarySerializer(context.extensionUri, reports, log)),
+    vscode.commands.registerCommand('memhint.fixAll', () => fixAll(actions, vscode.window.activeTextEditor)),
+    vscode.commands.registerCommand('memhint.showRuleDocs', (code?: string) => showRuleDocs(context.extensionUri, code)),
+    vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null) => profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined)),
+    vscode.commands.registerCommand('memhint.cancelProfile', () => profiler.cancel()),
+    vscode.commands.registerCommand('memhint.clearHints', () => hints.clear()),
+    vscode.commands.registerCommand('memhint.showSummary', () => {
+      MemorySummaryPanel.show(context.extensionUri, reports, log);
+    }),
+    vscode.commands.registerCommand('memhint.openReport', (uri?: vscode.Uri) => openReport(reports, uri instanceof vscode.Uri ? uri : undefined)),
+    { dispose: () => MemorySummaryPanel.instance?.dispose() },
   );
+
+  const api = createApi({ diagnostics, hints, profiler, reports, linter });
+  if (context.extensionMode === vscode.ExtensionMode.Test) {
+    // Only test runs see the internal state command; the API object is returned for them either way.
+    context.subscriptions.push(vscode.commands.registerCommand('memhint._test.getState', () => api.state()));
+  }
   log.info('memhint activated');
+  return api;
 }
 
 export function deactivate(): void {
-  log = undefined;
+  // Everything is in context.subscriptions.
 }

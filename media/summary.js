@@ -1,0 +1,321 @@
+// memhint memory summary webview. Plain JS, no framework, no remote content: the extension posts a view
+// model (src/extension/webview/messages.ts) and this script draws it with DOM and SVG.
+// @ts-check
+(function () {
+  'use strict';
+  // eslint-disable-next-line no-undef
+  const vscode = acquireVsCodeApi();
+  const app = /** @type {HTMLElement} */ (document.getElementById('app'));
+  const SVG = 'http://www.w3.org/2000/svg';
+
+  /** @type {{model: any, sort: {key: string, descending: boolean}}} */
+  let state = vscode.getState() || readInitial();
+  let toast = null;
+
+  function readInitial() {
+    const el = document.getElementById('memhint-initial');
+    try {
+      return el ? JSON.parse(el.textContent || '') : { model: null, sort: { key: 'peak', descending: true } };
+    } catch {
+      return { model: null, sort: { key: 'peak', descending: true } };
+    }
+  }
+
+  // A report in the page wins over a stale saved state (the page is rebuilt when the report changes).
+  const initial = readInitial();
+  if (initial.model) state = { model: initial.model, sort: (vscode.getState() || initial).sort || initial.sort };
+
+  const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  function bytes(n, signed) {
+    if (n === null || n === undefined || !isFinite(n)) return '—';
+    const sign = n < 0 ? '-' : signed && n > 0 ? '+' : '';
+    let v = Math.abs(n);
+    let u = 0;
+    while (v >= 1024 && u < UNITS.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    if (u === 0) return sign + Math.round(v) + ' B';
+    let t = v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+    if (t.indexOf('.') >= 0) t = t.replace(/\.?0+$/, '');
+    return sign + t + ' ' + UNITS[u];
+  }
+  function ms(n) {
+    if (n === null || n === undefined) return '—';
+    return n < 1000 ? Math.round(n) + ' ms' : (n / 1000).toFixed(2).replace(/\.?0+$/, '') + ' s';
+  }
+
+  /** Tiny element builder: h('td', {class: 'num'}, 'text', child). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === null || c === undefined || c === false) continue;
+      el.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+    }
+    return el;
+  }
+  function s(tag, attrs) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, String(v));
+    return el;
+  }
+
+  function section(id, title, ...body) {
+    return h('section', { id: 'section-' + id, 'aria-labelledby': 'h-' + id }, h('h2', { id: 'h-' + id }, title), ...body);
+  }
+
+  function reveal(file, line) {
+    vscode.postMessage({ type: 'reveal', file, line });
+  }
+
+  // ---- timeline ---------------------------------------------------------------------------------
+  function timeline(model) {
+    const tl = model.timeline;
+    const W = 900;
+    const H = 260;
+    const pad = { l: 70, r: 16, t: 12, b: 30 };
+    const end = Math.max(tl.endMs, 1);
+    const top = Math.max(tl.maxBytes, 1) * 1.08;
+    const x = (t) => pad.l + (t / end) * (W - pad.l - pad.r);
+    const y = (v) => H - pad.b - (v / top) * (H - pad.t - pad.b);
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'timeline', role: 'img', 'aria-label': 'Live memory over time' });
+
+    tl.steps.forEach((st, i) => {
+      const r = s('rect', { x: x(st.startMs), y: pad.t, width: Math.max(1, x(st.endMs) - x(st.startMs)), height: H - pad.t - pad.b, class: st.warmup ? 'step warmup' : 'step ' + (i % 2 ? 'odd' : 'even') });
+      const title = s('title', {});
+      title.textContent = (st.warmup ? 'warmup ' : 'step ') + st.step + ': ' + ms(st.endMs - st.startMs);
+      r.appendChild(title);
+      svg.appendChild(r);
+      const label = s('text', { x: x(st.startMs) + 3, y: pad.t + 11, class: 'step-label' });
+      label.textContent = (st.warmup ? 'w' : '#') + st.step;
+      svg.appendChild(label);
+    });
+    for (let i = 0; i <= 4; i++) {
+      const v = (top / 4) * i;
+      svg.appendChild(s('line', { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: 'grid' }));
+      const t = s('text', { x: pad.l - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' });
+      t.textContent = bytes(v);
+      svg.appendChild(t);
+    }
+    for (let i = 0; i <= 5; i++) {
+      const t = (end / 5) * i;
+      const label = s('text', { x: x(t), y: H - 10, class: 'axis', 'text-anchor': 'middle' });
+      label.textContent = ms(t);
+      svg.appendChild(label);
+    }
+    const series = [];
+    function line(points, cls, name, step) {
+      if (!points || points.length === 0) return;
+      let d = '';
+      let prevY = null;
+      for (const [t, v] of points) {
+        // Live memory is a step function: hold the level until the next event.
+        if (step && prevY !== null) d += `L${x(t).toFixed(1)},${prevY.toFixed(1)}`;
+        const py = y(v);
+        d += (d === '' ? 'M' : 'L') + `${x(t).toFixed(1)},${py.toFixed(1)}`;
+        prevY = py;
+      }
+      svg.appendChild(s('path', { d, class: 'series ' + cls }));
+      series.push({ cls, name });
+    }
+    line(tl.allocator, 'allocator', 'live tensors (allocator)', true);
+    if (tl.cuda) {
+      line(tl.cuda.reserved, 'cuda-reserved', 'CUDA reserved', true);
+      line(tl.cuda.allocated, 'cuda-allocated', 'CUDA allocated', true);
+    }
+    if (tl.os) {
+      line(tl.os.rss, 'rss', 'process RSS (' + tl.os.source + ')', false);
+      line(tl.os.gpu, 'gpu', 'GPU used (' + tl.os.source + ')', false);
+    }
+    if (tl.peak) {
+      const c = s('circle', { cx: x(tl.peak.atMs), cy: y(tl.peak.bytes), r: 4, class: 'peak' });
+      const title = s('title', {});
+      title.textContent = 'peak ' + bytes(tl.peak.bytes) + ' at ' + ms(tl.peak.atMs);
+      c.appendChild(title);
+      svg.appendChild(c);
+    }
+    const legend = h('ul', { class: 'legend' }, series.map((se) => h('li', {}, h('span', { class: 'swatch ' + se.cls }), se.name)), tl.steps.length ? h('li', {}, h('span', { class: 'swatch step-swatch' }), 'step boundaries') : null);
+    return section('timeline', 'Live memory', tl.allocator.length ? svg : h('p', { class: 'muted' }, 'No allocation events were recorded.'), legend);
+  }
+
+  // ---- per-line table ----------------------------------------------------------------------------
+  const COLUMNS = [
+    { key: 'location', label: 'Line', num: false },
+    { key: 'calls', label: 'Calls', num: true, fmt: (v) => String(v) },
+    { key: 'allocated', label: 'Allocated', num: true, fmt: (v) => bytes(v) },
+    { key: 'net', label: 'Net', num: true, fmt: (v) => bytes(v, true) },
+    { key: 'peak', label: 'Peak', num: true, fmt: (v) => bytes(v) },
+    { key: 'savedForBackward', label: 'Saved for bwd', num: true, fmt: (v) => bytes(v) },
+    { key: 'backward', label: 'Backward', num: true, fmt: (v) => bytes(v) },
+    { key: 'liveAtPeak', label: 'Live at peak', num: true, fmt: (v) => bytes(v) },
+    { key: 'leakPerStep', label: 'Leak/step', num: true, fmt: (v) => (v ? bytes(v) : '') },
+  ];
+
+  function sortedLines(model) {
+    const { key, descending } = state.sort;
+    const rows = model.lines.slice();
+    rows.sort((a, b) => {
+      let c;
+      if (key === 'location') c = a.displayFile.localeCompare(b.displayFile) || a.line - b.line;
+      else c = (a[key] || 0) - (b[key] || 0) || a.line - b.line;
+      return descending ? -c : c;
+    });
+    return rows;
+  }
+
+  function lineTable(model) {
+    const rows = sortedLines(model);
+    const head = h(
+      'tr',
+      {},
+      COLUMNS.map((c) => {
+        const active = state.sort.key === c.key;
+        const sortLabel = active ? (state.sort.descending ? 'descending' : 'ascending') : 'none';
+        return h(
+          'th',
+          { class: c.num ? 'num' : '', 'aria-sort': sortLabel, scope: 'col' },
+          h('button', { class: 'sort', 'data-key': c.key, onclick: () => setSort(c.key) }, c.label, active ? (state.sort.descending ? ' ▼' : ' ▲') : ''),
+        );
+      }),
+      h('th', { scope: 'col' }, 'Code'),
+    );
+    const body = rows.map((r) =>
+      h(
+        'tr',
+        { class: 'row', tabindex: 0, title: 'Go to ' + r.displayFile + ':' + r.line, onclick: () => reveal(r.file, r.line), onkeydown: (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), reveal(r.file, r.line)) },
+        COLUMNS.map((c) => (c.key === 'location' ? h('td', { class: 'loc' }, r.displayFile + ':' + r.line) : h('td', { class: 'num' + (c.key === 'leakPerStep' && r[c.key] ? ' bad' : '') }, c.fmt(r[c.key])))),
+        h('td', { class: 'code' }, h('code', {}, r.code)),
+      ),
+    );
+    return section(
+      'lines',
+      'Per line (per step, inclusive of callees)',
+      rows.length ? h('div', { class: 'scroll' }, h('table', { class: 'lines' }, h('thead', {}, head), h('tbody', {}, body))) : h('p', { class: 'muted' }, 'No line of your files allocated memory.'),
+    );
+  }
+
+  function setSort(key) {
+    const same = state.sort.key === key;
+    state = { model: state.model, sort: { key, descending: same ? !state.sort.descending : key !== 'location' } };
+    render();
+  }
+
+  // ---- live at peak --------------------------------------------------------------------------------
+  function peakSection(model) {
+    const total = model.peakByKind.reduce((a, k) => a + k.bytes, 0);
+    const bars = model.peakByKind.map((k) =>
+      h('div', { class: 'kind' }, h('span', { class: 'kind-name' }, k.kind.replace('_', ' ')), h('span', { class: 'bar' }, h('span', { class: 'fill kind-' + k.kind, style: null, 'data-w': total ? Math.max(1, Math.round((k.bytes / total) * 100)) : 0 })), h('span', { class: 'num' }, bytes(k.bytes))),
+    );
+    const top = model.peakTopLines.map((l) =>
+      h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num' }, bytes(l.bytes)), h('td', {}, l.byKind.map((k) => k.kind.replace('_', ' ') + ' ' + bytes(k.bytes)).join(', '))),
+    );
+    return section(
+      'peak',
+      'Live at the peak' + (model.headline.peakBytes !== null ? ' (' + bytes(model.headline.peakBytes) + ')' : ''),
+      bars.length ? h('div', { class: 'kinds' }, bars) : h('p', { class: 'muted' }, 'No step completed, so there is no peak snapshot.'),
+      top.length ? h('table', { class: 'small' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Allocated at'), h('th', { class: 'num', scope: 'col' }, 'Live'), h('th', { scope: 'col' }, 'Kinds'))), h('tbody', {}, top)) : null,
+    );
+  }
+
+  function leaksSection(model) {
+    if (!model.leaks.length) return null;
+    return section(
+      'leaks',
+      'Memory kept across steps',
+      h('table', { class: 'small' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Line'), h('th', { class: 'num', scope: 'col' }, 'Per step'), h('th', { class: 'num', scope: 'col' }, 'Graph nodes/step'), h('th', { scope: 'col' }, 'Why'), h('th', { scope: 'col' }, 'Code'))),
+        h('tbody', {}, model.leaks.map((l) => h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num bad' }, bytes(l.bytesPerStep)), h('td', { class: 'num' }, String(l.graphNodesPerStep)), h('td', {}, (l.reason === 'autograd_graph' ? 'keeps an autograd graph' : 'storage survives the next step') + (l.heldBy ? ' — held by ' + l.heldBy : '')), h('td', { class: 'code' }, h('code', {}, l.code)))))),
+    );
+  }
+
+  function cudaSection(model) {
+    const c = model.cuda;
+    if (!c) return null;
+    const facts = [
+      ['allocated', c.allocated],
+      ['reserved', c.reserved],
+      ['max allocated', c.maxAllocated],
+      ['max reserved', c.maxReserved],
+      ['fragmentation (reserved − allocated)', c.fragmentation],
+    ];
+    return section(
+      'cuda',
+      'CUDA caching allocator',
+      h('table', { class: 'small' }, h('tbody', {}, facts.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', { class: 'num' }, bytes(v)))))),
+      h('details', {}, h('summary', {}, 'memory_stats()'), h('table', { class: 'small' }, h('tbody', {}, c.stats.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, h('code', {}, k)), h('td', { class: 'num' }, /bytes/.test(k) ? bytes(v) : String(v))))))),
+      h('details', { open: true }, h('summary', {}, 'memory_summary()'), h('pre', { class: 'summary-text' }, c.summary)),
+    );
+  }
+
+  function problems(model) {
+    const out = [];
+    if (model.oom) {
+      out.push(h('div', { class: 'callout bad', role: 'alert' }, h('strong', {}, 'Out of memory'), model.oom.where ? ' at ' + model.oom.where : '', model.oom.requestedBytes !== null ? ' (asked for ' + bytes(model.oom.requestedBytes) + ')' : '', h('p', {}, model.oom.message), h('ul', {}, model.oom.advice.map((a) => h('li', {}, a)))));
+    }
+    if (model.budget) {
+      out.push(h('div', { class: 'callout ' + (model.budget.exceeded ? 'bad' : 'good') }, model.budget.exceeded ? 'Budget of ' + bytes(model.budget.budgetBytes) + ' exceeded first at ' + (model.budget.where || 'an unknown line') : 'Within the budget of ' + bytes(model.budget.budgetBytes)));
+    }
+    if (model.notes.length || model.partial) {
+      out.push(h('ul', { class: 'notes' }, model.partial ? h('li', {}, 'Partial run: the figures cover only the steps that completed.') : null, model.notes.map((n) => h('li', {}, n))));
+    }
+    return out;
+  }
+
+  function header(model) {
+    const env = model.environment;
+    const stat = (label, value, cls) => h('div', { class: 'stat ' + (cls || '') }, h('div', { class: 'stat-value' }, value), h('div', { class: 'stat-label' }, label));
+    return h(
+      'header',
+      {},
+      h('h1', {}, model.title),
+      h('p', { class: 'muted env' }, 'torch ' + env.torchVersion + ' · Python ' + env.pythonVersion + ' · ' + env.backend + ' backend · ' + env.device),
+      h('div', { class: 'stats' }, stat('peak live', bytes(model.headline.peakBytes)), stat('profiled steps', String(model.headline.steps)), stat('median step', ms(model.headline.medianStepMs)), stat('kept per step', bytes(model.headline.leakBytesPerStep), model.headline.leakBytesPerStep > 0 ? 'bad' : '')),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { id: 'export-json', onclick: () => vscode.postMessage({ type: 'export', what: 'json' }) }, 'Export report (JSON)…'),
+        h('button', { id: 'export-snapshot', disabled: !model.hasSnapshot, title: model.hasSnapshot ? 'For pytorch.org/memory_viz' : 'Only CUDA runs with memory history have a snapshot', onclick: () => vscode.postMessage({ type: 'export', what: 'snapshot' }) }, 'Export memory_viz snapshot…'),
+      ),
+    );
+  }
+
+  function render() {
+    const model = state.model;
+    app.textContent = '';
+    const sections = [];
+    if (!model) {
+      app.appendChild(h('div', { class: 'empty' }, h('h1', {}, 'No memory profile yet'), h('p', {}, 'Run “memhint: Profile This Step” (or the “Profile this step” CodeLens above a training step) to measure memory per line.')));
+    } else {
+      const parts = [header(model), ...problems(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), cudaSection(model)].filter(Boolean);
+      for (const p of parts) {
+        app.appendChild(p);
+        if (p.tagName === 'SECTION') sections.push(p.id.replace('section-', ''));
+      }
+      // Widths via CSSOM (allowed by the CSP, unlike inline style attributes).
+      for (const el of app.querySelectorAll('.fill[data-w]')) /** @type {HTMLElement} */ (el).style.width = el.getAttribute('data-w') + '%';
+    }
+    if (toast) app.prepend(toast);
+    vscode.setState(state);
+    vscode.postMessage({ type: 'rendered', rows: model ? model.lines.length : 0, sort: state.sort, sections });
+  }
+
+  window.addEventListener('message', (event) => {
+    const msg = event.data;
+    if (!msg || typeof msg.type !== 'string') return;
+    if (msg.type === 'show') {
+      state = { model: msg.model, sort: state.sort };
+      toast = null;
+      render();
+    } else if (msg.type === 'exported' || msg.type === 'error') {
+      toast = h('div', { class: 'callout ' + (msg.type === 'error' ? 'bad' : 'good'), role: 'status' }, msg.type === 'error' ? msg.message : 'Saved to ' + msg.path);
+      render();
+    }
+  });
+
+  render();
+  vscode.postMessage({ type: 'ready' });
+})();

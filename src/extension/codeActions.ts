@@ -1,0 +1,107 @@
+// Quick fixes for memhint diagnostics (the rule's own fix, "Ignore MHxxx for this line", rule docs),
+// "Fix all memhint issues" as a command and as the source.fixAll.memhint code action kind.
+import * as vscode from 'vscode';
+import { lintFile, type Finding, type Linter } from '../lint';
+import { fixUntilStable } from '../lint/fix';
+import type { DiagnosticsController } from './diagnostics';
+import { noqaEdit } from './noqaEdit';
+
+export const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('memhint');
+
+export class MemhintCodeActions implements vscode.CodeActionProvider {
+  static readonly metadata: vscode.CodeActionProviderMetadata = {
+    providedCodeActionKinds: [vscode.CodeActionKind.QuickFix, FIX_ALL_KIND],
+  };
+
+  constructor(
+    private readonly diagnostics: DiagnosticsController,
+    private readonly linter: Linter,
+  ) {}
+
+  provideCodeActions(document: vscode.TextDocument, range: vscode.Range, context: vscode.CodeActionContext): vscode.CodeAction[] {
+    const result = this.diagnostics.result(document.uri);
+    if (result === null || result.version !== document.version) return []; // stale offsets would corrupt edits
+    if (context.only !== undefined && !context.only.contains(vscode.CodeActionKind.QuickFix) && !vscode.CodeActionKind.QuickFix.contains(context.only)) {
+      if (context.only.contains(FIX_ALL_KIND) || FIX_ALL_KIND.contains(context.only)) {
+        const fixAll = this.fixAllAction(document);
+        return fixAll === null ? [] : [fixAll];
+      }
+      return [];
+    }
+    const actions: vscode.CodeAction[] = [];
+    const seen = new Set<string>();
+    for (const diagnostic of context.diagnostics) {
+      if (diagnostic.source !== 'memhint') continue;
+      const code = typeof diagnostic.code === 'object' ? String(diagnostic.code.value) : String(diagnostic.code);
+      const index = result.diagnostics.findIndex((d) => d.range.isEqual(diagnostic.range) && codeOf(d) === code);
+      const finding = index >= 0 ? result.findings[index] : undefined;
+      if (finding === undefined || !diagnostic.range.intersection(range)) continue;
+      const key = `${finding.code}:${finding.start}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (finding.fix !== null) actions.push(this.fixAction(document, finding, diagnostic));
+      const ignore = noqaEdit(result.source, finding.start, finding.code);
+      if (ignore !== null) {
+        const action = new vscode.CodeAction(`Ignore ${finding.code} for this line`, vscode.CodeActionKind.QuickFix);
+        action.edit = new vscode.WorkspaceEdit();
+        action.edit.replace(document.uri, new vscode.Range(document.positionAt(ignore.start), document.positionAt(ignore.end)), ignore.newText);
+        action.diagnostics = [diagnostic];
+        actions.push(action);
+      }
+      const docs = new vscode.CodeAction(`Show documentation for ${finding.code} (${finding.name})`, vscode.CodeActionKind.QuickFix);
+      docs.command = { command: 'memhint.showRuleDocs', title: 'Show rule documentation', arguments: [finding.code] };
+      actions.push(docs);
+    }
+    const fixable = result.findings.filter((f) => f.fix !== null).length;
+    if (fixable > 1 && actions.length > 0) {
+      const all = this.fixAllAction(document, vscode.CodeActionKind.QuickFix);
+      if (all !== null) actions.push(all);
+    }
+    return actions;
+  }
+
+  private fixAction(document: vscode.TextDocument, finding: Finding, diagnostic: vscode.Diagnostic): vscode.CodeAction {
+    const action = new vscode.CodeAction(finding.fix!.title, vscode.CodeActionKind.QuickFix);
+    action.edit = new vscode.WorkspaceEdit();
+    for (const e of finding.fix!.edits) action.edit.replace(document.uri, new vscode.Range(document.positionAt(e.start), document.positionAt(e.end)), e.newText);
+    action.diagnostics = [diagnostic];
+    action.isPreferred = true;
+    return action;
+  }
+
+  /** One edit that applies every fix (re-linting between passes, since fixes can shift each other). */
+  fixAllEdit(document: vscode.TextDocument): vscode.WorkspaceEdit | null {
+    const settings = this.diagnostics.settingsFor(document);
+    if (settings === null) return null;
+    const text = document.getText();
+    const { text: fixed, applied } = fixUntilStable(text, (t) => {
+      const doc = this.linter.open(t);
+      try {
+        return lintFile(doc.source, settings);
+      } finally {
+        doc.dispose();
+      }
+    });
+    if (applied === 0 || fixed === text) return null;
+    // Replace only the changed middle so the cursor and folding elsewhere stay put.
+    let prefix = 0;
+    while (prefix < text.length && prefix < fixed.length && text[prefix] === fixed[prefix]) prefix++;
+    let suffix = 0;
+    while (suffix < text.length - prefix && suffix < fixed.length - prefix && text[text.length - 1 - suffix] === fixed[fixed.length - 1 - suffix]) suffix++;
+    const edit = new vscode.WorkspaceEdit();
+    edit.replace(document.uri, new vscode.Range(document.positionAt(prefix), document.positionAt(text.length - suffix)), fixed.slice(prefix, fixed.length - suffix));
+    return edit;
+  }
+
+  private fixAllAction(document: vscode.TextDocument, kind: vscode.CodeActionKind = FIX_ALL_KIND): vscode.CodeAction | null {
+    const edit = this.fixAllEdit(document);
+    if (edit === null) return null;
+    const action = new vscode.CodeAction('Fix all memhint issues', kind);
+    action.edit = edit;
+    return action;
+  }
+}
+
+function codeOf(d: vscode.Diagnostic): string {
+  return typeof d.code === 'object' ? String(d.code.value) : String(d.code);
+}

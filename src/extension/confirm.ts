@@ -1,0 +1,63 @@
+// Lint findings confirmed by measurement: what the profiler saw a retained-graph (MH002) line keep alive.
+// No `vscode` here.
+import type { Leak, LiveByLine, ProfileReport } from '../profiler/report';
+import { formatBytes } from './format';
+import { samePath } from './hintModel';
+
+export interface Retention {
+  /** 1-based line the figures belong to: the finding's own line, or where the kept value was made. */
+  readonly line: number;
+  readonly bytesPerStep: number;
+  readonly graphNodesPerStep: number;
+  /** Bytes allocated at that line still live at the step's peak. */
+  readonly liveAtPeak: number;
+}
+
+/** Codes whose findings gain measured figures. */
+export const CONFIRMABLE_CODES: ReadonlySet<string> = new Set(['MH002']);
+
+/**
+ * Measured retention for a finding on `line` (1-based). The storage `losses.append(loss)` keeps was
+ * allocated where `loss` was computed, not on the append line, so when the line itself shows nothing
+ * the nearest earlier line in the file that assigns one of `names` is used.
+ */
+export function measuredRetention(report: ProfileReport, filePaths: readonly string[], line: number, names: readonly string[]): Retention | null {
+  const inFile = (file: string): boolean => filePaths.some((p) => samePath(p, file));
+  const leaks = report.leaks.filter((l) => inFile(l.file));
+  const live = (report.peak?.byLine ?? []).filter((l) => inFile(l.file));
+  const own = retentionAt(line, leaks, live);
+  if (own !== null) return own;
+  const assigns = names.filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)).map((n) => new RegExp(`(^|[,(\\s])${n}\\s*(?:[:,][^=]*)?=(?!=)`));
+  if (assigns.length === 0) return null;
+  const sources = [...leaks.map((l) => ({ line: l.line, code: l.code }))]
+    .concat(report.lines.filter((l) => inFile(l.file)).map((l) => ({ line: l.line, code: l.code })))
+    .filter((s) => s.line < line && assigns.some((re) => re.test(s.code)))
+    .sort((a, b) => b.line - a.line);
+  for (const s of sources) {
+    const r = retentionAt(s.line, leaks, live);
+    if (r !== null && r.bytesPerStep + r.graphNodesPerStep > 0) return r;
+  }
+  return null;
+}
+
+function retentionAt(line: number, leaks: readonly Leak[], live: readonly LiveByLine[]): Retention | null {
+  const leak = leaks.find((l) => l.line === line);
+  const atPeak = live.filter((l) => l.line === line).reduce((sum, l) => sum + l.bytes, 0);
+  if (leak === undefined && atPeak === 0) return null;
+  return { line, bytesPerStep: leak?.bytesPerStep ?? 0, graphNodesPerStep: leak?.graphNodesPerStep ?? 0, liveAtPeak: atPeak };
+}
+
+/** The sentence appended to the diagnostic's message. */
+export function retentionSentence(r: Retention, findingLine: number): string {
+  const parts: string[] = [];
+  if (r.bytesPerStep > 0) parts.push(`keeps ${formatBytes(r.bytesPerStep)} per step`);
+  if (r.graphNodesPerStep > 0) parts.push(`${r.graphNodesPerStep} autograd graph node${r.graphNodesPerStep === 1 ? '' : 's'} per step`);
+  if (r.liveAtPeak > 0) parts.push(`${formatBytes(r.liveAtPeak)} live at the peak`);
+  const where = r.line === findingLine ? '' : ` (allocated on line ${r.line})`;
+  return `Measured by memhint profile: ${parts.join(', ')}${where}.`;
+}
+
+/** Identifiers in a finding's source text: `losses.append(loss)` -> ['losses', 'append', 'loss']. */
+export function identifiersIn(text: string): string[] {
+  return [...new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? [])];
+}

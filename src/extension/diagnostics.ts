@@ -1,0 +1,262 @@
+// Lint diagnostics for open Python documents: each document keeps an incremental PythonDocument fed
+// with VS Code's content changes; re-lints are debounced; MH002 findings gain the profiler's measured
+// figures when a report covers their line.
+import * as fs from 'node:fs';
+import * as vscode from 'vscode';
+import { lintFile, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
+import { ConfigError, findProjectConfig, isExcluded, settingsForFile } from '../lint/config';
+import { CONFIRMABLE_CODES, identifiersIn, measuredRetention, retentionSentence } from './confirm';
+import type { Logger } from './logger';
+import type { ReportStore } from './reportStore';
+import { readLintConfig, onSettingsChanged, type LintConfig } from './settings';
+
+export interface LintResult {
+  readonly version: number;
+  readonly source: SourceFile;
+  readonly findings: readonly Finding[];
+  readonly settings: LintSettings;
+  readonly diagnostics: readonly vscode.Diagnostic[];
+}
+
+interface Tracked {
+  doc: PythonDocument;
+  /** Changes received since the last lint, in order. */
+  pending: TextChange[];
+  timer: ReturnType<typeof setTimeout> | undefined;
+  result: LintResult | null;
+}
+
+export function isLintable(document: vscode.TextDocument): boolean {
+  return document.languageId === 'python' && (document.uri.scheme === 'file' || document.uri.scheme === 'untitled' || document.uri.scheme === 'vscode-notebook-cell');
+}
+
+export class DiagnosticsController implements vscode.Disposable {
+  private readonly collection = vscode.languages.createDiagnosticCollection('memhint');
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly reported = new Set<string>();
+  private readonly linted = new vscode.EventEmitter<vscode.Uri>();
+  /** Fires after a document's diagnostics were (re)published. */
+  readonly onDidLint = this.linted.event;
+  private config: LintConfig;
+
+  constructor(
+    private readonly linter: Linter,
+    private readonly reports: ReportStore,
+    private readonly log: Logger,
+    private readonly extensionUri: vscode.Uri,
+  ) {
+    this.config = this.readConfig();
+    this.disposables.push(
+      this.collection,
+      this.linted,
+      vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
+      vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
+      vscode.workspace.onDidCloseTextDocument((d) => this.close(d.uri)),
+      vscode.workspace.onDidSaveTextDocument((d) => {
+        // A saved pyproject.toml may change every file's settings.
+        if (d.uri.path.endsWith('/pyproject.toml')) this.relintAll();
+      }),
+      onSettingsChanged(() => {
+        this.config = this.readConfig();
+        this.relintAll();
+      }),
+      reports.onDidChange(() => this.republishAll()),
+    );
+    for (const d of vscode.workspace.textDocuments) this.open(d);
+  }
+
+  private readConfig(): LintConfig {
+    const problems: string[] = [];
+    const config = readLintConfig(undefined, problems);
+    for (const p of problems) this.warnOnce(p);
+    const unknown = unknownRuleSelectors([...(config.select ?? []), ...config.ignore]);
+    if (unknown.length > 0) this.warnOnce(`memhint.lint.select/ignore name unknown rules: ${unknown.join(', ')}`);
+    return config;
+  }
+
+  private warnOnce(message: string): void {
+    if (this.reported.has(message)) return;
+    this.reported.add(message);
+    this.log.warn(message);
+  }
+
+  /** The last lint of a document, or null when it is not tracked / not linted yet. */
+  result(uri: vscode.Uri): LintResult | null {
+    return this.tracked.get(uri.toString())?.result ?? null;
+  }
+
+  /** Lints now (cancelling a pending debounce) and returns the result. */
+  lintNow(document: vscode.TextDocument): LintResult | null {
+    if (!isLintable(document)) return null;
+    let t = this.tracked.get(document.uri.toString());
+    if (t === undefined) {
+      this.open(document);
+      t = this.tracked.get(document.uri.toString());
+    }
+    if (t === undefined) return null;
+    this.run(document, t);
+    return t.result;
+  }
+
+  /** Settings for one document: [tool.memhint] from the nearest pyproject.toml, overridden by VS Code settings. */
+  settingsFor(document: vscode.TextDocument): LintSettings | null {
+    const overrides = {
+      ...(this.config.select !== null ? { select: this.config.select } : {}),
+      ignore: this.config.ignore,
+      ...(this.config.targetTorch !== null ? { targetTorch: this.config.targetTorch } : {}),
+    };
+    if (document.uri.scheme !== 'file') return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
+    try {
+      const project = findProjectConfig(document.uri.fsPath);
+      if (isExcluded(project, document.uri.fsPath)) return null;
+      return settingsForFile(project, document.uri.fsPath, overrides);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      this.warnOnce(`${err.message} (using the editor settings only)`);
+      return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
+    }
+  }
+
+  private open(document: vscode.TextDocument): void {
+    if (!this.config.enable || !isLintable(document)) return;
+    const key = document.uri.toString();
+    if (this.tracked.has(key)) return;
+    let doc: PythonDocument;
+    try {
+      doc = this.linter.open(document.getText());
+    } catch (err) {
+      this.log.error(`could not parse ${document.uri.fsPath}`, err);
+      return;
+    }
+    const t: Tracked = { doc, pending: [], timer: undefined, result: null };
+    this.tracked.set(key, t);
+    this.run(document, t);
+  }
+
+  private changed(e: vscode.TextDocumentChangeEvent): void {
+    if (e.contentChanges.length === 0) return;
+    const t = this.tracked.get(e.document.uri.toString());
+    if (t === undefined) {
+      this.open(e.document);
+      return;
+    }
+    for (const c of e.contentChanges) t.pending.push({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text });
+    if (t.timer !== undefined) clearTimeout(t.timer);
+    const document = e.document;
+    t.timer = setTimeout(() => {
+      t.timer = undefined;
+      if (this.tracked.get(document.uri.toString()) === t && !document.isClosed) this.run(document, t);
+    }, this.config.delayMs);
+  }
+
+  private close(uri: vscode.Uri): void {
+    const key = uri.toString();
+    const t = this.tracked.get(key);
+    if (t === undefined) return;
+    if (t.timer !== undefined) clearTimeout(t.timer);
+    t.doc.dispose();
+    this.tracked.delete(key);
+    this.collection.delete(uri);
+  }
+
+  private run(document: vscode.TextDocument, t: Tracked): void {
+    if (t.timer !== undefined) {
+      clearTimeout(t.timer);
+      t.timer = undefined;
+    }
+    const started = performance.now();
+    try {
+      const text = document.getText();
+      let source: SourceFile;
+      if (t.pending.length > 0) {
+        source = t.doc.update(t.pending);
+        t.pending = [];
+        if (source.text !== text) {
+          // Should not happen (the changes are VS Code's own); recover with a full parse.
+          this.log.warn(`incremental text diverged for ${document.uri.fsPath}; reparsing`);
+          source = t.doc.reset(text);
+        }
+      } else {
+        source = t.doc.source.text === text ? t.doc.source : t.doc.reset(text);
+      }
+      const settings = this.settingsFor(document);
+      const findings = settings === null ? [] : lintFile(source, settings);
+      const diagnostics = findings.map((f) => this.toDiagnostic(document, source, f));
+      t.result = { version: document.version, source, findings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics };
+      this.collection.set(document.uri, diagnostics);
+      this.log.debug(`linted ${document.uri.fsPath} v${document.version}: ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
+    } catch (err) {
+      t.pending = [];
+      this.log.error(`lint failed for ${document.uri.fsPath}`, err);
+    }
+    this.linted.fire(document.uri);
+  }
+
+  private toDiagnostic(document: vscode.TextDocument, source: SourceFile, f: Finding): vscode.Diagnostic {
+    const range = new vscode.Range(document.positionAt(f.start), document.positionAt(f.end));
+    let message = `${f.message}`;
+    const report = this.reports.get()?.report;
+    if (report !== undefined && CONFIRMABLE_CODES.has(f.code) && document.uri.scheme === 'file') {
+      const line = range.start.line + 1;
+      const measured = measuredRetention(report, filePathsOf(document.uri), line, identifiersIn(source.text.slice(f.start, f.end)));
+      if (measured !== null) message = `${message} ${retentionSentence(measured, line)}`;
+    }
+    const severity = f.severity === 'error' ? vscode.DiagnosticSeverity.Error : f.severity === 'warning' ? vscode.DiagnosticSeverity.Warning : vscode.DiagnosticSeverity.Information;
+    const d = new vscode.Diagnostic(range, message, severity);
+    d.source = 'memhint';
+    const docs = ruleDocUri(this.extensionUri, f.code);
+    d.code = docs === null ? `${f.code}` : { value: f.code, target: docs };
+    return d;
+  }
+
+  private relintAll(): void {
+    for (const d of vscode.workspace.textDocuments) {
+      if (!isLintable(d)) continue;
+      if (!this.config.enable) this.close(d.uri);
+      else if (this.tracked.has(d.uri.toString())) this.run(d, this.tracked.get(d.uri.toString())!);
+      else this.open(d);
+    }
+  }
+
+  /** A new or cleared report changes only the measured sentences: rebuild the diagnostics. */
+  private republishAll(): void {
+    for (const d of vscode.workspace.textDocuments) {
+      const t = this.tracked.get(d.uri.toString());
+      if (t?.result && t.result.version === d.version) {
+        const result = t.result;
+        const diagnostics = result.findings.map((f) => this.toDiagnostic(d, result.source, f));
+        t.result = { ...result, diagnostics };
+        this.collection.set(d.uri, diagnostics);
+        this.linted.fire(d.uri);
+      }
+    }
+  }
+
+  dispose(): void {
+    for (const t of this.tracked.values()) {
+      if (t.timer !== undefined) clearTimeout(t.timer);
+      t.doc.dispose();
+    }
+    this.tracked.clear();
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** The file as the report may name it: as opened and with symlinks resolved. */
+export function filePathsOf(uri: vscode.Uri): string[] {
+  const paths = [uri.fsPath];
+  try {
+    const real = fs.realpathSync(uri.fsPath);
+    if (real !== uri.fsPath) paths.push(real);
+  } catch {
+    // unsaved or deleted: the opened path is all there is
+  }
+  return paths;
+}
+
+/** docs/rules/MHxxx.md inside the extension, when that page exists. */
+export function ruleDocUri(extensionUri: vscode.Uri, code: string): vscode.Uri | null {
+  const uri = vscode.Uri.joinPath(extensionUri, 'docs', 'rules', `${code}.md`);
+  return fs.existsSync(uri.fsPath) ? uri : null;
+}

@@ -1,0 +1,156 @@
+// Inline memory hints from the latest report: one end-of-line decoration type with per-line text and
+// theme colour, hovers with every figure, realignment on edit, and the status bar item with the peak.
+import * as vscode from 'vscode';
+import { filePathsOf } from './diagnostics';
+import { formatBytes } from './format';
+import { hintsForFile, hoverMarkdown, stepPeak, type HintSize, type LineHint } from './hintModel';
+import { realign } from './lineShift';
+import type { ReportStore } from './reportStore';
+import { onSettingsChanged, readHintsConfig, type HintsConfig } from './settings';
+
+const COLORS: Record<HintSize, string> = {
+  small: 'memhint.hint.small',
+  medium: 'memhint.hint.medium',
+  large: 'memhint.hint.large',
+};
+
+export class HintsController implements vscode.Disposable, vscode.HoverProvider {
+  private readonly decoration = vscode.window.createTextEditorDecorationType({
+    after: { margin: '0 0 0 2em', fontStyle: 'italic' },
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+  });
+  private readonly statusItem = vscode.window.createStatusBarItem('memhint.peak', vscode.StatusBarAlignment.Right, 100);
+  /** Hints per document URI, aligned with the document's current text. */
+  private readonly byDocument = new Map<string, LineHint[]>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private config: HintsConfig;
+  /** Set by "Clear Memory Hints" until the next report arrives. */
+  private cleared = false;
+  private readonly rendered = new vscode.EventEmitter<void>();
+  /** Fires after decorations were re-applied (tests wait on it). */
+  readonly onDidRender = this.rendered.event;
+
+  constructor(private readonly reports: ReportStore) {
+    this.config = readHintsConfig();
+    this.statusItem.name = 'memhint peak memory';
+    this.statusItem.command = 'memhint.showSummary';
+    this.disposables.push(
+      this.decoration,
+      this.statusItem,
+      this.rendered,
+      reports.onDidChange(() => this.rebuild(true)),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.renderAll()),
+      vscode.workspace.onDidChangeTextDocument((e) => this.edited(e)),
+      vscode.workspace.onDidCloseTextDocument((d) => this.byDocument.delete(d.uri.toString())),
+      vscode.workspace.onDidOpenTextDocument((d) => {
+        this.computeFor(d);
+        this.renderAll();
+      }),
+      onSettingsChanged((e) => {
+        if (e.affectsConfiguration('memhint.hints')) {
+          this.config = readHintsConfig();
+          this.rebuild(false);
+        }
+      }),
+      vscode.languages.registerHoverProvider({ language: 'python' }, this),
+    );
+  }
+
+  /** The hints currently shown for a document (for tests and the state command). */
+  hintsFor(uri: vscode.Uri): readonly LineHint[] {
+    return this.byDocument.get(uri.toString()) ?? [];
+  }
+
+  get statusText(): string | null {
+    return this.statusItem.text === '' ? null : this.statusItem.text;
+  }
+
+  /** "memhint: Clear Memory Hints": forget the report's hints (the report itself stays for the summary). */
+  clear(): void {
+    this.cleared = true;
+    this.byDocument.clear();
+    this.statusItem.hide();
+    this.statusItem.text = '';
+    this.renderAll();
+  }
+
+  private rebuild(fromReport = true): void {
+    if (fromReport) this.cleared = false;
+    this.byDocument.clear();
+    const stored = this.cleared ? null : this.reports.get();
+    if (stored === null) {
+      this.statusItem.hide();
+      this.statusItem.text = '';
+    } else {
+      const peak = stepPeak(stored.report);
+      this.statusItem.text = `$(pulse) peak ${peak === null ? 'n/a' : formatBytes(peak)}`;
+      this.statusItem.tooltip = new vscode.MarkdownString(
+        `memhint: highest live memory of the profiled step (${stored.report.environment.backend} backend, ${stored.report.steps.length} steps). Click for the memory summary.`,
+      );
+      this.statusItem.show();
+      for (const d of vscode.workspace.textDocuments) this.computeFor(d);
+    }
+    this.renderAll();
+  }
+
+  private computeFor(document: vscode.TextDocument): void {
+    const stored = this.cleared ? null : this.reports.get();
+    if (stored === null || document.uri.scheme !== 'file' || this.byDocument.has(document.uri.toString())) return;
+    const hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds);
+    // A file edited since it was profiled keeps only the hints whose line still reads the same.
+    const kept = hints.filter((h) => h.line < document.lineCount && document.lineAt(h.line).text.trim() === h.code);
+    if (kept.length > 0) this.byDocument.set(document.uri.toString(), kept);
+  }
+
+  private edited(e: vscode.TextDocumentChangeEvent): void {
+    const key = e.document.uri.toString();
+    const hints = this.byDocument.get(key);
+    if (hints === undefined || e.contentChanges.length === 0) return;
+    const changes = e.contentChanges.map((c) => ({
+      startLine: c.range.start.line,
+      startCharacter: c.range.start.character,
+      endLine: c.range.end.line,
+      endCharacter: c.range.end.character,
+      text: c.text,
+    }));
+    const doc = e.document;
+    const next = realign(hints, changes, (line) => (line >= 0 && line < doc.lineCount ? doc.lineAt(line).text : null));
+    this.byDocument.set(key, next);
+    for (const editor of vscode.window.visibleTextEditors) if (editor.document === doc) this.render(editor);
+    this.rendered.fire();
+  }
+
+  private renderAll(): void {
+    for (const editor of vscode.window.visibleTextEditors) this.render(editor);
+    this.rendered.fire();
+  }
+
+  private render(editor: vscode.TextEditor): void {
+    const hints = this.config.enable ? (this.byDocument.get(editor.document.uri.toString()) ?? []) : [];
+    const options: vscode.DecorationOptions[] = [];
+    for (const h of hints) {
+      if (h.line >= editor.document.lineCount) continue;
+      const end = editor.document.lineAt(h.line).range.end;
+      options.push({
+        range: new vscode.Range(end, end),
+        renderOptions: { after: { contentText: h.text, color: new vscode.ThemeColor(COLORS[h.size]) } },
+      });
+    }
+    editor.setDecorations(this.decoration, options);
+  }
+
+  provideHover(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
+    if (!this.config.enable) return undefined;
+    const hint = this.byDocument.get(document.uri.toString())?.find((h) => h.line === position.line);
+    const stored = this.reports.get();
+    if (hint === undefined || stored === null) return undefined;
+    const md = new vscode.MarkdownString(hoverMarkdown(hint, stored.report));
+    md.appendMarkdown('\n\n[Show memory summary](command:memhint.showSummary)');
+    md.isTrusted = { enabledCommands: ['memhint.showSummary'] };
+    return new vscode.Hover(md, document.lineAt(position.line).range);
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

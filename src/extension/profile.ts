@@ -1,0 +1,170 @@
+// "memhint: Profile This Step": picks the function (cursor, CodeLens argument or a quick pick), checks
+// workspace trust, resolves the interpreter, runs the profiler with a cancellable progress notification
+// (Cancel kills the child) and hands the report to the store.
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { Linter } from '../lint';
+import type { ProfileReport } from '../profiler/report';
+import type { DiagnosticsController } from './diagnostics';
+import { resolveInterpreter } from './interpreter';
+import { errorText, type Logger } from './logger';
+import type { ReportStore } from './reportStore';
+import type { ProfileRequest } from './profileTypes';
+import type { RunHooks, RunResult } from './runProfile';
+import { readProfileConfig } from './settings';
+import { sourceOf } from './sourceOf';
+import { functionAt, topLevelFunctions } from './stepFinder';
+
+/** The profiler's runner as the command uses it (runProfile.ts adapts the launcher; tests may inject). */
+export type RunProfile = (request: ProfileRequest, hooks: RunHooks) => Promise<RunResult>;
+
+export const UNTRUSTED_MESSAGE =
+  'memhint: profiling runs your code, so it is disabled in Restricted Mode. Trust this workspace to profile it (linting keeps working).';
+
+export interface ProfileOutcome {
+  readonly status: 'done' | 'cancelled' | 'failed' | 'untrusted' | 'no-target';
+  readonly report?: ProfileReport;
+  readonly error?: string;
+}
+
+export class ProfileController {
+  private running: AbortController | null = null;
+  private last: ProfileOutcome | null = null;
+
+  constructor(
+    private readonly run: RunProfile,
+    private readonly reports: ReportStore,
+    private readonly diagnostics: DiagnosticsController,
+    private readonly linter: Linter,
+    private readonly log: Logger,
+  ) {}
+
+  get lastOutcome(): ProfileOutcome | null {
+    return this.last;
+  }
+
+  get isRunning(): boolean {
+    return this.running !== null;
+  }
+
+  /** Cancels the run in progress (the Cancel button does the same). */
+  cancel(): void {
+    this.running?.abort();
+  }
+
+  /** Command entry: `uri`/`functionName` come from the CodeLens; the palette passes nothing. */
+  async profileStep(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileOutcome> {
+    this.last = await this.profile(uri, functionName);
+    return this.last;
+  }
+
+  private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileOutcome> {
+    if (!vscode.workspace.isTrusted) {
+      void vscode.window.showWarningMessage(UNTRUSTED_MESSAGE, 'Manage Workspace Trust').then((choice) => {
+        if (choice !== undefined) void vscode.commands.executeCommand('workbench.trust.manage');
+      });
+      return { status: 'untrusted' };
+    }
+    if (this.running !== null) {
+      void vscode.window.showInformationMessage('memhint: a profile is already running.');
+      return { status: 'failed', error: 'already running' };
+    }
+    const target = await this.pickTarget(uri, functionName);
+    if (target === null) return { status: 'no-target' };
+    const document = target.document;
+    if (document.isDirty) await document.save();
+
+    const config = readProfileConfig(document.uri);
+    const interpreter = await resolveInterpreter(config.python, document.uri, this.log);
+    const folder = vscode.workspace.getWorkspaceFolder(document.uri);
+    const request: ProfileRequest = {
+      python: interpreter.path,
+      script: document.uri.fsPath,
+      function: target.function,
+      warmup: config.warmup,
+      steps: config.steps,
+      backend: config.backend,
+      maxSeconds: config.maxSeconds,
+      timeoutSeconds: config.timeoutSeconds,
+      cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+    };
+    const what = target.function === null ? path.basename(request.script) : `${target.function}()`;
+    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : ''} with ${request.python} (${interpreter.source}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
+
+    const abort = new AbortController();
+    this.running = abort;
+    try {
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `memhint: profiling ${what}`, cancellable: true },
+        async (progress, token) => {
+          token.onCancellationRequested(() => abort.abort());
+          let reported = 0;
+          return this.run(request, {
+            signal: abort.signal,
+            onOutput: (text) => {
+              for (const line of text.split(/\r?\n/)) if (line.trim() !== '') this.log.info(`[script] ${line}`);
+            },
+            onProgress: (message, fraction) => {
+              const increment = fraction === null ? undefined : Math.max(0, fraction * 100 - reported);
+              if (increment !== undefined) reported += increment;
+              progress.report({ message, increment });
+            },
+          });
+        },
+      );
+      if (result.cancelled || abort.signal.aborted) {
+        this.log.info('profile cancelled; the child process was killed');
+        return { status: 'cancelled' };
+      }
+      if (result.report !== null) {
+        const report = result.report;
+        await this.reports.set(report);
+        this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
+        for (const note of report.notes) this.log.info(`note: ${note}`);
+      }
+      if (result.error !== null) {
+        this.log.error(`profile failed: ${result.error}`);
+        const actions = result.report !== null ? ['Show Summary', 'Show Logs'] : ['Show Logs'];
+        void vscode.window.showErrorMessage(`memhint: profiling failed: ${result.error.split('\n')[0]}`, ...actions).then((c) => {
+          if (c === 'Show Logs') this.log.show();
+          else if (c === 'Show Summary') void vscode.commands.executeCommand('memhint.showSummary');
+        });
+        return { status: 'failed', error: result.error, ...(result.report !== null ? { report: result.report } : {}) };
+      }
+      if (result.report === null) return { status: 'failed', error: 'no report' };
+      return { status: 'done', report: result.report };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.log.error('profile failed', errorText(err));
+      void vscode.window.showErrorMessage(`memhint: profiling failed: ${message}`, 'Show Logs').then((c) => c && this.log.show());
+      return { status: 'failed', error: message };
+    } finally {
+      this.running = null;
+    }
+  }
+
+  private async pickTarget(uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<{ document: vscode.TextDocument; function: string | null } | null> {
+    const editor = vscode.window.activeTextEditor;
+    const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
+    if (document === undefined || document.languageId !== 'python' || document.uri.scheme !== 'file') {
+      void vscode.window.showErrorMessage('memhint: open a saved Python file and put the cursor in the training step to profile.');
+      return null;
+    }
+    if (functionName !== undefined) return { document, function: functionName };
+    const source = sourceOf(document, this.diagnostics, this.linter);
+    if (editor !== undefined && editor.document === document) {
+      const at = functionAt(source, document.offsetAt(editor.selection.active));
+      if (at !== null) return { document, function: at.name };
+    }
+    // Cursor outside any top-level function: let the user choose, step-like functions first.
+    const candidates = topLevelFunctions(source).sort((a, b) => Number(b.stepReason !== null) - Number(a.stepReason !== null));
+    type Item = vscode.QuickPickItem & { fn: string | null };
+    const config = readProfileConfig(document.uri);
+    const items: Item[] = [
+      ...candidates.map((c) => ({ label: `$(symbol-function) ${c.name}`, description: c.stepReason !== null ? 'looks like a training step' : undefined, fn: c.name })),
+      { label: '$(file-code) Whole script', description: `runs it as __main__ for up to ${config.maxSeconds} s`, fn: null },
+    ];
+    const choice = await vscode.window.showQuickPick(items, { title: 'memhint: which step to profile?', placeHolder: 'Each call of the function is one step' });
+    return choice === undefined ? null : { document, function: choice.fn };
+  }
+}

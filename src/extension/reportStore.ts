@@ -1,0 +1,65 @@
+// The latest profile report, shared by the hints, the diagnostics (measured confirmations), the status
+// bar and the summary panel. Persisted to the extension's storage so a reloaded window can restore the
+// summary and export it.
+import * as fs from 'node:fs/promises';
+import * as vscode from 'vscode';
+import { isProfileReport, type ProfileReport } from '../profiler/report';
+import type { Logger } from './logger';
+
+export interface StoredReport {
+  readonly report: ProfileReport;
+  /** Where the JSON is persisted, or null when it could not be written. */
+  readonly file: string | null;
+  readonly receivedAt: number;
+}
+
+export class ReportStore implements vscode.Disposable {
+  private current: StoredReport | null = null;
+  private readonly changed = new vscode.EventEmitter<StoredReport | null>();
+  readonly onDidChange = this.changed.event;
+
+  constructor(
+    private readonly storageDir: vscode.Uri,
+    private readonly log: Logger,
+  ) {}
+
+  get(): StoredReport | null {
+    return this.current;
+  }
+
+  private get reportPath(): string {
+    return vscode.Uri.joinPath(this.storageDir, 'last-report.json').fsPath;
+  }
+
+  async set(report: ProfileReport): Promise<void> {
+    let file: string | null = this.reportPath;
+    try {
+      await fs.mkdir(this.storageDir.fsPath, { recursive: true });
+      await fs.writeFile(file, JSON.stringify(report));
+    } catch (err) {
+      this.log.warn(`could not persist the report: ${String(err)}`);
+      file = null;
+    }
+    this.current = { report, file, receivedAt: Date.now() };
+    this.changed.fire(this.current);
+  }
+
+  clear(): void {
+    this.current = null;
+    this.changed.fire(null);
+  }
+
+  /** The persisted report of an earlier session (for a restored summary panel), or null. */
+  async loadPersisted(): Promise<ProfileReport | null> {
+    try {
+      const parsed: unknown = JSON.parse(await fs.readFile(this.reportPath, 'utf8'));
+      return isProfileReport(parsed) ? parsed : null;
+    } catch {
+      return null;
+    }
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}

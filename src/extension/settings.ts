@@ -1,0 +1,112 @@
+// Every memhint setting, read and validated in one place. Other modules get typed values, never raw
+// configuration lookups.
+import * as vscode from 'vscode';
+import { parseTorchVersion, type TorchVersion } from '../lint';
+import { parseBytes } from './format';
+import { defaultThresholds, type HintThresholds } from './hintModel';
+
+export const SECTION = 'memhint';
+
+export type Backend = 'auto' | 'cpu' | 'cuda';
+
+export interface LintConfig {
+  readonly enable: boolean;
+  /** null: not set here, the pyproject (or every rule) decides. */
+  readonly select: readonly string[] | null;
+  readonly ignore: readonly string[];
+  /** null: not set here. */
+  readonly targetTorch: TorchVersion | null;
+  readonly delayMs: number;
+}
+
+export interface ProfileConfig {
+  /** The `memhint.python` setting; null when unset (or ignored because the workspace is untrusted). */
+  readonly python: string | null;
+  readonly steps: number;
+  readonly warmup: number;
+  readonly backend: Backend;
+  readonly maxSeconds: number;
+  readonly timeoutSeconds: number;
+}
+
+export interface HintsConfig {
+  readonly enable: boolean;
+  readonly thresholds: HintThresholds;
+  readonly codeLens: boolean;
+}
+
+/** Problems found while reading settings, shown once in the log. */
+export interface SettingsProblems {
+  readonly problems: string[];
+}
+
+function integer(value: unknown, fallback: number, min: number, max: number): number {
+  return typeof value === 'number' && Number.isFinite(value) ? Math.min(max, Math.max(min, Math.round(value))) : fallback;
+}
+
+function stringList(value: unknown): string[] | null {
+  if (!Array.isArray(value)) return null;
+  return value.filter((v): v is string => typeof v === 'string' && v.trim() !== '').map((v) => v.trim());
+}
+
+export function readLintConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): LintConfig {
+  const c = vscode.workspace.getConfiguration(SECTION, scope);
+  const selectRaw = c.get<unknown>('lint.select');
+  const select = stringList(selectRaw);
+  const torchText = c.get<string>('targetTorch', '').trim();
+  const targetTorch = parseTorchVersion(torchText);
+  if (torchText !== '' && targetTorch === null) problems.push(`memhint.targetTorch "${torchText}" is not a version such as "2.1"; ignored`);
+  return {
+    enable: c.get<boolean>('lint.enable', true),
+    select: select === null || select.length === 0 ? null : select,
+    ignore: stringList(c.get<unknown>('lint.ignore')) ?? [],
+    targetTorch,
+    delayMs: integer(c.get('lint.delay'), 150, 0, 5000),
+  };
+}
+
+export function readProfileConfig(scope?: vscode.ConfigurationScope): ProfileConfig {
+  const c = vscode.workspace.getConfiguration(SECTION, scope);
+  // In an untrusted workspace VS Code already ignores workspace values of restricted settings; reading
+  // only the user's value here makes that explicit for the interpreter path.
+  const pythonInspect = c.inspect<string>('python');
+  const python = (vscode.workspace.isTrusted ? c.get<string>('python', '') : (pythonInspect?.globalValue ?? '')).trim();
+  const backend = c.get<string>('profile.backend', 'auto');
+  return {
+    python: python === '' ? null : python,
+    steps: integer(c.get('profile.steps'), 3, 1, 1000),
+    warmup: integer(c.get('profile.warmup'), 1, 0, 1000),
+    backend: backend === 'cpu' || backend === 'cuda' ? backend : 'auto',
+    maxSeconds: integer(c.get('profile.maxSeconds'), 30, 1, 86_400),
+    timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400),
+  };
+}
+
+export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): HintsConfig {
+  const c = vscode.workspace.getConfiguration(SECTION, scope);
+  const raw = c.get<Record<string, unknown>>('hints.thresholds') ?? {};
+  const read = (key: keyof HintThresholds): number => {
+    const v = raw[key];
+    if (v === undefined) return defaultThresholds[key];
+    const bytes = typeof v === 'string' || typeof v === 'number' ? parseBytes(v) : null;
+    if (bytes === null) {
+      problems.push(`memhint.hints.thresholds.${key} ${JSON.stringify(v)} is not a size such as "64 MiB"; using the default`);
+      return defaultThresholds[key];
+    }
+    return bytes;
+  };
+  const medium = read('medium');
+  const large = Math.max(medium, read('large'));
+  return {
+    enable: c.get<boolean>('hints.enable', true),
+    thresholds: { hide: read('hide'), medium, large },
+    codeLens: c.get<boolean>('codeLens.enable', true),
+  };
+}
+
+/** Fires `listener` when any memhint setting changes. */
+export function onSettingsChanged(listener: (e: vscode.ConfigurationChangeEvent) => void): vscode.Disposable {
+  return vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration(SECTION)) listener(e);
+  });
+}

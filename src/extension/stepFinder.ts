@@ -1,0 +1,60 @@
+// Which functions of a Python file can be profiled as a step, and which look like training steps (for
+// the CodeLens). Reads the linter's syntax mirror; no `vscode` here.
+import { calleeMethod } from '../lint/analysis/imports';
+import { childByField, type SourceFile, type SyntaxNode } from '../lint/syntax';
+
+export interface StepCandidate {
+  readonly name: string;
+  /** The whole definition, decorators included (UTF-16 offsets). */
+  readonly start: number;
+  readonly end: number;
+  /** The `def` keyword line's start, where the CodeLens goes. */
+  readonly defStart: number;
+  /** Why it looks like a training step; null when it does not. */
+  readonly stepReason: 'name' | 'backward' | 'optimizer-step' | null;
+}
+
+const STEP_NAME = /train|step/i;
+const OPTIMIZER_RECEIVER = /optim|(^|[._])opt$/i;
+
+/**
+ * Module-level functions: the profiler targets `file.py::name`, which names a function the script
+ * defines at top level. Calls are assigned to functions in one sweep (both lists are in document order).
+ */
+export function topLevelFunctions(file: SourceFile): StepCandidate[] {
+  const defs: { node: SyntaxNode; def: SyntaxNode }[] = [];
+  for (const child of file.root.children) {
+    const def = child.type === 'decorated_definition' ? childByField(child, 'definition') : child;
+    if (def !== null && def.type === 'function_definition') defs.push({ node: child, def });
+  }
+  const reasons: (StepCandidate['stepReason'])[] = defs.map(() => null);
+  const calls = file.nodesOfType('call');
+  let i = 0;
+  for (const call of calls) {
+    while (i < defs.length && defs[i].node.end <= call.start) i++;
+    if (i >= defs.length) break;
+    if (call.start < defs[i].node.start || reasons[i] === 'backward') continue;
+    const method = calleeMethod(file, call);
+    if (method === 'backward') reasons[i] = 'backward';
+    else if (method === 'step' && reasons[i] === null) {
+      const fn = childByField(call, 'function');
+      const receiver = fn === null ? null : childByField(fn, 'object');
+      if (receiver !== null && OPTIMIZER_RECEIVER.test(file.textOf(receiver))) reasons[i] = 'optimizer-step';
+    }
+  }
+  return defs.map(({ node, def }, k) => {
+    const nameNode = childByField(def, 'name');
+    const name = nameNode === null ? '' : file.textOf(nameNode);
+    const reason = STEP_NAME.test(name) ? 'name' : reasons[k];
+    return { name, start: node.start, end: node.end, defStart: def.start, stepReason: reason };
+  }).filter((c) => c.name !== '');
+}
+
+export function trainingSteps(file: SourceFile): StepCandidate[] {
+  return topLevelFunctions(file).filter((c) => c.stepReason !== null);
+}
+
+/** The top-level function containing `offset`, or null. */
+export function functionAt(file: SourceFile, offset: number): StepCandidate | null {
+  return topLevelFunctions(file).find((c) => c.start <= offset && offset <= c.end) ?? null;
+}

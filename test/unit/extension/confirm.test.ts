@@ -1,0 +1,31 @@
+import * as assert from 'node:assert/strict';
+import { identifiersIn, measuredRetention, retentionSentence } from '../../../src/extension/confirm';
+import { counters, FILE, kinds, line, report } from './reportFixture';
+
+describe('extension/confirm (measured retention for MH002)', () => {
+  const r = report({
+    lines: [line(10, 'loss = criterion(out, y)', { inclusive: counters(300, 0, 100) }), line(14, 'losses.append(loss)'), line(15, 'total += loss', { inclusive: counters(12, 0, 4) })],
+    leaks: [
+      { file: FILE, line: 10, code: 'loss = criterion(out, y)', bytesPerStep: 4096, bytesByStep: [4096, 4096], graphNodesPerStep: 7, reason: 'autograd_graph', heldBy: null },
+      { file: FILE, line: 15, code: 'total += loss', bytesPerStep: 4, bytesByStep: [4, 4], graphNodesPerStep: 5, reason: 'autograd_graph', heldBy: null },
+    ],
+    peak: { bytes: 9000, step: 1, atMs: 1, location: null, phase: 'forward', byKind: kinds(), byLine: [{ file: FILE, line: 15, bytes: 4, byKind: kinds({ temporary: 4 }) }] },
+  });
+
+  it('uses the leak of the finding line itself', () => {
+    const m = measuredRetention(r, [FILE], 15, identifiersIn('total += loss'));
+    assert.deepEqual(m, { line: 15, bytesPerStep: 4, graphNodesPerStep: 5, liveAtPeak: 4 });
+    assert.equal(retentionSentence(m, 15), 'Measured by memhint profile: keeps 4 B per step, 5 autograd graph nodes per step, 4 B live at the peak.');
+  });
+
+  it('follows an appended name back to the line that computed it', () => {
+    const m = measuredRetention(r, [FILE], 14, identifiersIn('losses.append(loss)'));
+    assert.deepEqual(m, { line: 10, bytesPerStep: 4096, graphNodesPerStep: 7, liveAtPeak: 0 });
+    assert.match(retentionSentence(m, 14), /keeps 4 KiB per step, 7 autograd graph nodes per step \(allocated on line 10\)/);
+  });
+
+  it('finds nothing for lines and files the profiler did not see keep memory', () => {
+    assert.equal(measuredRetention(r, [FILE], 3, ['x']), null);
+    assert.equal(measuredRetention(r, ['/other.py'], 15, ['total']), null);
+  });
+});

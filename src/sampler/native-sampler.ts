@@ -4,8 +4,8 @@ import type { MemorySampler, SamplerSeries, SamplerStartOptions } from './types'
 import { checkInterval, checkPid } from './validate';
 
 export const NATIVE_MIN_INTERVAL_MS = 1;
-/** NVML queries cost tens of µs to ms each; by default they run at most every 5 ms and hold in between. */
-export const DEFAULT_MIN_GPU_INTERVAL_MS = 5;
+/** NVML queries are driver ioctls (tens to hundreds of µs); by default they run at most every 20 ms and hold in between. */
+export const DEFAULT_MIN_GPU_INTERVAL_MS = 20;
 
 const BYTES_PER_DOUBLE = 8;
 const enum Column {

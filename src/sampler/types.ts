@@ -47,7 +47,7 @@ export interface SamplerSeries {
 export interface SamplerStartOptions {
   /** Sample GPU memory through NVML (native only). Default true. */
   gpu?: boolean;
-  /** GPU query interval; between queries the last reading holds. Default: max(intervalMs, 5). */
+  /** GPU query interval; between queries the last reading holds. Default: max(intervalMs, 20). */
   gpuIntervalMs?: number;
   /** NVML device index to report used/total for; default: the device the process allocates on, else 0. */
   gpuIndex?: number;

@@ -32,6 +32,7 @@ function slices(byKind: BytesByKind): KindSlice[] {
  * highest point, so peaks and troughs survive (a plain stride would drop the spike that matters).
  */
 export function downsample(points: readonly (readonly [number, number])[], max: number): [number, number][] {
+  if (points.length === 0) return [];
   if (points.length <= max) return points.map(([t, v]) => [t, v]);
   const perBucket = Math.ceil((points.length * 3) / max);
   const out: [number, number][] = [];
@@ -70,7 +71,10 @@ function timelineView(report: ProfileReport, max: number): TimelineView {
     // The sampler may stamp epoch milliseconds; bring them onto the harness clock (t = 0 at origin).
     const offset = tl.os.t[0] > 1e11 ? tl.originEpochMs : 0;
     const t = tl.os.t.map((x) => x - offset);
-    os = { source: tl.os.source, rss: downsample(zip(t, tl.os.rssBytes), max), gpu: downsample(zip(t, tl.os.gpuUsedBytes), max) };
+    // Samples before t = 0 cover interpreter start-up and `import torch`, before the harness clock
+    // starts: nothing on the chart lines up with them.
+    const fromOrigin = (points: [number, number][]): [number, number][] => points.filter(([x]) => x >= 0);
+    os = { source: tl.os.source, rss: downsample(fromOrigin(zip(t, tl.os.rssBytes)), max), gpu: downsample(fromOrigin(zip(t, tl.os.gpuUsedBytes)), max) };
   }
   const cuda = tl.cuda ? { allocated: downsample(zip(tl.cuda.t, tl.cuda.allocated), max), reserved: downsample(zip(tl.cuda.t, tl.cuda.reserved), max) } : null;
   const ends = [

@@ -24,6 +24,15 @@ describe('extension/confirm (measured retention for MH002)', () => {
     assert.match(retentionSentence(m, 14), /keeps 4 KiB per step, 7 autograd graph nodes per step \(allocated on line 10\)/);
   });
 
+  it('links an append to the leak the harness says the container holds', () => {
+    const held = report({
+      leaks: [{ file: FILE, line: 26, code: 'h = F.gelu(self.fc2(h))', bytesPerStep: 16 * 1024 ** 2, bytesByStep: [1, 1], graphNodesPerStep: 0, reason: 'storage', heldBy: '`grad_snapshots` in main() (list)' }],
+    });
+    const m = measuredRetention(held, [FILE], 75, identifiersIn('grad_snapshots.append(model.fc2.weight.grad)'));
+    assert.deepEqual(m, { line: 26, bytesPerStep: 16 * 1024 ** 2, graphNodesPerStep: 0, liveAtPeak: 0 });
+    assert.equal(measuredRetention(held, [FILE], 75, identifiersIn('other.append(x)')), null);
+  });
+
   it('finds nothing for lines and files the profiler did not see keep memory', () => {
     assert.equal(measuredRetention(r, [FILE], 3, ['x']), null);
     assert.equal(measuredRetention(r, ['/other.py'], 15, ['total']), null);

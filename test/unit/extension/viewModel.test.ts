@@ -70,7 +70,7 @@ describe('extension/webview view model', () => {
           { t: 90, live: 20 },
         ],
         steps: [{ step: 0, warmup: false, startMs: 10, endMs: 80 }],
-        os: { source: 'native', pid: 1, t: [origin + 5, origin + 120], rssBytes: [1000, 2000] },
+        os: { source: 'native', pid: 1, t: [origin - 300, origin + 5, origin + 120], rssBytes: [5, 1000, 2000] },
       },
     });
     const tl = buildViewModel(r, { roots: [] }).timeline;

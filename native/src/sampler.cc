@@ -100,26 +100,32 @@ std::string Sampler::Start(pid_t pid, const SamplerOptions& options) {
   return "";
 }
 
+// Only one thread appends at a time (Start's first sample, then the sampling thread), so the writer
+// may touch block_ and count_ without the lock; the lock orders publication for Read().
 bool Sampler::Append(double t_ms, double rss, double gpu_used, double gpu_process) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (count_ == block_->capacity) {
     if (count_ >= options_.max_samples) {
+      std::lock_guard<std::mutex> lock(mu_);
       truncated_ = true;
       running_ = false;
       end_reason_ = "sample limit reached (" + std::to_string(options_.max_samples) + " samples)";
       ended_at_ms_ = t_ms;
       return false;
     }
-    // Grow outside JS's sight: the old block stays intact for any view still holding it.
+    // Grow beside the old block (which stays intact for views still holding it), copying outside the
+    // lock: samples below count_ never change, so Read() can go on using the old block meanwhile.
     auto bigger = std::make_shared<Block>(std::min(block_->capacity * 2, options_.max_samples));
     for (int c = 0; c < kColumns; ++c)
       std::memcpy(bigger->column(c), block_->column(c), count_ * sizeof(double));
+    std::lock_guard<std::mutex> lock(mu_);
     block_ = std::move(bigger);
   }
+  // Index count_ is not yet visible to readers, so it is written unlocked; the locked increment publishes it.
   block_->column(kTimeMs)[count_] = t_ms;
   block_->column(kRssBytes)[count_] = rss;
   block_->column(kGpuUsedBytes)[count_] = gpu_used;
   block_->column(kGpuProcessBytes)[count_] = gpu_process;
+  std::lock_guard<std::mutex> lock(mu_);
   ++count_;
   return true;
 }

@@ -4,7 +4,6 @@ import weakref
 import torch
 
 KINDS = ("parameter", "gradient", "optimizer_state", "activation", "input", "temporary")
-STATE_KINDS = ("parameter", "gradient", "optimizer_state")
 GRAPH_NODE_CAP = 200000
 
 
@@ -71,29 +70,23 @@ class State:
         self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
         self.holders = {}  # site -> description of what holds the leak
 
-    def state_kinds(self):
-        kinds = {}
-        api = self.tracker.api
-        for kind, tensor in self.registry.state_tensors():
-            if tensor.device.type != self.tracker.device_type:
-                continue
-            described = api.describe(tensor)
-            if described is not None:
-                kinds.setdefault(described[0], kind)
-        return kinds
-
     def stamp_state_kinds(self):
-        """Marks live storages that are parameters, gradients or optimizer state, registering any the
-        tracker never saw allocated (created before tracking, or by numpy)."""
+        """Marks live storages that are parameters, gradients or optimizer state *now*, registering any the
+        tracker never saw allocated (created before tracking, or by numpy). A storage that stopped being
+        state (a replaced gradient kept in a list) loses the mark; dead storages keep their last one."""
         tracker = self.tracker
+        current = {}
         for kind, tensor in self.registry.state_tensors():
             rec = tracker.register_existing(tensor)
-            if rec is not None and rec.hint not in STATE_KINDS:
-                rec.hint = kind
+            if rec is not None:
+                current.setdefault(rec.cdata, kind)
+        for rec in tracker.live.values():
+            rec.state = current.get(rec.cdata)
+        return current
 
     def kind_of(self, rec):
-        if rec.hint in STATE_KINDS:
-            return rec.hint
+        if rec.state is not None:
+            return rec.state
         if rec.saved:
             return "activation"
         if rec.hint == "input":
@@ -140,9 +133,8 @@ class State:
         if starting_epoch in self.checked_epochs or not complete:
             return
         self.checked_epochs.append(starting_epoch)
-        self.stamp_state_kinds()
         # What is model/optimizer state *now*: a gradient replaced by a new one and kept in a list is a leak.
-        current = self.state_kinds()
+        current = self.stamp_state_kinds()
         leak_epoch = starting_epoch - 2
         if leak_epoch >= self.warmup:
             for rec in tracker.live.values():

@@ -42,7 +42,8 @@ class LineAcc:
 
 
 class StorageRec:
-    __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "tensor_ref", "t")
+    __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "state",
+                 "tensor_ref", "t")
 
     def __init__(self, serial, cdata, handle, nbytes, site, epoch, step, t):
         self.serial = serial
@@ -53,7 +54,8 @@ class StorageRec:
         self.epoch = epoch
         self.step = step
         self.saved = False
-        self.hint = None
+        self.hint = None  # "input" for step arguments
+        self.state = None  # parameter / gradient / optimizer_state, as of the last classification
         self.tensor_ref = None
         self.t = t
 

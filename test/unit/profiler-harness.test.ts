@@ -1,0 +1,239 @@
+// End-to-end tests of the step profiler with real torch on CPU: the Python harness in a child process,
+// driven by the TypeScript launcher. Figures are checked byte-exact against analytic ground truth.
+import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
+import type { LineStats, ProfileReport } from '../../src/profiler/report';
+
+const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+const FIXTURES = path.resolve(__dirname, '../../../test/fixtures/profiler');
+const LINEAR = path.join(FIXTURES, 'linear_adam.py');
+const ERRORS = path.join(FIXTURES, 'errors.py');
+
+// Analytic sizes of Linear(1000, 1000) + Adam, batch 64, float32.
+const PARAMS = 1000 * 1000 * 4 + 1000 * 4; // 4,004,000
+const ACT = 64 * 1000 * 4; // 256,000
+const ADAM_STEP_SCALARS = 2 * 4; // one float32 `step` tensor per parameter (torch >= 1.12)
+
+function options(overrides: Partial<ProfileOptions>): ProfileOptions {
+  return {
+    script: LINEAR,
+    function: 'train_step',
+    setup: null,
+    warmup: 1,
+    steps: 3,
+    maxSeconds: null,
+    backend: 'cpu',
+    python: PYTHON,
+    budgetBytes: null,
+    memoryLimitBytes: null,
+    timeoutMs: 120_000,
+    scriptArgs: [],
+    ...overrides,
+  };
+}
+
+function lineOf(report: ProfileReport, file: string, code: string): LineStats {
+  const found = report.lines.find((l) => l.file === file && l.code === code);
+  assert.ok(found, `no line "${code}" in the report; lines: ${report.lines.map((l) => l.code).join(' | ')}`);
+  return found;
+}
+
+function ok(outcome: ProfileOutcome): ProfileReport {
+  assert.equal(outcome.failure, null, outcome.failure ? `${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.stderrTail}` : '');
+  assert.ok(outcome.report);
+  return outcome.report;
+}
+
+describe('profiler harness (real torch, cpu)', function () {
+  this.timeout(180_000);
+
+  describe('train.py::train_step on Linear(1000, 1000) + Adam', () => {
+    let report: ProfileReport;
+    let stdout = '';
+    before(async () => {
+      report = ok(
+        await runProfile(options({}), { onStdout: (c) => (stdout += c.toString()) }),
+      );
+    });
+
+    it('says hello with the environment and runs warmup + steps', () => {
+      assert.equal(report.version, 1);
+      assert.equal(report.environment.backend, 'cpu');
+      assert.match(report.environment.torchVersion, /^\d+\.\d+/);
+      assert.equal(report.steps.length, 3);
+      assert.equal(report.partial, false);
+      assert.deepEqual(report.timeline.steps.map((s) => s.warmup), [true, false, false, false]);
+    });
+
+    it('keeps the user prints out of the protocol', () => {
+      assert.match(stdout, /the user printing protocol-looking text/);
+    });
+
+    it('measures parameters, gradients and Adam state byte-exact at the peak', () => {
+      const peak = report.peak;
+      assert.ok(peak);
+      assert.equal(peak.byKind.parameter, PARAMS);
+      assert.equal(peak.byKind.gradient, PARAMS);
+      assert.equal(peak.byKind.optimizer_state, 2 * PARAMS + ADAM_STEP_SCALARS);
+      assert.equal(peak.byKind.input, ACT);
+      const params = peak.byLine.find((g) => g.line === 10 && g.file === LINEAR);
+      assert.equal(params?.byKind.parameter, PARAMS, 'parameters are attributed to the nn.Linear line');
+    });
+
+    it('attributes forward allocations and saved activations to their lines', () => {
+      const forward = lineOf(report, LINEAR, 'out = model(x)');
+      assert.equal(forward.self.allocated, 3 * ACT);
+      assert.equal(forward.calls, 3);
+      assert.equal(forward.savedForBackward, 0, 'addmm saves the input and the weight, which are not activations');
+      const relu = lineOf(report, LINEAR, 'act = out.relu()');
+      assert.equal(relu.self.allocated, 3 * ACT);
+      assert.equal(relu.savedForBackward, 3 * ACT, 'relu saves its output');
+      assert.equal(relu.self.peak, ACT);
+    });
+
+    it('charges backward allocations to the forward line whose node ran, not to backward()', () => {
+      const forward = lineOf(report, LINEAR, 'out = model(x)');
+      assert.equal(forward.backward.allocated, 3 * PARAMS, 'weight + bias gradients come from the Linear node');
+      const relu = lineOf(report, LINEAR, 'act = out.relu()');
+      assert.equal(relu.backward.allocated, 3 * ACT, 'threshold_backward output');
+      const backward = lineOf(report, LINEAR, 'loss.backward()');
+      assert.equal(backward.self.allocated, 0);
+      assert.ok(backward.inclusive.allocated >= 3 * (PARAMS + ACT));
+    });
+
+    it('sees Adam state and temporaries in opt.step()', () => {
+      const step = lineOf(report, LINEAR, 'opt.step()');
+      assert.ok(step.self.allocated > 0);
+      assert.equal(step.self.net, 0, 'after warmup, Adam only allocates temporaries');
+      const zero = lineOf(report, LINEAR, 'opt.zero_grad(set_to_none=True)');
+      // set_to_none frees the previous bias gradient; the weight gradient is still held by `grads`.
+      assert.equal(zero.self.net, -3 * 1000 * 4);
+    });
+
+    it('finds the leaks: a gradient kept per step, and `total += loss` growing the graph', () => {
+      const grad = report.leaks.find((l) => l.reason === 'storage' && l.code === 'out = model(x)');
+      assert.ok(grad, JSON.stringify(report.leaks));
+      assert.deepEqual(grad.bytesByStep, [1000 * 1000 * 4, 1000 * 1000 * 4]);
+      assert.match(grad.heldBy ?? '', /grads/);
+      const total = report.leaks.find((l) => l.code === 'total += loss');
+      assert.ok(total, JSON.stringify(report.leaks));
+      assert.equal(total.reason, 'autograd_graph');
+      assert.ok(total.graphNodesPerStep > 0);
+    });
+
+    it('keeps step totals consistent with the timeline', () => {
+      for (const step of report.steps) {
+        assert.ok(step.peakLive >= step.liveAtStart);
+        assert.ok(step.allocated >= 2 * ACT + 4);
+      }
+      const maxLive = Math.max(...report.timeline.allocator.map((p) => p.live));
+      assert.equal(maxLive, report.peak?.bytes);
+    });
+  });
+
+  it('--setup calls the setup function for the step arguments', async () => {
+    const report = ok(await runProfile(options({ setup: 'make_inputs', warmup: 1, steps: 2 })));
+    assert.equal(report.target.kind, 'setup');
+    assert.equal(report.steps.length, 2);
+    assert.equal(report.peak?.byKind.parameter, PARAMS);
+    assert.equal(report.peak?.byKind.input, ACT);
+    assert.equal(lineOf(report, LINEAR, 'out = model(x)').backward.allocated, 2 * PARAMS);
+    assert.equal(report.leaks.length, 0, 'nothing accumulates without the script loop');
+  });
+
+  it('profiles a whole script', async () => {
+    const script = path.join(FIXTURES, 'whole_script.py');
+    const report = ok(await runProfile(options({ script, function: null, maxSeconds: 30 })));
+    assert.equal(report.target.kind, 'script');
+    assert.equal(lineOf(report, script, 'a = torch.zeros(1000, 250)  # 1,000,000 bytes').self.allocated, 1_000_000);
+    assert.equal(lineOf(report, script, 'b = a + 1  # 1,000,000 bytes').self.allocated, 1_000_000);
+    assert.equal(lineOf(report, script, 'del a').self.freed, 1_000_000);
+    assert.equal(report.steps[0].peakLive, 2_000_000);
+  });
+
+  it('--budget reports the first line where live memory exceeds it', async () => {
+    const report = ok(await runProfile(options({ budgetBytes: 10_000_000, steps: 1 })));
+    assert.equal(report.budget?.exceeded, true);
+    assert.equal(report.budget?.firstExceeded?.code, 'opt.step()');
+    assert.ok((report.budget?.firstExceeded?.liveBytes ?? 0) > 10_000_000);
+  });
+
+  it('reports a CPU out-of-memory for real under an address-space limit', async () => {
+    const outcome = await runProfile(
+      options({ script: ERRORS, scriptArgs: ['oom'], memoryLimitBytes: 256 * 1024 * 1024 }),
+    );
+    assert.equal(outcome.failure?.kind, 'oom');
+    const oom = outcome.report?.oom;
+    assert.ok(oom);
+    assert.equal(oom.location?.line, 25);
+    assert.equal(oom.requestedBytes, 2 ** 31 * 4);
+    assert.ok(oom.liveAtOom.byLine.some((g) => g.line === 14 && g.bytes === 40), 'the live `t` is listed');
+    assert.ok(oom.advice.some((a) => /batch size/i.test(a)));
+  });
+
+  describe('failures end with a clear error', () => {
+    const run = (args: string[], extra: Partial<ProfileOptions> = {}): Promise<ProfileOutcome> =>
+      runProfile(options({ script: ERRORS, scriptArgs: args, ...extra }));
+
+    it('a user exception, located', async () => {
+      const { failure } = await run(['raise']);
+      assert.equal(failure?.kind, 'user_exception');
+      assert.match(failure?.message ?? '', /ValueError: boom in the step/);
+      assert.equal(failure?.location?.line, 16);
+      assert.match(failure?.traceback ?? '', /errors\.py/);
+    });
+
+    it('a syntax error', async () => {
+      const { failure } = await runProfile(options({ script: path.join(FIXTURES, 'syntax_error.py') }));
+      assert.equal(failure?.kind, 'syntax_error');
+      assert.equal(failure?.location?.line, 3);
+    });
+
+    it('a missing target', async () => {
+      const { failure } = await runProfile(options({ function: 'no_such_step', scriptArgs: ['2'] }));
+      assert.equal(failure?.kind, 'missing_target');
+      assert.match(failure?.message ?? '', /no_such_step/);
+    });
+
+    it('sys.exit() before the steps', async () => {
+      const { failure } = await run(['exit-early']);
+      assert.equal(failure?.kind, 'script_exit');
+      assert.match(failure?.message ?? '', /sys\.exit\(3\)/);
+    });
+
+    it('an interpreter that dies (os._exit, abort)', async () => {
+      const exited = await run(['crash']);
+      assert.equal(exited.failure?.kind, 'crash');
+      assert.equal(exited.failure?.exitCode, 7);
+      const aborted = await run(['abort']);
+      assert.equal(aborted.failure?.kind, 'crash');
+      assert.equal(aborted.failure?.signal, 'SIGABRT');
+    });
+
+    it('a timeout', async () => {
+      const started = Date.now();
+      const { failure } = await run(['hang'], { timeoutMs: 8000 });
+      assert.equal(failure?.kind, 'timeout');
+      assert.ok(Date.now() - started < 30_000);
+    });
+
+    it('a missing interpreter', async () => {
+      const { failure } = await runProfile(options({ python: '/nonexistent/python3' }));
+      assert.equal(failure?.kind, 'spawn');
+    });
+
+    for (const [name, pattern] of [
+      ['malformed', /not JSON/],
+      ['truncated', /truncated/],
+      ['version', /unsupported protocol version 99/],
+    ] as const) {
+      it(`${name} protocol output is reported, not parsed`, async () => {
+        const outcome = await runProfile(options({ python: path.join(FIXTURES, `fake_python_${name}.sh`) }));
+        assert.equal(outcome.failure?.kind, 'protocol');
+        assert.match(outcome.failure?.message ?? '', pattern);
+        assert.equal(outcome.report, null);
+      });
+    }
+  });
+});

@@ -1,5 +1,8 @@
 // The rule registry, in code order. Each rule lives in its own file as a pure function of the tree.
 import type { Rule } from '../types';
+import { rule as mh001 } from './mh001-missing-no-grad';
+import { rule as mh002 } from './mh002-retained-graph';
+import { rule as mh004 } from './mh004-retain-graph-true';
 import { rule as mh005 } from './mh005-empty-cache-in-loop';
 import { rule as mh006 } from './mh006-gc-collect-in-loop';
 import { rule as mh007 } from './mh007-rebuild-in-loop';
@@ -7,6 +10,9 @@ import { rule as mh008 } from './mh008-deprecated-amp';
 
 export const allRules: readonly Rule[] = [
   // rules are registered here, one import per file, sorted by code
+  mh001,
+  mh002,
+  mh004,
   mh005,
   mh006,
   mh007,

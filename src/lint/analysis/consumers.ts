@@ -1,0 +1,100 @@
+// Which stored values are consumed by a backward pass: keeping a graph alive on purpose (REINFORCE's
+// saved log-probs, a multi-task `loss += head_loss`, sub-losses stacked and backpropagated) is not
+// a leak. Computed once per file: the data dependencies of every backward-like call, and of the
+// returned values of functions that do not backpropagate themselves (their caller may).
+import type { SourceFile, SyntaxNode } from '../syntax';
+import { flowOf, Taint, type ScopeFlow } from './flow';
+import { backwardTargets, computesGradients, keyOf, scopeOf } from './models';
+
+interface Consumed {
+  /** Keys reached from a backward (or a returned value), per scope. */
+  readonly byScope: Map<SyntaxNode, Set<string>>;
+  /** Last segments of attribute keys reached anywhere (`saved_log_probs` for `self.saved_log_probs`). */
+  readonly attributes: Set<string>;
+  /** Names reached without a definition in their scope (module-level or free variables). */
+  readonly free: Set<string>;
+}
+
+const cache = new WeakMap<SourceFile, Consumed>();
+const MAX_KEYS = 4000;
+
+function consumed(file: SourceFile): Consumed {
+  let c = cache.get(file);
+  if (c !== undefined) return c;
+  c = { byScope: new Map(), attributes: new Set(), free: new Set() };
+  for (const call of file.nodesOfType('call')) {
+    const targets = backwardTargets(file, call);
+    if (targets === null) continue;
+    const scope = scopeOf(call);
+    if (scope === null) continue;
+    trace(c, flowOf(file, scope), targets);
+  }
+  for (const type of ['return_statement', 'yield']) {
+    for (const ret of file.nodesOfType(type)) {
+      const scope = scopeOf(ret);
+      if (scope === null || scope.type !== 'function_definition' || computesGradients(file, scope)) continue;
+      const value = ret.children.find((n) => n.named && n.type !== 'comment');
+      const flow = flowOf(file, scope);
+      // Only a returned value that may carry history can be backpropagated by the caller.
+      if (value !== undefined && flow.taintOf(value) !== Taint.Clean) trace(c, flow, [value]);
+    }
+  }
+  cache.set(file, c);
+  return c;
+}
+
+function trace(c: Consumed, flow: ScopeFlow, roots: readonly SyntaxNode[]): void {
+  const file = flow.file;
+  let seen = c.byScope.get(flow.scope);
+  if (seen === undefined) {
+    seen = new Set();
+    c.byScope.set(flow.scope, seen);
+  }
+  const queue: string[] = [];
+  const push = (key: string): void => {
+    if (seen.has(key) || seen.size > MAX_KEYS) return;
+    seen.add(key);
+    queue.push(key);
+    const dot = key.lastIndexOf('.');
+    if (dot >= 0) {
+      c.attributes.add(key.slice(dot + 1));
+      push(key.slice(0, dot)); // `outputs.loss` depends on `outputs`
+    }
+  };
+  const pushExpr = (expr: SyntaxNode | null): void => {
+    for (const n of flow.dataKeys(expr)) {
+      const key = keyOf(file, n);
+      if (key !== null) push(key);
+    }
+  };
+  for (const r of roots) pushExpr(r);
+  while (queue.length > 0) {
+    const key = queue.pop()!;
+    const defs = flow.defs.get(key);
+    if (defs === undefined || defs.every((d) => d.kind === 'param')) {
+      if (!key.includes('.')) c.free.add(key);
+      continue;
+    }
+    for (const d of defs) pushExpr(d.value);
+  }
+}
+
+/**
+ * True when what `container` holds in `scope` feeds a backward pass (or is returned by a function that
+ * does not backpropagate itself), so keeping its history is intended.
+ */
+export function isConsumedByBackward(file: SourceFile, scope: SyntaxNode, container: string): boolean {
+  const c = consumed(file);
+  if (c.byScope.get(scope)?.has(container) === true) return true;
+  const dot = container.lastIndexOf('.');
+  if (dot >= 0) return c.attributes.has(container.slice(dot + 1));
+  const defs = flowOf(file, scope).defs.get(container);
+  if (scope.type === 'module' || defs === undefined) return c.free.has(container) || (c.byScope.get(moduleOf(scope))?.has(container) ?? false);
+  return false;
+}
+
+function moduleOf(node: SyntaxNode): SyntaxNode {
+  let n = node;
+  while (n.parent !== null) n = n.parent;
+  return n;
+}

@@ -1,0 +1,488 @@
+// A light def-use analysis over one scope (a function body, or a module's top-level code): which
+// assignments reach a use, and whether a value may carry autograd history ("taint"). Flow is
+// approximated by text order: the nearest preceding definition wins, definitions in branches that do
+// not enclose the use are merged with the ones before them.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { importBindings, qualifiedName } from './imports';
+import { keyOf, forwardReceiver, scopeOf, backwardTargets } from './models';
+import { gradOffAt, gradMaybeOffAt } from './gradstate';
+
+/** Clean < Unknown < Tainted; `max` merges. */
+export const enum Taint {
+  Clean = 0,
+  Unknown = 1,
+  Tainted = 2,
+}
+
+export type DefKind = 'assign' | 'aug' | 'for' | 'with' | 'param' | 'store';
+
+export interface Def {
+  readonly key: string;
+  readonly kind: DefKind;
+  /** The statement (or for/with statement, or the function for params). */
+  readonly stmt: SyntaxNode;
+  /** The assigned expression (for `for`: the iterable; `store`: the stored value). */
+  readonly value: SyntaxNode | null;
+  /** Uses at or after this offset see the definition. */
+  readonly effective: number;
+}
+
+// Methods whose result never carries autograd history.
+const SAFE_METHODS = new Set([
+  'item', 'detach', 'detach_', 'tolist', 'numpy', 'size', 'dim', 'numel', 'nelement', 'element_size', 'argmax', 'argmin', 'argsort',
+  'eq', 'ne', 'lt', 'gt', 'le', 'ge', 'isnan', 'isinf', 'isfinite', 'any', 'all', 'long', 'int', 'bool', 'byte', 'short', 'nonzero',
+  'data_ptr', 'get_device', 'stride', 'is_contiguous', 'keys', 'count', 'index', 'startswith', 'endswith', 'format', 'join',
+]);
+const SAFE_ATTRIBUTES = new Set(['data', 'shape', 'dtype', 'device', 'grad', 'requires_grad', 'ndim', 'is_cuda', 'is_leaf', 'grad_fn', 'T_']);
+const CLEAN_BUILTINS = new Set(['float', 'int', 'bool', 'len', 'str', 'repr', 'round', 'isinstance', 'print', 'range', 'format', 'type', 'id', 'hash', 'hasattr', 'getattr']);
+const PROPAGATING_BUILTINS = new Set(['sum', 'max', 'min', 'abs', 'list', 'tuple', 'zip', 'enumerate', 'reversed', 'sorted', 'iter', 'next', 'map', 'filter', 'dict', 'set']);
+const CLEAN_TORCH = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|linspace|logspace|eye|randn|rand|randint|randperm|normal|zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like|argmax|argmin|argsort|isnan|isinf|isfinite|eq|ne|lt|gt|le|ge|equal|numel|is_tensor|no_grad|inference_mode|manual_seed|device|Generator|get_rng_state|save|load|sign|bucketize|searchsorted|autograd\.grad)$/;
+
+const COMPREHENSIONS = new Set(['list_comprehension', 'generator_expression', 'set_comprehension', 'dictionary_comprehension']);
+const MAX_DEPTH = 40;
+
+export class ScopeFlow {
+  readonly defs = new Map<string, Def[]>();
+  private readonly defTaint = new Map<Def, Taint>();
+  private readonly backwardKeys = new Set<string>();
+  private depth = 0;
+
+  constructor(
+    readonly file: SourceFile,
+    readonly scope: SyntaxNode,
+  ) {
+    this.collect();
+  }
+
+  /** Definitions of `key` visible at `offset` (the use), nearest first, merged over branches. */
+  reachingDefs(key: string, use: SyntaxNode, offset = use.start): Def[] {
+    const list = this.defs.get(key);
+    if (list === undefined) return [];
+    const out: Def[] = [];
+    for (let i = list.length - 1; i >= 0; i--) {
+      const d = list[i];
+      if (d.effective > offset) continue;
+      if (d.stmt.start <= use.start && use.end <= d.stmt.end && d.kind !== 'for' && d.kind !== 'with' && d.kind !== 'param') continue; // `x = f(x)` reads the old x
+      out.push(d);
+      if (d.kind === 'store' || d.kind === 'aug') continue;
+      if (dominates(d, use)) break;
+    }
+    return out;
+  }
+
+  /** Whether the key has `.backward()` (or accelerator.backward(key)...) called on it in this scope. */
+  isBackwardKey(key: string): boolean {
+    return this.backwardKeys.has(key);
+  }
+
+  taintOf(expr: SyntaxNode | null): Taint {
+    if (expr === null) return Taint.Unknown;
+    if (this.depth > MAX_DEPTH) return Taint.Unknown;
+    this.depth++;
+    try {
+      return this.evaluate(expr);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  /** Taint of what `key` holds at `use`. */
+  taintOfKey(key: string, use: SyntaxNode): Taint {
+    const comp = this.comprehensionBinding(key, use);
+    if (comp !== null) return this.taintOf(comp);
+    const defs = this.reachingDefs(key, use);
+    let t = defs.length === 0 ? Taint.Unknown : Taint.Clean;
+    for (const d of defs) t = Math.max(t, this.taintOfDef(d));
+    return t;
+  }
+
+  taintOfDef(d: Def): Taint {
+    const cached = this.defTaint.get(d);
+    if (cached !== undefined) return cached;
+    this.defTaint.set(d, Taint.Unknown); // cycles
+    let t: Taint;
+    switch (d.kind) {
+      case 'param':
+      case 'with':
+        t = Taint.Unknown;
+        break;
+      case 'aug': {
+        // `acc += v`: what acc held before, plus v.
+        const before = this.reachingDefs(d.key, d.stmt, d.stmt.start);
+        let prev: Taint = before.length === 0 ? Taint.Unknown : Taint.Clean;
+        for (const b of before) prev = Math.max(prev, this.taintOfDef(b));
+        t = Math.max(prev, this.taintOf(d.value));
+        break;
+      }
+      default:
+        t = this.taintOf(d.value);
+    }
+    this.defTaint.set(d, t);
+    return t;
+  }
+
+  private evaluate(e: SyntaxNode): Taint {
+    switch (e.type) {
+      case 'identifier': {
+        const name = this.file.textOf(e);
+        if (name === 'None' || name === 'True' || name === 'False') return Taint.Clean;
+        return this.upgrade(name, this.taintOfKey(name, e));
+      }
+      case 'attribute': {
+        const attr = childByField(e, 'attribute');
+        if (attr !== null && SAFE_ATTRIBUTES.has(this.file.textOf(attr))) return Taint.Clean;
+        const key = keyOf(this.file, e);
+        if (key !== null && this.defs.has(key)) return this.upgrade(key, this.taintOfKey(key, e));
+        return this.taintOf(childByField(e, 'object'));
+      }
+      case 'subscript':
+        return this.taintOf(childByField(e, 'value'));
+      case 'call':
+        return this.callTaint(e);
+      case 'binary_operator':
+      case 'boolean_operator':
+        return Math.max(this.taintOf(childByField(e, 'left')), this.taintOf(childByField(e, 'right')));
+      case 'unary_operator':
+        return this.taintOf(childByField(e, 'argument'));
+      case 'not_operator':
+      case 'comparison_operator':
+      case 'string':
+      case 'concatenated_string':
+      case 'integer':
+      case 'float':
+      case 'true':
+      case 'false':
+      case 'none':
+        return Taint.Clean;
+      case 'parenthesized_expression':
+      case 'tuple':
+      case 'list':
+      case 'set':
+      case 'expression_list': {
+        let t = Taint.Clean;
+        for (const c of e.children) if (c.named && c.type !== 'comment') t = Math.max(t, this.taintOf(c));
+        return t;
+      }
+      case 'dictionary': {
+        let t = Taint.Clean;
+        for (const pair of e.children) if (pair.type === 'pair') t = Math.max(t, this.taintOf(childByField(pair, 'value')));
+        return t;
+      }
+      case 'conditional_expression': {
+        const parts = e.children.filter((c) => c.named);
+        return Math.max(this.taintOf(parts[0] ?? null), this.taintOf(parts[2] ?? null));
+      }
+      case 'list_comprehension':
+      case 'generator_expression':
+      case 'set_comprehension':
+        return this.taintOf(childByField(e, 'body'));
+      case 'dictionary_comprehension': {
+        const body = childByField(e, 'body');
+        return body?.type === 'pair' ? this.taintOf(childByField(body, 'value')) : Taint.Unknown;
+      }
+      case 'list_splat':
+      case 'keyword_argument':
+        return this.taintOf(e.children.find((c) => c.named && c.field !== 'name') ?? null);
+      case 'named_expression':
+        return this.taintOf(childByField(e, 'value'));
+      default:
+        return Taint.Unknown;
+    }
+  }
+
+  /** A name that receives `.backward()` holds a graph even when its source is opaque to us. */
+  private upgrade(key: string, t: Taint): Taint {
+    return t === Taint.Unknown && this.backwardKeys.has(key) ? Taint.Tainted : t;
+  }
+
+  private argsTaint(call: SyntaxNode): Taint {
+    const args = childByField(call, 'arguments');
+    let t = Taint.Clean;
+    if (args === null) return t;
+    for (const a of args.children) {
+      if (!a.named || a.type === 'comment') continue;
+      t = Math.max(t, this.taintOf(a.type === 'keyword_argument' ? childByField(a, 'value') : a));
+    }
+    return t;
+  }
+
+  private callTaint(call: SyntaxNode): Taint {
+    const file = this.file;
+    const fn = childByField(call, 'function');
+    if (fn === null) return Taint.Unknown;
+    if (forwardReceiver(file, call) !== null) {
+      if (gradOffAt(file, call)) return Taint.Clean;
+      return gradMaybeOffAt(file, call) ? Taint.Unknown : Taint.Tainted;
+    }
+    if (fn.type === 'attribute') {
+      const attr = childByField(fn, 'attribute');
+      const method = attr === null ? '' : file.textOf(attr);
+      if (SAFE_METHODS.has(method)) return Taint.Clean;
+      const name = qualifiedName(file, fn);
+      if (name !== null && name.startsWith('torch.')) return this.torchCallTaint(name, call);
+      const receiver = this.taintOf(childByField(fn, 'object'));
+      if (receiver === Taint.Tainted) return Taint.Tainted;
+      return this.argsTaint(call) === Taint.Tainted || receiver === Taint.Unknown ? Taint.Unknown : receiver;
+    }
+    if (fn.type === 'identifier') {
+      const name = file.textOf(fn);
+      if (CLEAN_BUILTINS.has(name)) return Taint.Clean;
+      if (PROPAGATING_BUILTINS.has(name)) return this.argsTaint(call);
+      const q = qualifiedName(file, fn);
+      if (q !== null && q.startsWith('torch.')) return this.torchCallTaint(q, call);
+      // criterion(out, y), loss_fn(...): a loss of tensors with history has history.
+      if (/criterion|loss/i.test(name)) return this.argsTaint(call);
+    }
+    // Unknown functions: their result may or may not depend on their arguments' graphs.
+    return Taint.Unknown;
+  }
+
+  private torchCallTaint(name: string, call: SyntaxNode): Taint {
+    if (CLEAN_TORCH.test(name)) {
+      const args = this.file.textOf(childByField(call, 'arguments') ?? call);
+      if (name === 'torch.autograd.grad') return /create_graph\s*=\s*(?!False)/.test(args) ? Taint.Tainted : Taint.Clean;
+      return /requires_grad\s*=\s*True/.test(args) ? Taint.Tainted : Taint.Clean;
+    }
+    // torch.cat/stack/F.cross_entropy/distributions: the result depends on the arguments.
+    return this.argsTaint(call);
+  }
+
+  /** The iterable that binds `key` in a comprehension enclosing `use`, or null. */
+  private comprehensionBinding(key: string, use: SyntaxNode): SyntaxNode | null {
+    if (key.includes('.')) return null;
+    for (let p = use.parent; p !== null && p !== this.scope; p = p.parent) {
+      if (p.type === 'function_definition' || p.type === 'lambda') return null;
+      if (!COMPREHENSIONS.has(p.type)) continue;
+      for (const clause of p.children) {
+        if (clause.type !== 'for_in_clause') continue;
+        const left = childByField(clause, 'left');
+        if (left !== null && targetNames(this.file, left).includes(key)) return childByField(clause, 'right');
+      }
+    }
+    return null;
+  }
+
+  // ---- collection ---------------------------------------------------------------------------
+
+  private add(key: string | null, kind: DefKind, stmt: SyntaxNode, value: SyntaxNode | null, effective: number): void {
+    if (key === null) return;
+    let list = this.defs.get(key);
+    if (list === undefined) {
+      list = [];
+      this.defs.set(key, list);
+    }
+    list.push({ key, kind, stmt, value, effective });
+  }
+
+  private collect(): void {
+    const file = this.file;
+    const scope = this.scope;
+    if (scope.type === 'function_definition') {
+      const params = childByField(scope, 'parameters');
+      for (const p of params?.children ?? []) {
+        const name = p.type === 'identifier' ? p : p.type === 'typed_parameter' ? (p.children.find((c) => c.type === 'identifier') ?? null) : childByField(p, 'name');
+        if (name?.type === 'identifier') this.add(file.textOf(name), 'param', scope, null, scope.start);
+      }
+    }
+    const body = scope.type === 'function_definition' ? childByField(scope, 'body') : scope;
+    if (body === null) return;
+    const stack: SyntaxNode[] = [body];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      switch (n.type) {
+        case 'function_definition':
+        case 'class_definition':
+        case 'lambda':
+          continue; // their bodies are other scopes
+        case 'assignment':
+          this.collectAssignment(n);
+          break;
+        case 'augmented_assignment': {
+          const left = childByField(n, 'left');
+          const stmt = statementOf(n);
+          if (left?.type === 'subscript') this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, childByField(n, 'right'), stmt.end);
+          else this.add(keyOf(file, left), 'aug', stmt, childByField(n, 'right'), stmt.end);
+          break;
+        }
+        case 'for_statement': {
+          const left = childByField(n, 'left');
+          const body = childByField(n, 'body');
+          if (left !== null) for (const t of targetKeys(file, left)) this.add(t, 'for', n, childByField(n, 'right'), body?.start ?? n.end);
+          break;
+        }
+        case 'with_item': {
+          const value = childByField(n, 'value');
+          const alias = value?.type === 'as_pattern' ? childByField(value, 'alias') : null;
+          const withStmt = n.parent?.parent ?? n;
+          if (alias !== null) for (const t of targetKeys(file, alias)) this.add(t, 'with', withStmt, null, childByField(withStmt, 'body')?.start ?? n.end);
+          break;
+        }
+        case 'named_expression': {
+          const name = childByField(n, 'name');
+          if (name !== null) this.add(file.textOf(name), 'assign', n, childByField(n, 'value'), n.end);
+          break;
+        }
+        case 'call':
+          this.collectCall(n);
+          break;
+      }
+      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+    }
+    for (const list of this.defs.values()) list.sort((a, b) => a.effective - b.effective || a.stmt.start - b.stmt.start);
+  }
+
+  private collectAssignment(n: SyntaxNode): void {
+    const file = this.file;
+    const stmt = statementOf(n);
+    const right = childByField(n, 'right');
+    // `a = b = expr`: every target gets expr.
+    let value = right;
+    while (value?.type === 'assignment') value = childByField(value, 'right');
+    const left = childByField(n, 'left');
+    if (left === null) return;
+    if (left.type === 'subscript') {
+      this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, value, stmt.end);
+      return;
+    }
+    if ((left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') && value !== null && (value.type === 'expression_list' || value.type === 'tuple')) {
+      const targets = left.children.filter((c) => c.named);
+      const values = value.children.filter((c) => c.named && c.type !== 'comment');
+      if (targets.length === values.length) {
+        targets.forEach((t, i) => {
+          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, values[i], stmt.end);
+        });
+        return;
+      }
+    }
+    for (const k of targetKeys(file, left)) this.add(k, 'assign', stmt, value, stmt.end);
+  }
+
+  private collectCall(call: SyntaxNode): void {
+    const file = this.file;
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'attribute') return;
+    const attr = childByField(fn, 'attribute');
+    const method = attr === null ? '' : file.textOf(attr);
+    if (method === 'append' || method === 'extend' || method === 'insert' || method === 'appendleft' || method === 'add' || method === 'put') {
+      const args = childByField(call, 'arguments');
+      const values = args === null ? [] : args.children.filter((c) => c.named && c.type !== 'comment');
+      const value = method === 'insert' ? (values[1] ?? null) : (values[0] ?? null);
+      const stmt = statementOf(call);
+      this.add(keyOf(file, childByField(fn, 'object')), 'store', stmt, value, stmt.end);
+      return;
+    }
+    const targets = backwardTargets(file, call);
+    if (targets !== null) {
+      for (const t of targets) {
+        const key = keyOf(file, t);
+        if (key !== null) this.backwardKeys.add(key);
+        // `scaler.scale(loss).backward()`
+        if (t.type === 'call') for (const a of t.children.find((c) => c.type === 'argument_list')?.children ?? []) {
+          const k = keyOf(file, a);
+          if (k !== null) this.backwardKeys.add(k);
+        }
+      }
+    }
+  }
+
+  /**
+   * Keys an expression reads as data: identifiers and attribute chains, not the names of called
+   * functions (`criterion(out, y)` reads out and y; `out.sum()` reads out).
+   */
+  dataKeys(expr: SyntaxNode | null): SyntaxNode[] {
+    const out: SyntaxNode[] = [];
+    if (expr === null) return out;
+    const imports = importBindings(this.file);
+    const stack = [expr];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.type === 'identifier' || n.type === 'attribute') {
+        if (n.field === 'function' && n.parent?.type === 'call') {
+          if (n.type === 'attribute') {
+            const obj = childByField(n, 'object');
+            if (obj !== null) stack.push(obj);
+          }
+          continue;
+        }
+        const key = keyOf(this.file, n);
+        if (key !== null && imports.has(key.split('.')[0]) && !this.defs.has(key.split('.')[0])) continue; // `F.relu`, `torch.float`
+        if (key !== null) {
+          out.push(n);
+          continue;
+        }
+      }
+      if (n.type === 'keyword_argument') {
+        const v = childByField(n, 'value');
+        if (v !== null) stack.push(v);
+        continue;
+      }
+      if (n.type === 'lambda' || n.type === 'function_definition') continue;
+      for (const c of n.children) stack.push(c);
+    }
+    return out;
+  }
+}
+
+function statementOf(n: SyntaxNode): SyntaxNode {
+  let s = n;
+  while (s.parent !== null && s.parent.type !== 'block' && s.parent.type !== 'module') s = s.parent;
+  return s;
+}
+
+/** A definition dominates a later use when no branch (if/try arm, loop body) separates them. */
+export function dominates(d: Def, use: SyntaxNode): boolean {
+  if (d.kind === 'param') return true;
+  if (d.kind === 'for' || d.kind === 'with') {
+    const body = childByField(d.stmt, 'body');
+    if (body !== null && body.start <= use.start && use.end <= body.end) return true;
+    if (d.kind === 'for') return false;
+  }
+  for (let block = d.stmt.parent; block !== null; ) {
+    if (block.start <= use.start && use.end <= block.end) return true;
+    if (block.type === 'module') return true;
+    const owner = block.parent;
+    if (owner === null || BRANCH_OWNERS.has(owner.type)) return false;
+    if (owner.type === 'function_definition') return true;
+    // with-statement bodies always run: look at the block holding the with statement.
+    block = owner.parent;
+    while (block !== null && block.type !== 'block' && block.type !== 'module') block = block.parent;
+  }
+  return true;
+}
+
+const BRANCH_OWNERS = new Set(['if_statement', 'elif_clause', 'else_clause', 'for_statement', 'while_statement', 'try_statement', 'except_clause', 'except_group_clause', 'case_clause', 'finally_clause']);
+
+function targetNames(file: SourceFile, target: SyntaxNode): string[] {
+  return targetKeys(file, target).filter((k) => !k.includes('.'));
+}
+
+function targetKeys(file: SourceFile, target: SyntaxNode): string[] {
+  const key = keyOf(file, target);
+  if (key !== null) return [key];
+  const out: string[] = [];
+  for (const c of target.children) if (c.named) out.push(...targetKeys(file, c));
+  return out;
+}
+
+const flowCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeFlow>>();
+
+/** The (cached) flow of a function or module scope. */
+export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
+  let perFile = flowCache.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    flowCache.set(file, perFile);
+  }
+  let flow = perFile.get(scope);
+  if (flow === undefined) {
+    flow = new ScopeFlow(file, scope);
+    perFile.set(scope, flow);
+  }
+  return flow;
+}
+
+/** The flow of the scope a node is in, or null in class bodies. */
+export function flowAt(file: SourceFile, node: SyntaxNode): ScopeFlow | null {
+  const scope = scopeOf(node);
+  return scope === null ? null : flowOf(file, scope);
+}

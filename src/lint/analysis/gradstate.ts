@@ -1,0 +1,149 @@
+// Whether autograd records where a node runs, beyond the lexical no_grad scopes of context.ts:
+// statement-level `torch.set_grad_enabled(False)`, functions only ever called under no_grad, Lightning
+// hooks, and no_grad entered indirectly (ExitStack, a context held in a variable).
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { disablesGrad, isGradDisabled, withItemCalls } from './context';
+import { qualifiedName } from './imports';
+import { isLightningNoGradHook, scopeOf } from './models';
+
+const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
+
+interface GradFacts {
+  /** `torch.set_grad_enabled(False)` as a statement in top-level code: the whole file runs without grad. */
+  readonly moduleOff: boolean;
+  /** Statement-level `set_grad_enabled(False)` calls, by scope. */
+  readonly offStatements: ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>;
+  /** Scopes that mention a grad-mode API other than as a with-item or decorator (ExitStack, variables). */
+  readonly indirect: ReadonlySet<SyntaxNode>;
+  /** Names of functions called (somewhere) under no_grad. */
+  readonly calledUnderNoGrad: ReadonlySet<string>;
+  /** Names assigned from a grad-mode API (`ctx = torch.no_grad()`): `with ctx:` may disable grad. */
+  readonly gradContextNames: ReadonlySet<string>;
+}
+
+const cache = new WeakMap<SourceFile, GradFacts>();
+
+function gradFacts(file: SourceFile): GradFacts {
+  let facts = cache.get(file);
+  if (facts !== undefined) return facts;
+  let moduleOff = false;
+  const offStatements = new Map<SyntaxNode, SyntaxNode[]>();
+  const indirect = new Set<SyntaxNode>();
+  const calledUnderNoGrad = new Set<string>();
+  const gradContextNames = new Set<string>();
+  for (const call of file.nodesOfType('call')) {
+    const fn = childByField(call, 'function');
+    if (fn === null) continue;
+    const name = qualifiedName(file, fn);
+    if (name !== null && GRAD_CONTROL.test(name)) {
+      const scope = scopeOf(call);
+      if (call.parent?.type === 'expression_statement') {
+        if (disablesGrad(file, call)) {
+          if (scope?.type === 'module') moduleOff = true;
+          else if (scope !== null) offStatements.set(scope, [...(offStatements.get(scope) ?? []), call]);
+        } else if (scope !== null) indirect.add(scope);
+      } else if (!isWithItemOrDecorator(call)) {
+        if (scope !== null) indirect.add(scope);
+        const asg = call.parent?.type === 'assignment' ? call.parent : call.parent?.parent?.type === 'assignment' ? call.parent.parent : null;
+        const left = asg === null ? null : childByField(asg, 'left');
+        if (left !== null) gradContextNames.add(file.textOf(left));
+      }
+      continue;
+    }
+    // A function called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
+    let callee: SyntaxNode | null = fn;
+    if (fn.type === 'attribute') callee = childByField(fn, 'attribute');
+    if (callee?.type === 'identifier' && isGradDisabled(file, call)) calledUnderNoGrad.add(file.textOf(callee));
+  }
+  // `torch.no_grad` passed around without a call (`stack.enter_context(torch.no_grad)` is rare, but
+  // `ctx = torch.no_grad if ... else nullcontext`).
+  for (const attr of file.nodesOfType('attribute')) {
+    if (attr.field === 'function' || attr.parent?.type === 'decorator') continue;
+    const name = qualifiedName(file, attr);
+    if (name === null || !/(^|\.)(no_grad|inference_mode)$/.test(name)) continue;
+    const scope = scopeOf(attr);
+    if (scope !== null) indirect.add(scope);
+  }
+  facts = { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames };
+  cache.set(file, facts);
+  return facts;
+}
+
+function isWithItemOrDecorator(call: SyntaxNode): boolean {
+  const p = call.parent;
+  if (p === null) return false;
+  if (p.type === 'decorator') return true;
+  if (p.type === 'with_item') return true;
+  return p.type === 'as_pattern' && p.parent?.type === 'with_item';
+}
+
+const gradFreeCache = new WeakMap<SourceFile, Map<SyntaxNode, boolean>>();
+
+/**
+ * A function whose body always runs without grad: a Lightning validation/test/predict hook, a function
+ * this file only calls under no_grad, or one nested in such a function.
+ */
+export function isGradFreeFunction(file: SourceFile, fn: SyntaxNode): boolean {
+  let perFile = gradFreeCache.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    gradFreeCache.set(file, perFile);
+  }
+  let result = perFile.get(fn);
+  if (result !== undefined) return result;
+  perFile.set(fn, false); // recursion guard
+  const name = file.textOf(childByField(fn, 'name') ?? fn);
+  result = isLightningNoGradHook(file, fn) || gradFacts(file).calledUnderNoGrad.has(name);
+  if (!result) {
+    const outer = scopeOf(fn);
+    if (outer?.type === 'function_definition') result = isGradFreeFunction(file, outer);
+  }
+  perFile.set(fn, result);
+  return result;
+}
+
+/** Autograd is known to be off where `node` runs. */
+export function gradOffAt(file: SourceFile, node: SyntaxNode): boolean {
+  if (isGradDisabled(file, node)) return true;
+  const facts = gradFacts(file);
+  if (facts.moduleOff) return true;
+  const scope = scopeOf(node);
+  if (scope === null) return false;
+  for (const off of facts.offStatements.get(scope) ?? []) if (off.end <= node.start) return true;
+  for (let s: SyntaxNode | null = scope; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
+    if (isGradFreeFunction(file, s)) return true;
+  }
+  return false;
+}
+
+/**
+ * Autograd may be off where `node` runs and the linter cannot tell: `with ctx:` where ctx may hold
+ * no_grad, `with torch.set_grad_enabled(is_train):`, or a scope that enters no_grad indirectly.
+ */
+export function gradMaybeOffAt(file: SourceFile, node: SyntaxNode): boolean {
+  const facts = gradFacts(file);
+  for (let s = scopeOf(node); s !== null; s = s.type === 'module' ? null : scopeOf(s)) if (facts.indirect.has(s)) return true;
+  let child = node;
+  for (let p = node.parent; p !== null; child = p, p = p.parent) {
+    if (p.type === 'class_definition') break;
+    if (p.type !== 'with_statement' || child.field !== 'body') continue;
+    const clause = p.children.find((c) => c.type === 'with_clause');
+    for (const item of clause?.children ?? []) {
+      if (item.type !== 'with_item') continue;
+      let value = childByField(item, 'value');
+      if (value?.type === 'as_pattern') value = value.children.find((c) => c.named) ?? null;
+      if (value === null) continue;
+      if (value.type === 'call') {
+        const fn = childByField(value, 'function');
+        const name = fn === null ? '' : (qualifiedName(file, fn) ?? file.textOf(fn));
+        if (/grad|inference|eval_mode|evaluat/i.test(name) && !withItemCalls(p).some((c) => c === value && disablesGrad(file, c))) return true;
+      } else if (value.type === 'identifier' || value.type === 'attribute') {
+        const text = file.textOf(value);
+        if (facts.gradContextNames.has(text) || /grad|infer/i.test(text)) return true;
+      } else {
+        return true; // `with (torch.no_grad() if eval else nullcontext()):` and other expressions
+      }
+    }
+  }
+  return false;
+}

@@ -1,0 +1,353 @@
+// What in a file is a model (an nn.Module instance) and which calls run one: the heuristics the
+// autograd rules (MH001, MH002, MH004) share. Everything is derived once per SourceFile.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { qualifiedName } from './imports';
+import { keywordArgument, positionalArguments } from './context';
+
+/** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
+export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
+  if (node === null) return null;
+  if (node.type === 'identifier') return file.textOf(node);
+  if (node.type !== 'attribute') return null;
+  const object = childByField(node, 'object');
+  const attr = childByField(node, 'attribute');
+  if (object === null || attr === null) return null;
+  const base = keyOf(file, object);
+  return base === null ? null : `${base}.${file.textOf(attr)}`;
+}
+
+function lastSegment(key: string): string {
+  const i = key.lastIndexOf('.');
+  return i < 0 ? key : key.slice(i + 1);
+}
+
+// Variable names people give models. The suffix list is closed so `model_name`, `policy_loss` or
+// `encoder_outputs` never count.
+const MODEL_CORE = 'model|net|network|encoder|decoder|backbone|classifier|generator|discriminator|critic|actor|policy|teacher|student|autoencoder|vae|unet|transformer';
+const MODEL_SUFFIX = '\\d+|_?ema|_without_ddp|_wo_ddp|_engine|_ddp|_dp|_wrapped|_compiled|_g|_d|g|d|e|_old|_new|_eval|_fp16|_half|_copy|_online|_target|_tgt|_a|_b';
+const MODEL_NAME = new RegExp(`^(?:[a-z0-9]+_)*(?:${MODEL_CORE})(?:${MODEL_SUFFIX})?$`, 'i');
+const CAMEL_MODEL_NAME = new RegExp(`^[a-z][a-zA-Z0-9]*(?:${MODEL_CORE.split('|').map((c) => c[0].toUpperCase() + c.slice(1)).join('|')})\\d*$`);
+/** Objects whose attributes are configuration, not modules (`args.model` is a string). */
+const CONFIG_OBJECTS = /(^|\.)(args|opt|opts|options|config|cfg|conf|hparams|hp|params|flags|FLAGS|settings|kwargs)(\.|$)/;
+
+export function looksLikeModelName(name: string): boolean {
+  return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);
+}
+
+const WRAPPERS = /(^|\.)(DistributedDataParallel|DataParallel|DDP|FullyShardedDataParallel|FSDP|compile|deepcopy|AveragedModel|ModelEma\w*|ModelEMA|EMA)$/;
+const MODULE_METHODS = new Set(['to', 'cuda', 'cpu', 'half', 'float', 'double', 'bfloat16', 'eval', 'train', 'requires_grad_', 'share_memory', 'to_empty']);
+const NOT_CALLABLE_MODULES = /(Loss|ModuleList|ModuleDict|ParameterList|ParameterDict|Parameter|Module)$/;
+
+export interface ModelFacts {
+  /** Dotted keys known to hold modules (assigned from a constructor, a wrapper, `.to(device)`...). */
+  readonly assigned: ReadonlySet<string>;
+  /** Receivers of `.eval()` / `.train(...)`. */
+  readonly markerReceivers: ReadonlySet<string>;
+  /** Classes defined in the file that are nn.Modules (transitively). */
+  readonly moduleClasses: ReadonlySet<string>;
+  /** Classes that run under Lightning's hooks (LightningModule / Callback subclasses). */
+  readonly lightningClasses: ReadonlySet<string>;
+  /** Keys frozen with `requires_grad_(False)` or `p.requires_grad = False` over `.parameters()`. */
+  readonly frozen: ReadonlySet<string>;
+}
+
+const factsCache = new WeakMap<SourceFile, ModelFacts>();
+
+export function modelFacts(file: SourceFile): ModelFacts {
+  let facts = factsCache.get(file);
+  if (facts === undefined) {
+    facts = computeFacts(file);
+    factsCache.set(file, facts);
+  }
+  return facts;
+}
+
+function classBases(file: SourceFile, cls: SyntaxNode): string {
+  const sup = childByField(cls, 'superclasses');
+  return sup === null ? '' : file.textOf(sup);
+}
+
+function computeFacts(file: SourceFile): ModelFacts {
+  // Classes: resolve bases defined in the same file transitively.
+  const bases = new Map<string, string>();
+  for (const cls of file.nodesOfType('class_definition')) {
+    const name = childByField(cls, 'name');
+    if (name !== null) bases.set(file.textOf(name), classBases(file, cls));
+  }
+  const classIs = (test: RegExp): Set<string> => {
+    const out = new Set<string>();
+    const visit = (name: string, seen: Set<string>): boolean => {
+      if (out.has(name)) return true;
+      const b = bases.get(name);
+      if (b === undefined || seen.has(name)) return false;
+      seen.add(name);
+      if (test.test(b)) return true;
+      return (b.match(/[A-Za-z_][\w.]*/g) ?? []).some((base) => visit(lastSegment(base), seen));
+    };
+    for (const name of bases.keys()) if (visit(name, new Set())) out.add(name);
+    return out;
+  };
+  const moduleClasses = classIs(/\b(Module|LightningModule|PreTrainedModel|Sequential)\b|\bnn\./);
+  const lightningClasses = classIs(/Lightning|\bCallback\b/);
+
+  const markerReceivers = new Set<string>();
+  const frozen = new Set<string>();
+  for (const call of file.nodesOfType('call')) {
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'attribute') continue;
+    const attr = childByField(fn, 'attribute');
+    const method = attr === null ? '' : file.textOf(attr);
+    if (method === 'eval' || method === 'train') {
+      const key = keyOf(file, childByField(fn, 'object'));
+      if (key !== null && positionalArguments(call).length <= 1) markerReceivers.add(key);
+    } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(call, 'arguments') ?? call))) {
+      const key = frozenTarget(file, childByField(fn, 'object'));
+      if (key !== null) frozen.add(key);
+    }
+  }
+  for (const asg of file.nodesOfType('assignment')) {
+    const left = childByField(asg, 'left');
+    const right = childByField(asg, 'right');
+    if (left?.type === 'attribute' && right !== null && file.textOf(right) === 'False') {
+      const attr = childByField(left, 'attribute');
+      if (attr !== null && file.textOf(attr) === 'requires_grad') {
+        const key = frozenTarget(file, childByField(left, 'object'));
+        if (key !== null) frozen.add(key);
+      }
+    }
+  }
+
+  const assigned = new Set<string>();
+  const isModuleExpr = (expr: SyntaxNode | null, depth = 0): boolean => {
+    if (expr === null || depth > 8) return false;
+    const key = keyOf(file, expr);
+    if (key !== null) return assigned.has(key) || markerReceivers.has(key) || isModelKeyByName(key);
+    if (expr.type === 'parenthesized_expression') return isModuleExpr(expr.children.find((c) => c.named) ?? null, depth + 1);
+    if (expr.type !== 'call') return false;
+    const fn = childByField(expr, 'function');
+    if (fn === null) return false;
+    if (fn.type === 'attribute') {
+      const attr = childByField(fn, 'attribute');
+      const method = attr === null ? '' : file.textOf(attr);
+      const object = childByField(fn, 'object');
+      if (MODULE_METHODS.has(method)) return isModuleExpr(object, depth + 1);
+      if (method === 'from_pretrained') {
+        const owner = object === null ? '' : file.textOf(object);
+        return /Model|For[A-Z]|Net\b/.test(owner) && !/Tokenizer|Processor|Config|FeatureExtractor/.test(owner);
+      }
+    }
+    const name = qualifiedName(file, fn);
+    if (name === null) return false;
+    if (WRAPPERS.test(name)) return positionalArguments(expr).some((a) => isModuleExpr(a, depth + 1));
+    if (name.startsWith('torch.nn.') && /^[A-Z]/.test(lastSegment(name))) return !NOT_CALLABLE_MODULES.test(name);
+    if (name.startsWith('torchvision.models.') || name === 'timm.create_model' || name === 'torch.hub.load') return true;
+    return moduleClasses.has(name);
+  };
+  const assignments = file.nodesOfType('assignment');
+  for (let pass = 0; pass < 2; pass++) {
+    for (const asg of assignments) {
+      const left = childByField(asg, 'left');
+      const key = keyOf(file, left);
+      if (key === null || assigned.has(key)) continue;
+      if (isModuleExpr(childByField(asg, 'right'))) assigned.add(key);
+    }
+  }
+  return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen };
+}
+
+/** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
+function frozenTarget(file: SourceFile, object: SyntaxNode | null): string | null {
+  if (object === null) return null;
+  if (object.type === 'identifier') {
+    // A loop variable over `X.parameters()`: freezing it freezes X.
+    const name = file.textOf(object);
+    for (let p = object.parent; p !== null; p = p.parent) {
+      if (p.type === 'function_definition') break;
+      if (p.type !== 'for_statement') continue;
+      const left = childByField(p, 'left');
+      const right = childByField(p, 'right');
+      if (left === null || right === null || !new RegExp(`\\b${name}\\b`).test(file.textOf(left))) continue;
+      let it: SyntaxNode | null = right;
+      if (it.type === 'call' && /^(enumerate|list|tuple)$/.test(file.textOf(childByField(it, 'function') ?? it))) it = positionalArguments(it)[0] ?? null;
+      if (it?.type !== 'call') return null;
+      const fn = childByField(it, 'function');
+      if (fn?.type !== 'attribute') return null;
+      const attr = childByField(fn, 'attribute');
+      if (attr === null || !/^(parameters|named_parameters)$/.test(file.textOf(attr))) return null;
+      return keyOf(file, childByField(fn, 'object'));
+    }
+  }
+  return keyOf(file, object);
+}
+
+function isModelKeyByName(key: string): boolean {
+  if (CONFIG_OBJECTS.test(key.slice(0, Math.max(0, key.lastIndexOf('.'))))) return false;
+  return looksLikeModelName(lastSegment(key));
+}
+
+/** True when a dotted key names a module in this file. */
+export function isModelKey(file: SourceFile, key: string): boolean {
+  const facts = modelFacts(file);
+  return facts.assigned.has(key) || facts.markerReceivers.has(key) || isModelKeyByName(key);
+}
+
+/** The class a method is defined in, or null. */
+export function enclosingClass(fn: SyntaxNode): SyntaxNode | null {
+  let p = fn.parent;
+  if (p?.type === 'decorated_definition') p = p.parent;
+  if (p?.type !== 'block') return null;
+  return p.parent?.type === 'class_definition' ? p.parent : null;
+}
+
+function className(file: SourceFile, cls: SyntaxNode | null): string | null {
+  const name = cls === null ? null : childByField(cls, 'name');
+  return name === null ? null : file.textOf(name);
+}
+
+/** Inside a method of an nn.Module subclass? (Then `self(x)` is a forward pass.) */
+function inModuleClass(file: SourceFile, node: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null; p = p.parent) {
+    if (p.type === 'class_definition') return modelFacts(file).moduleClasses.has(className(file, p) ?? '');
+  }
+  return false;
+}
+
+/**
+ * The module a call runs, as a dotted key ("model", "self.encoder", "self"), when the call is a forward
+ * pass: `model(x)`, `self.net(x)`, `model.forward(x)`, `self(x)` in a Module. Null otherwise.
+ * `model.generate(...)` is not one: Hugging Face decorates generate() with no_grad itself.
+ */
+export function forwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  if (fn.type === 'identifier') {
+    const name = file.textOf(fn);
+    if (name === 'self') return inModuleClass(file, call) ? 'self' : null;
+    return isModelKey(file, name) ? name : null;
+  }
+  if (fn.type !== 'attribute') return null;
+  const attr = childByField(fn, 'attribute');
+  const object = childByField(fn, 'object');
+  const objectKey = keyOf(file, object);
+  if (attr !== null && file.textOf(attr) === 'forward') {
+    if (objectKey === 'self') return inModuleClass(file, call) ? 'self' : null;
+    return objectKey !== null && isModelKey(file, objectKey) ? objectKey : null;
+  }
+  const key = keyOf(file, fn);
+  return key !== null && isModelKey(file, key) ? key : null;
+}
+
+/** Lightning runs validation/test/predict hooks under no_grad itself. */
+export function isLightningNoGradHook(file: SourceFile, fn: SyntaxNode): boolean {
+  const name = file.textOf(childByField(fn, 'name') ?? fn);
+  if (!/^(validation|test|predict|val)_|^on_(validation|test|predict)/.test(name)) return false;
+  const cls = enclosingClass(fn);
+  return cls !== null && modelFacts(file).lightningClasses.has(className(file, cls) ?? '');
+}
+
+// ---- Gradient computations ---------------------------------------------------------------------
+
+const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer|deepspeed|amp)$/i;
+
+/**
+ * The tensors a backward-like call backpropagates from: `loss.backward()` -> [loss],
+ * `accelerator.backward(loss)` -> [loss], `torch.autograd.grad(out, x)` -> [out]. Null when the call
+ * is not one.
+ */
+export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  const name = qualifiedName(file, fn);
+  if (name === 'torch.autograd.backward' || name === 'torch.autograd.grad' || name === 'autograd.grad' || name === 'autograd.backward') {
+    const first = positionalArguments(call)[0] ?? keywordArgument(file, call, 'outputs') ?? keywordArgument(file, call, 'tensors');
+    return first === undefined || first === null ? [] : [first];
+  }
+  if (fn.type === 'identifier') return null;
+  if (fn.type !== 'attribute') return null;
+  const attr = childByField(fn, 'attribute');
+  const method = attr === null ? '' : file.textOf(attr);
+  const object = childByField(fn, 'object');
+  if (method === 'manual_backward') return positionalArguments(call).slice(0, 1);
+  if (method !== 'backward' || object === null) return null;
+  if (ENGINE_RECEIVER.test(file.textOf(object))) return positionalArguments(call).slice(0, 1);
+  return [object];
+}
+
+/** The call computes or applies gradients (backward, autograd.grad, optimizer.step, zero_grad...). */
+export function isGradientCall(file: SourceFile, call: SyntaxNode): boolean {
+  if (backwardTargets(file, call) !== null) return true;
+  const fn = childByField(call, 'function');
+  if (fn === null) return false;
+  const name = qualifiedName(file, fn) ?? '';
+  if (name.startsWith('torch.autograd.functional.') || name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
+  if (fn.type !== 'attribute') return false;
+  const attr = childByField(fn, 'attribute');
+  const method = attr === null ? '' : file.textOf(attr);
+  const object = childByField(fn, 'object');
+  const receiver = object === null ? '' : file.textOf(object);
+  if (method === 'step') return /optim|opt\b|opt_|_opt|scaler|^opt/i.test(receiver);
+  if (method === 'zero_grad') return true;
+  if (method === 'requires_grad_') return !/False/.test(file.textOf(childByField(call, 'arguments') ?? call));
+  return false;
+}
+
+const gradientScopes = new WeakMap<SourceFile, Map<SyntaxNode, boolean>>();
+
+/**
+ * True when the scope (a function, with nested defs, or the module's top-level code) computes
+ * gradients: backward/autograd.grad/optimizer steps, reads of `.grad`, `requires_grad = True`.
+ */
+export function computesGradients(file: SourceFile, scope: SyntaxNode): boolean {
+  let perFile = gradientScopes.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    gradientScopes.set(file, perFile);
+  }
+  let result = perFile.get(scope);
+  if (result !== undefined) return result;
+  result = false;
+  const inScope = (n: SyntaxNode): boolean => (scope.type === 'module' ? topLevelCode(n) : scope.start <= n.start && n.end <= scope.end);
+  for (const call of file.nodesOfType('call')) {
+    if (call.start < scope.start) continue;
+    if (call.start >= scope.end) break;
+    if (inScope(call) && isGradientCall(file, call)) {
+      result = true;
+      break;
+    }
+  }
+  if (!result) {
+    for (const attr of file.nodesOfType('attribute')) {
+      if (attr.start < scope.start) continue;
+      if (attr.start >= scope.end) break;
+      const name = childByField(attr, 'attribute');
+      if (name === null || !inScope(attr)) continue;
+      const text = file.textOf(name);
+      if (text === 'grad' && attr.field !== 'function' && !/autograd$/.test(file.textOf(childByField(attr, 'object') ?? attr))) {
+        result = true;
+        break;
+      }
+      if (text === 'requires_grad' && attr.field === 'left' && attr.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(attr.parent, 'right') ?? attr))) {
+        result = true;
+        break;
+      }
+    }
+  }
+  perFile.set(scope, result);
+  return result;
+}
+
+/** Not inside any def or class: module-level script code. */
+export function topLevelCode(node: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null; p = p.parent) if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+  return true;
+}
+
+/** The function a node runs in, the module for top-level code, or null in a class body. */
+export function scopeOf(node: SyntaxNode): SyntaxNode | null {
+  for (let p = node.parent; p !== null; p = p.parent) {
+    if (p.type === 'function_definition') return p;
+    if (p.type === 'class_definition') return null;
+    if (p.type === 'module') return p;
+  }
+  return null;
+}

@@ -1,0 +1,222 @@
+// MH001 missing-no-grad: a forward pass in evaluation/inference code while autograd records. Every
+// intermediate activation is then kept for a backward pass that never comes.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import type { Fix, Rule, RuleFinding } from '../types';
+import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
+import { importBindings, qualifiedName } from '../analysis/imports';
+import { computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
+import { flowOf, Taint } from '../analysis/flow';
+
+const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
+const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
+const TEST_TOKENS = new Set(['test', 'testing']);
+const EVAL_DATA = [
+  /(?:^|[^a-z])(?:val|valid|validation|test|testing|eval|evaluation|dev|holdout)_?(?:loader|dataloader|dl|data|dataset|ds|set|iter|iterator|batches|gen|generator|samples|queue)s?(?![a-z])/i,
+  /(?:^|[^a-z])(?:loader|dataloader|dl|ds)s?_(?:val|valid|test|eval|dev)(?![a-z])/i,
+  /\[\s*['"](?:val|valid|validation|test|eval|dev)['"]\s*\]/,
+];
+const TRACING = /(^|\.)(onnx\.export|jit\.trace|jit\.trace_module|export\.export|dynamo_export|fx\.symbolic_trace)$/;
+
+function nameTokens(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/_+/)
+    .filter(Boolean);
+}
+
+interface Marker {
+  readonly offset: number;
+  readonly receiver: string;
+  readonly evaluating: boolean;
+}
+
+interface ScopeInfo {
+  readonly skip: boolean;
+  readonly markers: readonly Marker[];
+  readonly evalName: boolean;
+}
+
+const scopeCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeInfo>>();
+
+function scopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
+  let perFile = scopeCache.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    scopeCache.set(file, perFile);
+  }
+  let info = perFile.get(scope);
+  if (info !== undefined) return info;
+  const markers: Marker[] = [];
+  let tracing = false;
+  const calls = file.nodesOfType('call');
+  for (let i = lowerBound(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) {
+    const call = calls[i];
+    if (scopeOf(call) !== scope) continue;
+    const fn = childByField(call, 'function');
+    if (fn === null) continue;
+    const name = qualifiedName(file, fn);
+    if (name !== null && TRACING.test(name)) tracing = true;
+    if (fn.type !== 'attribute') continue;
+    const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+    if (method !== 'eval' && method !== 'train') continue;
+    const receiver = keyOf(file, childByField(fn, 'object'));
+    if (receiver === null) continue;
+    const args = positionalArguments(call);
+    if (args.length > 1 || (method === 'eval' && args.length > 0)) continue;
+    const mode = args[0] ?? keywordArgument(file, call, 'mode');
+    const evaluating = method === 'eval' || (mode !== null && file.textOf(mode) === 'False');
+    markers.push({ offset: call.start, receiver, evaluating });
+  }
+  info = { skip: tracing || computesGradients(file, scope) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
+  perFile.set(scope, info);
+  return info;
+}
+
+function lowerBound(nodes: readonly SyntaxNode[], offset: number): number {
+  let lo = 0;
+  let hi = nodes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (nodes[mid].start < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
+  const tokens = nameTokens(file.textOf(childByField(fn, 'name') ?? fn));
+  if (!tokens.some((t) => EVAL_TOKENS.has(t)) || tokens.some((t) => TRAINING_TOKENS.has(t))) return false;
+  // pytest/unittest functions named test_* check behaviour (shapes, gradients), not evaluation loops.
+  if (tokens.some((t) => TEST_TOKENS.has(t)) && !tokens.some((t) => EVAL_TOKENS.has(t) && !TEST_TOKENS.has(t))) {
+    if (isTestSuite(file) || hasAssert(fn)) return false;
+  }
+  return true;
+}
+
+/** A unit test (pytest/unittest): it checks behaviour, memory during a test is not the point. */
+function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
+  if (scope.type !== 'function_definition') return false;
+  const tokens = nameTokens(file.textOf(childByField(scope, 'name') ?? scope));
+  return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope));
+}
+
+function isTestSuite(file: SourceFile): boolean {
+  const imports = importBindings(file);
+  for (const b of imports.values()) if (/^(pytest|unittest|hypothesis)(\.|$)/.test(b.qualified)) return true;
+  return file.nodesOfType('class_definition').some((c) => /TestCase/.test(file.textOf(childByField(c, 'superclasses') ?? c)));
+}
+
+function hasAssert(fn: SyntaxNode): boolean {
+  const body = childByField(fn, 'body');
+  if (body === null) return false;
+  const stack = [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'assert_statement') return true;
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
+}
+
+type EvalContext = { readonly kind: 'eval-mode'; readonly marker: Marker } | { readonly kind: 'name' | 'loader' };
+
+function evalContext(file: SourceFile, info: ScopeInfo, call: SyntaxNode, receiver: string): EvalContext | null {
+  // The latest .eval()/.train() on this module (or on a module containing it) before the call.
+  let latest: Marker | null = null;
+  for (const m of info.markers) {
+    if (m.offset >= call.start) break;
+    if (m.receiver === receiver || receiver.startsWith(`${m.receiver}.`)) latest = m;
+  }
+  if (latest !== null) return latest.evaluating ? { kind: 'eval-mode', marker: latest } : null;
+  for (const loop of enclosingLoops(call)) {
+    if (loop.type !== 'for_statement') continue;
+    const iterable = childByField(loop, 'right');
+    if (iterable !== null && EVAL_DATA.some((re) => re.test(file.textOf(iterable)))) return { kind: 'loader' };
+  }
+  return info.evalName ? { kind: 'name' } : null;
+}
+
+/** The function returns a value with autograd history: its caller may well backpropagate it. */
+function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
+  const flow = flowOf(file, scope);
+  const body = childByField(scope, 'body');
+  if (body === null) return false;
+  const stack = [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    if (n.type === 'return_statement' || n.type === 'yield') {
+      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
+}
+
+function isFrozen(file: SourceFile, receiver: string): boolean {
+  const frozen = modelFacts(file).frozen;
+  if (frozen.size === 0) return false;
+  for (const f of frozen) if (receiver === f || receiver.startsWith(`${f}.`)) return true;
+  return false;
+}
+
+function torchName(file: SourceFile): string | null {
+  for (const b of importBindings(file).values()) if (b.qualified === 'torch' && b.statement.type === 'import_statement') return b.local;
+  return null;
+}
+
+function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
+  if (scope.type !== 'function_definition' || scope.children[0]?.type === 'async') return null;
+  const torch = torchName(file);
+  if (torch === null) return null;
+  const line = file.lineOf(scope.start);
+  const lineStart = file.lineStarts[line];
+  const indent = /^[ \t]*/.exec(file.lineText(line))?.[0] ?? '';
+  if (lineStart + indent.length !== scope.start) return null; // `def` not at the start of its line
+  const eol = file.text.includes('\r\n') ? '\r\n' : '\n';
+  const name = file.textOf(childByField(scope, 'name') ?? scope);
+  return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
+}
+
+function check(file: SourceFile): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  const reported = new Set<SyntaxNode>();
+  for (const call of file.nodesOfType('call')) {
+    const receiver = forwardReceiver(file, call);
+    if (receiver === null) continue;
+    const scope = scopeOf(call);
+    if (scope === null || reported.has(scope)) continue;
+    const info = scopeInfo(file, scope);
+    if (info.skip) continue;
+    const context = evalContext(file, info, call, receiver);
+    if (context === null) continue;
+    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
+    if (context.kind === 'name' && returnsGraph(file, scope)) continue;
+    if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) continue;
+    reported.add(scope);
+    const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
+    const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
+    findings.push({
+      start: call.start,
+      end: call.end,
+      message:
+        `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
+        `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).`,
+      fix: decoratorFix(file, scope),
+    });
+  }
+  return findings;
+}
+
+export const missingNoGrad: Rule = {
+  code: 'MH001',
+  name: 'missing-no-grad',
+  severity: 'warning',
+  summary: 'Forward pass in evaluation/inference code without torch.no_grad()/inference_mode(): activations are kept for a backward that never runs.',
+  check,
+};
+
+export const rule = missingNoGrad;

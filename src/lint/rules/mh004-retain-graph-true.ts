@@ -1,0 +1,177 @@
+// MH004 retain-graph-true: `backward(retain_graph=True)` keeps the graph's saved activations after the
+// backward pass. Flagged only when nothing can backpropagate through that graph again: no later
+// backward in the scope or loop, no history shared across iterations, no graph handed elsewhere.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import type { Rule, RuleFinding } from '../types';
+import { enclosingLoops, keywordArgument } from '../analysis/context';
+import { backwardTargets, keyOf, scopeOf } from '../analysis/models';
+import { dominates, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+
+function retainGraphArgument(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  const args = childByField(call, 'arguments');
+  for (const a of args?.children ?? []) {
+    if (a.type !== 'keyword_argument') continue;
+    const name = childByField(a, 'name');
+    const value = childByField(a, 'value');
+    if (name !== null && value !== null && file.textOf(name) === 'retain_graph' && file.textOf(value) === 'True') return a;
+  }
+  return null;
+}
+
+function within(outer: SyntaxNode, inner: SyntaxNode): boolean {
+  return outer.start <= inner.start && inner.end <= outer.end;
+}
+
+/** Another backward-like call in the scope after `call`, or anywhere in a loop body around it. */
+function anotherBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, loops: readonly SyntaxNode[]): boolean {
+  for (const other of file.nodesOfType('call')) {
+    if (other === call || other.start < scope.start) continue;
+    if (other.start >= scope.end) break;
+    if (backwardTargets(file, other) === null) continue;
+    if (other.start > call.start && within(scope, other)) return true;
+    if (loops.some((l) => within(childByField(l, 'body') ?? l, other))) return true;
+  }
+  return false;
+}
+
+/**
+ * Does the backpropagated value depend on history from before this iteration: a tensor with history
+ * computed before the loop, a value carried from the previous iteration, or an iterable of such tensors?
+ */
+function sharesHistoryAcrossIterations(flow: ScopeFlow, roots: readonly SyntaxNode[], loop: SyntaxNode): boolean {
+  const file = flow.file;
+  const body = childByField(loop, 'body');
+  if (body === null) return true;
+  const seen = new Set<Def>();
+  const queue: SyntaxNode[] = roots.flatMap((r) => flow.dataKeys(r));
+  let steps = 0;
+  while (queue.length > 0 && steps++ < 500) {
+    const use = queue.pop()!;
+    const key = keyOf(file, use);
+    if (key === null) continue;
+    const all = flow.defs.get(key) ?? [];
+    if (all.length === 0 || all.every((d) => d.kind === 'param')) {
+      // A parameter, free name or attribute read as data in the loop: it may hold a graph built before it.
+      if (isTensorOperand(file, use) && flow.taintOf(use) !== Taint.Clean) return true;
+      continue;
+    }
+    const reaching = flow.reachingDefs(key, use);
+    // Carried from the previous iteration: defined later in the loop body than this use.
+    // (a def in a branch, `if step % k == 0: h = h.detach()`, does not cut the carry on every path).
+    // The loop's own target is rebound every iteration.
+    const reachesInBody = reaching.some((d) => (d.kind === 'for' ? d.stmt === loop : within(body, d.stmt) && d.kind !== 'store' && d.kind !== 'aug' && dominates(d, use)));
+    if (!reachesInBody) {
+      for (const d of all) {
+        if (within(body, d.stmt) && d.effective > use.start && d.kind !== 'store' && flow.taintOfDef(d) !== Taint.Clean) return true;
+      }
+    }
+    for (const d of reaching) {
+      if (seen.has(d)) continue;
+      seen.add(d);
+      if (d.kind === 'for' && d.stmt === loop) {
+        if (flow.taintOf(d.value) === Taint.Tainted) return true; // `for loss in losses:`
+        continue;
+      }
+      if (!within(body, d.stmt)) {
+        if (flow.taintOfDef(d) === Taint.Tainted) return true; // `feats = backbone(x)` before the loop
+        continue;
+      }
+      if (flow.taintOfDef(d) === Taint.Clean) continue; // `hidden = hidden.detach()` cuts the history
+      queue.push(...flow.dataKeys(d.value));
+    }
+  }
+  return false;
+}
+
+// Arguments that configure a conversion rather than feed data: `x.to(device)`, `x.view(n, -1)`.
+const CONFIG_METHODS = new Set(['to', 'cuda', 'cpu', 'type', 'view', 'reshape', 'expand', 'repeat', 'permute', 'size', 'narrow', 'float', 'long', 'half', 'contiguous', 'unsqueeze', 'squeeze', 'flatten', 'transpose']);
+
+function isTensorOperand(file: SourceFile, use: SyntaxNode): boolean {
+  const parent = use.parent;
+  if (parent === null) return true;
+  if (parent.type === 'keyword_argument') return false;
+  if (parent.type === 'argument_list') {
+    const fn = parent.parent === null ? null : childByField(parent.parent, 'function');
+    if (fn?.type === 'attribute' && CONFIG_METHODS.has(file.textOf(childByField(fn, 'attribute') ?? fn))) return false;
+  }
+  return true;
+}
+
+/**
+ * Outside loops: can a later backward elsewhere reach this graph? When it was built from attributes or
+ * free variables (`self.fake_B`), or the function hands a tensor with history out (return, attribute,
+ * container), another backward (in a caller, another method) may reuse it.
+ */
+function graphEscapes(flow: ScopeFlow, roots: readonly SyntaxNode[]): boolean {
+  const file = flow.file;
+  const seenKeys = new Set<string>();
+  const queue: SyntaxNode[] = roots.flatMap((r) => flow.dataKeys(r));
+  let steps = 0;
+  while (queue.length > 0 && steps++ < 500) {
+    const use = queue.pop()!;
+    const key = keyOf(file, use);
+    if (key === null || seenKeys.has(key)) continue;
+    seenKeys.add(key);
+    const defs = flow.reachingDefs(key, use);
+    if (defs.length === 0) {
+      if (flow.taintOf(use) !== Taint.Clean) return true;
+      continue;
+    }
+    for (const d of defs) if (d.kind !== 'param' && flow.taintOfDef(d) !== Taint.Clean) queue.push(...flow.dataKeys(d.value));
+  }
+  // Tensors with history handed out of the function.
+  const body = flow.scope.type === 'function_definition' ? childByField(flow.scope, 'body') : flow.scope;
+  const stack = body === null ? [] : [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    if ((n.type === 'return_statement' || n.type === 'yield') && flow.scope.type === 'function_definition') {
+      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
+    }
+    if (n.type === 'assignment') {
+      const left = childByField(n, 'left');
+      if ((left?.type === 'attribute' || left?.type === 'subscript') && flow.taintOf(childByField(n, 'right')) === Taint.Tainted) return true;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  for (const defs of flow.defs.values()) for (const d of defs) if (d.kind === 'store' && flow.taintOfDef(d) === Taint.Tainted) return true;
+  return false;
+}
+
+function check(file: SourceFile): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  for (const call of file.nodesOfType('call')) {
+    const argument = retainGraphArgument(file, call);
+    if (argument === null) continue;
+    const targets = backwardTargets(file, call);
+    if (targets === null || targets.length === 0) continue;
+    const createGraph = keywordArgument(file, call, 'create_graph');
+    if (createGraph !== null && file.textOf(createGraph) !== 'False') continue;
+    const scope = scopeOf(call);
+    if (scope === null) continue;
+    const loops = enclosingLoops(call);
+    if (anotherBackward(file, scope, call, loops)) continue;
+    const flow = flowOf(file, scope);
+    if (loops.length > 0 ? sharesHistoryAcrossIterations(flow, targets, loops[0]) : graphEscapes(flow, targets)) continue;
+    findings.push({
+      start: argument.start,
+      end: argument.end,
+      message:
+        '`retain_graph=True` keeps this graph and its saved activations allocated after backward, but nothing backpropagates through it again. ' +
+        'Remove it; if it silenced "Trying to backward through the graph a second time", detach the state carried between iterations instead.',
+      fix: null,
+    });
+  }
+  return findings;
+}
+
+export const retainGraphTrue: Rule = {
+  code: 'MH004',
+  name: 'retain-graph-true',
+  severity: 'warning',
+  summary: 'backward(retain_graph=True) with no later backward through the same graph keeps its activations alive.',
+  check,
+};
+
+export const rule = retainGraphTrue;

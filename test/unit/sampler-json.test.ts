@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { seriesToJSON, type SamplerSeries } from '../../src/sampler';
+import { toOsTimeline } from '../../src/sampler/os-timeline';
 
 function series(rss: number[], gpuProcess: number[] | null = null): SamplerSeries {
   return {
@@ -54,5 +55,31 @@ describe('seriesToJSON', () => {
     const round = JSON.parse(JSON.stringify(j)) as typeof j;
     assert.deepEqual(round.gpuProcessBytes, [7, null]);
     assert.equal(round.gpuTotalBytes, 1e12);
+  });
+});
+
+describe('toOsTimeline', () => {
+  it('carries the series, GPU figures and the reasons as notes', () => {
+    const s = series([10, 20, 30], [5, 6, 7]);
+    s.gpu = { available: true, device: 'X', processSeen: false };
+    const tl = toOsTimeline({ fallbackReason: undefined }, seriesToJSON(s))!;
+    assert.deepEqual(tl.rssBytes, [10, 20, 30]);
+    assert.deepEqual(tl.gpuUsedBytes, [105, 106, 107]);
+    assert.deepEqual(tl.gpuProcessBytes, [5, 6, 7]);
+    assert.equal(tl.gpuTotalBytes, 1e12);
+    assert.equal(tl.gpuDevice, 'X');
+    assert.equal(tl.startedAtEpochMs, 1e12);
+    assert.equal(tl.peakRssBytes, 30);
+    assert.ok(tl.notes?.some((n) => /never appeared in NVML/.test(n)));
+  });
+
+  it('omits a GPU-used series with failed readings and says so; notes the JS fallback', () => {
+    const tl = toOsTimeline({ fallbackReason: 'addon not built' }, seriesToJSON(series([1, 2], [Number.NaN, 1])))!;
+    assert.equal(tl.gpuUsedBytes, undefined);
+    assert.ok(tl.notes?.some((n) => /GPU used series omitted: 1 of 2 NVML readings failed/.test(n)));
+    assert.ok(tl.notes?.some((n) => /native addon unavailable: addon not built/.test(n)));
+    const none = toOsTimeline({ fallbackReason: undefined }, seriesToJSON(series([1])));
+    assert.ok(none?.notes?.some((n) => /GPU memory not sampled: none/.test(n)));
+    assert.equal(toOsTimeline({ fallbackReason: undefined }, seriesToJSON(series([]))), undefined);
   });
 });

@@ -342,8 +342,8 @@ export function enclosingStepLoop(file: SourceFile, node: SyntaxNode): SyntaxNod
 }
 
 /**
- * True when `node` runs once per step only in rare branches: under `except` (OOM recovery) or an `if`
- * whose test is periodic (`step % 100 == 0`), between the node and `loop`.
+ * True when `node` runs only on some steps: under `except` (OOM recovery) or an `if` whose test picks
+ * steps (`step % 100 == 0`, `step == 0`), between the node and `loop`.
  */
 export function isOccasionalInLoop(file: SourceFile, node: SyntaxNode, loop: SyntaxNode): boolean {
   let child = node;
@@ -351,7 +351,8 @@ export function isOccasionalInLoop(file: SourceFile, node: SyntaxNode, loop: Syn
     if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
     if ((p.type === 'if_statement' || p.type === 'elif_clause') && child.field === 'consequence') {
       const cond = childByField(p, 'condition');
-      if (cond !== null && /%|out of memory|OutOfMemory|\boom\b/i.test(file.textOf(cond))) return true;
+      // `step % 100 == 0`, `num_updates == 0` (first step only), OOM recovery.
+      if (cond !== null && /%|[^=!<>]==[^=]|out of memory|OutOfMemory|\boom\b/i.test(file.textOf(cond))) return true;
     }
   }
   return false;

@@ -1,0 +1,202 @@
+// Which expressions a name may hold where it is used: a small, scope-aware, flow-insensitive value
+// lookup. It follows assignments in the nearest scope that assigns the name, tuple unpacking of literals
+// and of local functions' returns, and parameters through the call sites in this file. Anything it
+// cannot see (imports, attributes of unknown objects, *args) makes the answer null: callers that need
+// precision treat null as "unknown" and stay silent.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { calleeMethod } from './imports';
+import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
+
+const MAX_DEPTH = 6;
+
+interface Target {
+  readonly assign: SyntaxNode;
+  /** Position in an unpacking target (`a, b = ...`), or null for a plain target. */
+  readonly index: number | null;
+  readonly left: SyntaxNode;
+}
+
+interface Facts {
+  /** Targets by bound name; attribute targets under their full text (`self.loader`). */
+  readonly targets: Map<string, Target[]>;
+  readonly functions: Map<string, SyntaxNode[]>;
+}
+
+const cache = new WeakMap<SourceFile, Facts>();
+
+function facts(file: SourceFile): Facts {
+  const hit = cache.get(file);
+  if (hit !== undefined) return hit;
+  const targets = new Map<string, Target[]>();
+  const add = (key: string, t: Target): void => {
+    const list = targets.get(key);
+    if (list === undefined) targets.set(key, [t]);
+    else list.push(t);
+  };
+  for (const assign of file.nodesOfType('assignment')) {
+    const left = childByField(assign, 'left');
+    if (left === null) continue;
+    if (left.type === 'identifier') add(file.textOf(left), { assign, index: null, left });
+    else if (left.type === 'attribute') add(file.textOf(left).replace(/\s+/g, ''), { assign, index: null, left });
+    else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
+      const parts = left.children.filter((c) => c.named && c.type !== 'comment');
+      parts.forEach((p, index) => {
+        if (p.type === 'identifier') add(file.textOf(p), { assign, index, left: p });
+      });
+    }
+  }
+  const functions = new Map<string, SyntaxNode[]>();
+  for (const def of file.nodesOfType('function_definition')) {
+    const name = childByField(def, 'name');
+    if (name === null) continue;
+    const list = functions.get(file.textOf(name));
+    if (list === undefined) functions.set(file.textOf(name), [def]);
+    else list.push(def);
+  }
+  const result = { targets, functions };
+  cache.set(file, result);
+  return result;
+}
+
+/** Parameter names of a def in order (empty string for splats and unnamed entries). */
+export function parameterNames(file: SourceFile, def: SyntaxNode): string[] {
+  const params = childByField(def, 'parameters');
+  if (params === null) return [];
+  const out: string[] = [];
+  for (const p of params.children) {
+    if (!p.named || p.type === 'comment') continue;
+    if (p.type === 'identifier') out.push(file.textOf(p));
+    else if (p.type === 'default_parameter' || p.type === 'typed_default_parameter' || p.type === 'typed_parameter') {
+      const name = childByField(p, 'name') ?? p.children.find((c) => c.type === 'identifier') ?? null;
+      out.push(name === null ? '' : file.textOf(name));
+    } else out.push('');
+  }
+  return out;
+}
+
+function defaultValue(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode | null {
+  const params = childByField(def, 'parameters');
+  for (const p of params?.children ?? []) {
+    if (p.type !== 'default_parameter' && p.type !== 'typed_default_parameter') continue;
+    const n = childByField(p, 'name');
+    if (n !== null && file.textOf(n) === name) return childByField(p, 'value');
+  }
+  return null;
+}
+
+/**
+ * Expressions `node` (an identifier or attribute) may hold where it appears, or null when unknown.
+ */
+export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxNode[] | null {
+  if (depth > MAX_DEPTH) return null;
+  const f = facts(file);
+  if (node.type === 'attribute') {
+    const list = f.targets.get(file.textOf(node).replace(/\s+/g, '')) ?? [];
+    if (list.length === 0) return null;
+    return collect(list.map((t) => rhsOf(file, f, t)));
+  }
+  if (node.type !== 'identifier') return null;
+  const key = file.textOf(node);
+  const all = (f.targets.get(key) ?? []).filter((t) => t.left.type === 'identifier');
+  for (const scope of [...enclosingFunctions(node), null]) {
+    const here = all.filter((t) => enclosingFunction(t.assign) === scope);
+    if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t)));
+    if (scope !== null && parameterNames(file, scope).includes(key)) return parameterValues(file, scope, key, depth);
+  }
+  return null;
+}
+
+function collect(parts: readonly (SyntaxNode[] | null)[]): SyntaxNode[] | null {
+  const out: SyntaxNode[] = [];
+  for (const p of parts) {
+    if (p === null) return null;
+    out.push(...p);
+  }
+  return out;
+}
+
+function elements(node: SyntaxNode): SyntaxNode[] | null {
+  if (node.type === 'tuple' || node.type === 'list' || node.type === 'expression_list') return node.children.filter((c) => c.named && c.type !== 'comment');
+  if (node.type === 'parenthesized_expression') {
+    const inner = node.children.find((c) => c.named && c.type !== 'comment');
+    return inner === undefined ? null : elements(inner);
+  }
+  return null;
+}
+
+function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
+  const right = childByField(t.assign, 'right');
+  if (right === null) return null;
+  if (t.index === null) return [right];
+  const direct = elements(right);
+  if (direct !== null) return direct[t.index] === undefined ? null : [direct[t.index]];
+  // `train_loader, val_loader = prepare_dataloader(...)`: the matching element of each return.
+  if (right.type !== 'call') return null;
+  const fn = childByField(right, 'function');
+  if (fn === null || fn.type !== 'identifier') return null;
+  const defs = f.functions.get(file.textOf(fn));
+  if (defs === undefined || defs.length !== 1) return null;
+  const out: SyntaxNode[] = [];
+  for (const ret of file.nodesOfType('return_statement')) {
+    if (enclosingFunction(ret) !== defs[0]) continue;
+    const value = ret.children.find((c) => c.named && c.type !== 'comment');
+    const parts = value === undefined ? null : elements(value);
+    if (parts === null || parts[t.index] === undefined) return null;
+    out.push(parts[t.index]);
+  }
+  return out.length === 0 ? null : out;
+}
+
+/** What the file's call sites pass for parameter `name` of `def` (and its default where one is omitted). */
+function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth: number): SyntaxNode[] | null {
+  const defName = childByField(def, 'name');
+  if (defName === null) return null;
+  const fnName = file.textOf(defName);
+  const index = parameterNames(file, def).indexOf(name);
+  const isMethod = def.parent !== null && def.parent.type === 'block' && def.parent.parent?.type === 'class_definition';
+  const fallback = defaultValue(file, def, name);
+  const out: SyntaxNode[] = [];
+  let sites = 0;
+  for (const call of file.nodesOfType('call')) {
+    if (calleeMethod(file, call) !== fnName) continue;
+    const fn = childByField(call, 'function');
+    if (fn === null) continue;
+    const args = childByField(call, 'arguments');
+    if (args === null || args.type !== 'argument_list') continue;
+    if (args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
+    const offset = isMethod && fn.type === 'attribute' ? 1 : 0;
+    const arg = keywordArgument(file, call, name) ?? positionalArguments(call)[index - offset] ?? null;
+    if (arg === null) continue; // `model.train()`: a same-named method elsewhere, or the default
+    sites++;
+    if (arg.type === 'identifier' || arg.type === 'attribute') {
+      const inner = valuesOf(file, arg, depth + 1);
+      if (inner === null) return null;
+      out.push(...inner);
+    } else out.push(arg);
+  }
+  if (sites === 0) return fallback === null ? null : [fallback];
+  if (fallback !== null) out.push(fallback);
+  return out;
+}
+
+/** Values a `NAME["key"]` subscript may hold when NAME is a dict literal. Null when unknown. */
+export function subscriptValues(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxNode[] | null {
+  if (node.type !== 'subscript' || depth > MAX_DEPTH) return null;
+  const value = childByField(node, 'value');
+  const sub = childByField(node, 'subscript');
+  if (value === null || sub === null || sub.type !== 'string') return null;
+  const dicts = value.type === 'dictionary' ? [value] : valuesOf(file, value, depth + 1);
+  if (dicts === null) return null;
+  const key = file.textOf(sub).slice(1, -1);
+  const out: SyntaxNode[] = [];
+  for (const d of dicts) {
+    if (d.type !== 'dictionary') return null;
+    for (const pair of d.children) {
+      if (pair.type !== 'pair') continue;
+      const k = childByField(pair, 'key');
+      const v = childByField(pair, 'value');
+      if (k !== null && v !== null && k.type === 'string' && file.textOf(k).slice(1, -1) === key) out.push(v);
+    }
+  }
+  return out.length === 0 ? null : out;
+}

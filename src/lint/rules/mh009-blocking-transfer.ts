@@ -1,0 +1,356 @@
+// MH009 blocking-transfer: host-to-GPU copies of batch data that serialise with the step.
+//  (a) `.to(device)` / `.cuda()` of a batch from a DataLoader built with `pin_memory=True`, without
+//      `non_blocking=True`: the copy could overlap with compute but blocks the host instead;
+//  (b) a DataLoader whose batches a training loop moves to CUDA, built without `pin_memory`: every copy
+//      goes through a pageable staging buffer and cannot be asynchronous at all.
+// Both need the loader's construction and the transfer in this file; anything less stays silent.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { calleeMethod, calleeName } from '../analysis/imports';
+import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
+import { subscriptValues, valuesOf } from '../analysis/values';
+import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
+import { isTrainingLoop, loopIterable } from '../analysis/steps';
+import type { Rule, RuleFinding } from '../types';
+
+const DATALOADERS = new Set([
+  'torch.utils.data.DataLoader',
+  'torch.utils.data.dataloader.DataLoader',
+  // torch DataLoader subclasses that take pin_memory the same way
+  'torch_geometric.loader.DataLoader',
+  'torch_geometric.data.DataLoader',
+  'torch_geometric.loader.NeighborLoader',
+]);
+const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
+const COMPREHENSIONS = new Set(['list_comprehension', 'dictionary_comprehension', 'set_comprehension', 'generator_expression']);
+const DTYPE = /^torch\.(float|half|bfloat|double|int|long|short|uint|bool|complex|cfloat|chalf)\w*$/;
+const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track)$/;
+
+type Pinned = 'yes' | 'no' | 'unknown';
+
+interface Loader {
+  readonly calls: readonly SyntaxNode[];
+  readonly pinned: Pinned;
+}
+
+const MAX_DEPTH = 6;
+
+function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
+  const name = calleeName(file, call);
+  return name !== null && DATALOADERS.has(name);
+}
+
+function merge(results: readonly Loader[]): Loader | null {
+  if (results.length === 0) return null;
+  const pins = new Set(results.map((r) => r.pinned));
+  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown' };
+}
+
+/** The DataLoader construction(s) an expression evaluates to (through tqdm/enumerate and names), or null. */
+function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | null {
+  if (depth > MAX_DEPTH) return null;
+  let v: SyntaxNode | null = value;
+  while (v !== null && v.type === 'call') {
+    if (isDataLoader(file, v)) return { calls: [v], pinned: pinnedOf(file, v) };
+    const name = calleeName(file, v);
+    if (name === null || !WRAPPERS.test(name)) return null;
+    v = positionalArguments(v)[0] ?? null;
+  }
+  if (v === null || (v.type !== 'identifier' && v.type !== 'attribute')) return null;
+  const values = valuesOf(file, v);
+  if (values === null) return null;
+  const loaders: Loader[] = [];
+  for (const x of values) {
+    const l = loaderOf(file, x, depth + 1);
+    if (l === null) return null;
+    loaders.push(l);
+  }
+  return merge(loaders);
+}
+
+function pinnedOf(file: SourceFile, call: SyntaxNode): Pinned {
+  const pin = keywordArgument(file, call, 'pin_memory');
+  if (pin !== null) return file.textOf(pin) === 'True' ? 'yes' : 'unknown';
+  const args = argumentNodes(call);
+  if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
+  if (positionalArguments(call).length >= 8) return 'unknown'; // pin_memory is the 8th positional parameter
+  let state: Pinned = 'no';
+  for (const splat of args.filter((a) => a.type === 'dictionary_splat')) {
+    const inner = splat.children.find((c) => c.named);
+    const s = inner === undefined ? 'unknown' : dictPinned(file, inner, 0);
+    if (s === 'unknown') return 'unknown';
+    if (s === 'yes') state = 'yes';
+  }
+  return state;
+}
+
+function combine(states: readonly Pinned[]): Pinned {
+  if (states.includes('unknown')) return 'unknown';
+  return states.includes('yes') ? 'yes' : 'no';
+}
+
+/**
+ * What a `**kwargs` expression says about pin_memory: dict literals, `dict(...)`, conditionals of them,
+ * names bound to them, and `.update(...)`s of that name in the same function.
+ */
+function dictPinned(file: SourceFile, v: SyntaxNode, depth: number): Pinned {
+  if (depth > MAX_DEPTH) return 'unknown';
+  if (v.type === 'dictionary') {
+    let state: Pinned = 'no';
+    for (const c of v.children) {
+      if (c.type === 'dictionary_splat') return 'unknown';
+      if (c.type !== 'pair') continue;
+      const k = childByField(c, 'key');
+      const value = childByField(c, 'value');
+      if (k === null || value === null) return 'unknown';
+      if (/^['"]pin_memory['"]$/.test(file.textOf(k))) {
+        if (file.textOf(value) !== 'True') return 'unknown';
+        state = 'yes';
+      }
+    }
+    return state;
+  }
+  if (v.type === 'conditional_expression') {
+    // `{'pin_memory': True} if args.cuda else {}`: pinned whenever CUDA is used.
+    const branches = v.children.filter((c) => c.named);
+    if (branches.length !== 3) return 'unknown';
+    return combine([dictPinned(file, branches[0], depth + 1), dictPinned(file, branches[2], depth + 1)]);
+  }
+  if (v.type === 'call' && calleeName(file, v) === 'dict' && positionalArguments(v).length === 0) {
+    const pin = keywordArgument(file, v, 'pin_memory');
+    if (pin === null) return hasSplat(v) ? 'unknown' : 'no';
+    return file.textOf(pin) === 'True' ? 'yes' : 'unknown';
+  }
+  if (v.type !== 'identifier') return 'unknown';
+  const values = valuesOf(file, v);
+  if (values === null) return 'unknown';
+  const states = values.map((x) => dictPinned(file, x, depth + 1));
+  // `train_kwargs.update(cuda_kwargs)` in a function that binds the dict.
+  const key = file.textOf(v);
+  const scopes = new Set(values.map((x) => enclosingFunction(x)));
+  for (const call of file.nodesOfType('call')) {
+    if (calleeMethod(file, call) !== 'update' || !scopes.has(enclosingFunction(call))) continue;
+    const fn = childByField(call, 'function');
+    const obj = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
+    if (obj === null || file.textOf(obj) !== key) continue;
+    for (const arg of argumentNodes(call) ?? []) {
+      if (arg.type === 'keyword_argument') {
+        const k = childByField(arg, 'name');
+        const value = childByField(arg, 'value');
+        if (k !== null && value !== null && file.textOf(k) === 'pin_memory') states.push(file.textOf(value) === 'True' ? 'yes' : 'unknown');
+      } else states.push(dictPinned(file, arg, depth + 1));
+    }
+  }
+  return combine(states);
+}
+
+/** The loader a for-loop walks (through enumerate/tqdm and `it = tqdm(enumerate(loader))` aliases), or null. */
+function loaderOfLoop(file: SourceFile, loop: SyntaxNode): { loader: Loader; enumerated: boolean } | null {
+  const found = loopIterable(file, loop);
+  if (found === null) return null;
+  const it = found.iterable;
+  if (it.type !== 'identifier' && it.type !== 'attribute') return null;
+  const loader = loaderOf(file, it, 0);
+  if (loader === null) return null;
+  let enumerated = found.enumerated;
+  if (!enumerated && it.type === 'identifier') {
+    // `pbar = tqdm(enumerate(train_loader))` then `for step, (x, y) in pbar`.
+    for (const v of valuesOf(file, it) ?? []) if (/\benumerate\s*\(/.test(file.textOf(v))) enumerated = true;
+  }
+  return { loader, enumerated };
+}
+
+function patternNames(file: SourceFile, node: SyntaxNode, out: Set<string>): void {
+  if (node.type === 'identifier') out.add(file.textOf(node));
+  else if (node.type === 'pattern_list' || node.type === 'tuple_pattern' || node.type === 'list_pattern' || node.type === 'tuple' || node.type === 'list' || node.type === 'parenthesized_expression') {
+    for (const c of node.children) if (c.named) patternNames(file, c, out);
+  }
+}
+
+/** Names bound to batch data by the loop header, and whether the loop variable is the whole batch. */
+function batchNames(file: SourceFile, loop: SyntaxNode, enumerated: boolean): { names: Set<string>; whole: Set<string> } {
+  const names = new Set<string>();
+  const whole = new Set<string>();
+  let left = childByField(loop, 'left');
+  if (left !== null && enumerated) {
+    const parts = left.children.filter((c) => c.named);
+    left = (left.type === 'pattern_list' || left.type === 'tuple_pattern') && parts.length === 2 ? parts[1] : null;
+  }
+  if (left === null) return { names, whole };
+  if (left.type === 'identifier') whole.add(file.textOf(left));
+  patternNames(file, left, names);
+  return { names, whole };
+}
+
+/** Batch variable (or `batch[...]`, `batch.x`) at the root of an expression, or null. */
+function batchRoot(file: SourceFile, node: SyntaxNode, names: ReadonlySet<string>): string | null {
+  let n = node;
+  while (n.type === 'subscript' || n.type === 'attribute') {
+    const inner = childByField(n, n.type === 'subscript' ? 'value' : 'object');
+    if (inner === null) return null;
+    n = inner;
+  }
+  if (n.type !== 'identifier') return null;
+  const name = file.textOf(n);
+  return names.has(name) ? name : null;
+}
+
+/** Is `receiver` (an identifier) a comprehension variable over batch data? (`{k: v.to(d) for k, v in batch.items()}`) */
+function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlySet<string>, stop: SyntaxNode): boolean {
+  const name = file.textOf(receiver);
+  for (let p = receiver.parent; p !== null && p !== stop; p = p.parent) {
+    if (!COMPREHENSIONS.has(p.type)) continue;
+    for (const clause of p.children) {
+      if (clause.type !== 'for_in_clause') continue;
+      const left = childByField(clause, 'left');
+      let right = childByField(clause, 'right');
+      if (left === null || right === null) continue;
+      const bound = new Set<string>();
+      patternNames(file, left, bound);
+      if (!bound.has(name)) continue;
+      if (right.type === 'call') {
+        const m = calleeMethod(file, right);
+        const fn = childByField(right, 'function');
+        if ((m === 'items' || m === 'values') && fn !== null && fn.type === 'attribute') right = childByField(fn, 'object');
+        else return false;
+      }
+      return right !== null && batchRoot(file, right, names) !== null;
+    }
+  }
+  return false;
+}
+
+interface Transfer {
+  readonly call: SyntaxNode;
+  /** The whole loop variable (maybe not a tensor: BatchEncoding, PyG Batch): no autofix. */
+  readonly wholeBatch: boolean;
+  readonly cuda: boolean | null;
+}
+
+/** Literal device of a `.to()` target: 'cuda', 'cpu', 'mps'..., or null when not a literal. */
+function literalDevice(file: SourceFile, arg: SyntaxNode): string | null {
+  let n = arg;
+  if (n.type === 'call' && calleeName(file, n) === 'torch.device') {
+    const first = positionalArguments(n)[0];
+    if (first === undefined) return null;
+    n = first;
+  }
+  if (n.type !== 'string') return null;
+  const m = /^[rRbBuUfF]*(['"])([a-z]+)/.exec(file.textOf(n));
+  return m === null ? null : m[2];
+}
+
+/**
+ * True when the target is visibly CUDA: a 'cuda' literal, `torch.device("cuda" if ... else "cpu")` (CUDA
+ * whenever there is one), or a name / `CFG["device"]` whose values say so.
+ */
+function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
+  if (depth > MAX_DEPTH) return false;
+  const literal = literalDevice(file, arg);
+  if (literal !== null) return literal === 'cuda';
+  if (arg.type === 'string') return false;
+  if (/['"]cuda/.test(file.textOf(arg))) return true;
+  if (arg.type === 'call' && calleeName(file, arg) === 'torch.device') {
+    const first = positionalArguments(arg)[0];
+    return first !== undefined && isCudaDevice(file, first, depth + 1);
+  }
+  const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
+  return values !== null && values.some((v) => isCudaDevice(file, v, depth + 1));
+}
+
+/** Host-to-device copies of batch data in a loop body lacking `non_blocking`, in document order. */
+function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): Transfer[] {
+  const body = childByField(loop, 'body');
+  if (body === null) return [];
+  const { names, whole } = batchNames(file, loop, enumerated);
+  if (names.size === 0) return [];
+  const out: Transfer[] = [];
+  // Document-order walk so `x, y = batch` is seen before `x.to(device)`.
+  const visit = (n: SyntaxNode): void => {
+    if (SCOPES.has(n.type)) return;
+    for (const c of n.children) visit(c);
+    if (n.type === 'assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left === null || right === null) return;
+      const parts = right.type === 'expression_list' || right.type === 'tuple' ? right.children.filter((c) => c.named) : [right];
+      if (parts.some((p) => batchRoot(file, p, names) !== null)) patternNames(file, left, names);
+      return;
+    }
+    if (n.type !== 'call') return;
+    const method = calleeMethod(file, n);
+    if (method !== 'to' && method !== 'cuda') return;
+    const fn = childByField(n, 'function');
+    const receiver = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
+    if (receiver === null) return;
+    const root = batchRoot(file, receiver, names);
+    const viaComprehension = root === null && receiver.type === 'identifier' && comprehensionOverBatch(file, receiver, names, body);
+    if (root === null && !viaComprehension) return;
+    const args = argumentNodes(n);
+    if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null) return;
+    const positional = positionalArguments(n);
+    let cuda: boolean | null;
+    if (method === 'cuda') {
+      if (positional.length > 1) return;
+      cuda = true;
+    } else {
+      if (positional.length > 2) return;
+      const target = positional[0] ?? keywordArgument(file, n, 'device');
+      if (target === null || target === undefined) return;
+      if (DTYPE.test(file.textOf(target))) return;
+      const literal = literalDevice(file, target);
+      if (literal !== null && literal !== 'cuda') return; // 'cpu', 'mps': not a host-to-CUDA copy
+      cuda = isCudaDevice(file, target);
+    }
+    out.push({ call: n, wholeBatch: root !== null && receiver.type === 'identifier' && whole.has(root), cuda });
+  };
+  visit(body);
+  return out;
+}
+
+export const blockingTransfer: Rule = {
+  code: 'MH009',
+  name: 'blocking-transfer',
+  severity: 'info',
+  summary: 'Batch copies to the GPU that block: no `non_blocking=True` from a pinned loader, or a CUDA training loader without `pin_memory=True`.',
+  check(file) {
+    const findings: RuleFinding[] = [];
+    if (!file.nodesOfType('call').some((c) => isDataLoader(file, c))) return findings;
+    const unpinnedReported = new Set<SyntaxNode>();
+    for (const loop of file.nodesOfType('for_statement')) {
+      const found = loaderOfLoop(file, loop);
+      if (found === null || found.loader.pinned === 'unknown') continue;
+      const transfers = transfersIn(file, loop, found.enumerated);
+      if (found.loader.pinned === 'yes') {
+        for (const t of transfers) {
+          const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
+          findings.push({
+            start: t.call.start,
+            end: t.call.end,
+            message:
+              'This batch comes from a DataLoader with `pin_memory=True`, but the copy to the GPU has no `non_blocking=True`, ' +
+              'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
+            fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
+          });
+        }
+        continue;
+      }
+      // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
+      if (!transfers.some((t) => t.cuda === true) || !isTrainingLoop(file, loop)) continue;
+      for (const call of found.loader.calls) {
+        if (unpinnedReported.has(call)) continue;
+        unpinnedReported.add(call);
+        const fn = childByField(call, 'function');
+        findings.push({
+          start: fn?.start ?? call.start,
+          end: call.end,
+          message:
+            'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
+            'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).',
+        });
+      }
+    }
+    return findings;
+  },
+};
+
+export const rule = blockingTransfer;

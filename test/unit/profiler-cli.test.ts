@@ -1,0 +1,74 @@
+// The `profile` subcommand end to end, in a child node process: argument handling, exit codes, outputs,
+// and the example training script's two deliberate mistakes being found.
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { ProfileReport } from '../../src/profiler/report';
+
+const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+const ROOT = path.resolve(__dirname, '../../..');
+const COMMAND = path.join(ROOT, 'out/src/cli/profile-command.js');
+const EXAMPLE = path.join(ROOT, 'examples/train.py');
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function profile(args: string[]): Promise<Run> {
+  const script = `require(${JSON.stringify(COMMAND)}).runProfileCommand(process.argv.slice(1)).then((c) => { process.exitCode = c; })`;
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('memhint profile (cli)', function () {
+  this.timeout(180_000);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-profile-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('rejects bad usage with exit code 2', async () => {
+    for (const args of [[], ['x.py', '--steps', '0'], ['x.py', '--budget', 'huge'], ['x.py', '--format', 'xml'], ['x.py', '--setup', 'f'], ['x.py', '--bogus']]) {
+      const run = await profile(args);
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, /usage: memhint profile/);
+    }
+  });
+
+  it('finds both deliberate mistakes of examples/train.py (json to --out)', async () => {
+    const out = path.join(dir, 'report.json');
+    const run = await profile([`${EXAMPLE}::train_step`, '--python', PYTHON, '--backend', 'cpu', '--format', 'json', '--out', out]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, '', 'the report went to --out and the script prints to stderr');
+    assert.match(run.stderr, /step 0 loss/);
+    const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as ProfileReport;
+    const source = fs.readFileSync(EXAMPLE, 'utf-8').split('\n');
+    const lineNo = (needle: string): number => source.findIndex((l) => l.includes(needle)) + 1;
+    const graph = report.leaks.find((l) => l.line === lineNo('running_loss += loss'));
+    assert.equal(graph?.reason, 'autograd_graph');
+    const grad = report.leaks.find((l) => l.reason === 'storage' && l.heldBy?.includes('grad_snapshots'));
+    assert.ok(grad, JSON.stringify(report.leaks));
+    assert.equal(grad.bytesPerStep, 2048 * 2048 * 4, 'one fc2 weight gradient per step');
+    assert.equal(grad.line, lineNo('h = F.gelu(self.fc2(h))'), 'located where the gradient was made');
+    // MLP(512, 2048, 10) parameters, exact.
+    const params = (512 * 2048 + 2048 + 2048 * 2048 + 2048 + 2048 * 10 + 10) * 4;
+    assert.equal(report.peak?.byKind.parameter, params);
+    assert.equal(report.peak?.byKind.optimizer_state, 2 * params + 6 * 4);
+  });
+
+  it('prints the text report on stdout and fails with a clear message', async () => {
+    const ok = await profile([`${EXAMPLE}::train_step`, '--python', PYTHON, '--steps', '2', '--', '--hidden', '256']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /memhint profile — .*train\.py::train_step/);
+    assert.match(ok.stdout, /Leaks \(memory from step k still alive after step k\+1\)/);
+    const missing = await profile([`${EXAMPLE}::no_such_function`, '--python', PYTHON, '--', '--steps', '2', '--hidden', '64']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /memhint profile: missing target: .*no_such_function/);
+  });
+});

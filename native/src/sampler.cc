@@ -151,7 +151,10 @@ bool Sampler::SampleOnce() {
   if (gpu_.available) {
     const double gpu_interval = options_.gpu_interval_ms > 0 ? options_.gpu_interval_ms : options_.interval_ms;
     if (t >= gpu_next_ms_) {
-      gpu_next_ms_ = t + gpu_interval;
+      // Absolute GPU schedule (multiples of gpu_interval from t0), like the ticks: measuring from the
+      // actual, slightly late wake-up time would skip every other tick when both intervals are equal.
+      do gpu_next_ms_ += gpu_interval;
+      while (gpu_next_ms_ <= t);
       GpuReading g = nvml_.Read(gpu_tracked_, pid_);
       if (g.ok) {
         std::lock_guard<std::mutex> lock(mu_);

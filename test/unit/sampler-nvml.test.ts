@@ -47,7 +47,9 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** h) { load(); if (i >= ndev)
 int nvmlDeviceGetName(void* h, char* name, unsigned len) { snprintf(name, len, "Fake GPU %u", (unsigned)(size_t)h - 1); return 0; }
 int nvmlDeviceGetMemoryInfo(void* h, mem_t* m) {
   load(); unsigned i = (unsigned)(size_t)h - 1; if (i >= ndev) return 2;
-  m->total = devs[i].total; m->used = devs[i].used; m->free = m->total - m->used; return 0;
+  static unsigned long long calls = 0;
+  m->total = devs[i].total; m->used = getenv("FAKE_NVML_COUNT_CALLS") ? ++calls : devs[i].used;
+  m->free = m->total - m->used; return 0;
 }
 static int list(void* h, unsigned* count, void* out, int v2) {
   load(); unsigned i = (unsigned)(size_t)h - 1, n = 0, cap = *count;
@@ -195,6 +197,22 @@ describe('sampler NVML path (NVML test double)', function () {
     const series = s.stop();
     assert.ok(series.tMs.length > 50);
     assert.ok(series.gpuUsedBytes!.every((v) => v === 10 * GiB), 'only the first query ran within 200 ms');
+  });
+
+  it('queries NVML on every tick when gpuIntervalMs equals intervalMs', async () => {
+    writeState([`device 0 ${80 * GiB} ${10 * GiB}`]);
+    process.env.FAKE_NVML_COUNT_CALLS = '1'; // the double reports its call count as "used"
+    try {
+      const s = createSampler();
+      s.start(process.pid, 2, { nvmlLibrary: libV3, gpuIntervalMs: 2 });
+      await sleep(300);
+      const used = s.stop().gpuUsedBytes!;
+      let changes = 0;
+      for (let i = 1; i < used.length; i++) if (used[i] !== used[i - 1]) changes++;
+      assert.ok(changes >= 0.9 * (used.length - 1), `${changes} fresh readings over ${used.length} samples`);
+    } finally {
+      delete process.env.FAKE_NVML_COUNT_CALLS;
+    }
   });
 
   it('reports an NVML init failure with NVML’s own error text', () => {

@@ -142,7 +142,8 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   out.push(`| allocations | ${self.allocations} | ${inclusive.allocations} | ${backward.allocations} |`);
   out.push('');
   const facts: string[] = [];
-  facts.push(`Runs ${trimNumber(stats.calls / steps)}× per step.`);
+  if (stats.calls > 0) facts.push(`Runs ${trimNumber(stats.calls / steps)}× per step.`);
+  else facts.push('Allocated from another thread or frame (the line itself did not run during the steps).');
   if (stats.savedForBackward > 0) facts.push(`Saved activations for backward: ${b(Math.round(stats.savedForBackward / steps))} per step.`);
   if (hint.liveAtPeak !== null) {
     const breakdown = kindBreakdown(hint.liveAtPeak.byKind);

@@ -227,8 +227,8 @@
     return section(
       'leaks',
       'Memory kept across steps',
-      h('table', { class: 'small' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Line'), h('th', { class: 'num', scope: 'col' }, 'Per step'), h('th', { class: 'num', scope: 'col' }, 'Graph nodes/step'), h('th', { scope: 'col' }, 'Why'), h('th', { scope: 'col' }, 'Code'))),
-        h('tbody', {}, model.leaks.map((l) => h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num bad' }, bytes(l.bytesPerStep)), h('td', { class: 'num' }, String(l.graphNodesPerStep)), h('td', {}, (l.reason === 'autograd_graph' ? 'keeps an autograd graph' : 'storage survives the next step') + (l.heldBy ? ' — held by ' + l.heldBy : '')), h('td', { class: 'code' }, h('code', {}, l.code)))))),
+      h('table', { class: 'small leaks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Line'), h('th', { class: 'num', scope: 'col' }, 'Per step'), h('th', { class: 'num', scope: 'col' }, 'Graph nodes/step'), h('th', { scope: 'col' }, 'Why'), h('th', { scope: 'col' }, 'Code'))),
+        h('tbody', {}, model.leaks.map((l) => h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num' + (l.bytesPerStep > 0 ? ' bad' : '') }, bytes(l.bytesPerStep)), h('td', { class: 'num' + (l.graphNodesPerStep > 0 ? ' bad' : '') }, String(l.graphNodesPerStep)), h('td', { class: 'why' }, (l.reason === 'autograd_graph' ? 'keeps an autograd graph' : 'storage survives the next step') + (l.heldBy ? ' — held by ' + l.heldBy : '')), h('td', { class: 'code' }, h('code', {}, l.code)))))),
     );
   }
 

@@ -17,9 +17,10 @@ export interface Retention {
 export const CONFIRMABLE_CODES: ReadonlySet<string> = new Set(['MH002']);
 
 /**
- * Measured retention for a finding on `line` (1-based). The storage `losses.append(loss)` keeps was
- * allocated where `loss` was computed, not on the append line, so when the line itself shows nothing
- * the nearest earlier line in the file that assigns one of `names` is used.
+ * Measured retention for a finding on `line` (1-based): the leak the profiler reports on that line, or
+ * the leaks whose holder (`heldBy`) is a name the finding mentions: the storage `losses.append(loss)`
+ * keeps was allocated where `loss` was computed, and the harness names `losses` as what holds it.
+ * Nothing looser (such as "a line that assigns `loss`"): a figure pinned on the wrong finding misleads.
  */
 export function measuredRetention(report: ProfileReport, filePaths: readonly string[], line: number, names: readonly string[]): Retention | null {
   const inFile = (file: string): boolean => filePaths.some((p) => samePath(p, file));
@@ -40,18 +41,7 @@ export function measuredRetention(report: ProfileReport, filePaths: readonly str
       liveAtPeak: atPeak,
     };
   }
-  if (own !== null) return own;
-  const assigns = names.filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)).map((n) => new RegExp(`(^|[,(\\s])${n}\\s*(?:[:,][^=]*)?=(?!=)`));
-  if (assigns.length === 0) return null;
-  const sources = [...leaks.map((l) => ({ line: l.line, code: l.code }))]
-    .concat(report.lines.filter((l) => inFile(l.file)).map((l) => ({ line: l.line, code: l.code })))
-    .filter((s) => s.line < line && assigns.some((re) => re.test(s.code)))
-    .sort((a, b) => b.line - a.line);
-  for (const s of sources) {
-    const r = retentionAt(s.line, leaks, live);
-    if (r !== null && r.bytesPerStep + r.graphNodesPerStep > 0) return r;
-  }
-  return null;
+  return own;
 }
 
 function retentionAt(line: number, leaks: readonly Leak[], live: readonly LiveByLine[]): Retention | null {

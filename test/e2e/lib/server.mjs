@@ -27,6 +27,7 @@ export const quietSettings = {
   'security.workspace.trust.banner': 'never',
   'window.confirmBeforeClose': 'never',
   'files.hotExit': 'off',
+  'files.autoSave': 'off',
   'workbench.colorTheme': 'Default Dark Modern',
   'memhint.python': testPython,
 };

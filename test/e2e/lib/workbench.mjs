@@ -171,11 +171,9 @@ export class Workbench {
     const panel = this.page.locator('.markers-panel');
     if (!(await panel.isVisible())) await this.page.keyboard.press(`${mod}+Shift+M`);
     await panel.waitFor({ timeout: timeoutMs });
-    const rows = panel.locator('.monaco-list-row .marker-message-details, .monaco-list-row .marker-message');
     const deadline = Date.now() + timeoutMs;
-    let items = [];
     for (;;) {
-      items = await panel.locator('.monaco-list-row').evaluateAll((els) => els
+      const items = await panel.locator('.monaco-list-row').evaluateAll((els) => els
         .filter((el) => el.querySelector('.marker-message'))
         .map((el) => ({
           message: el.querySelector('.marker-message')?.textContent?.trim() ?? '',
@@ -185,11 +183,9 @@ export class Workbench {
           severity: el.querySelector('.marker-icon')?.className.match(/codicon-(error|warning|info)/)?.[1] ?? '',
           aria: el.getAttribute('aria-label') ?? '',
         })));
-      if (items.length >= minCount || Date.now() > deadline) break;
+      if (items.length >= minCount || Date.now() > deadline) return items;
       await this.page.waitForTimeout(200);
     }
-    void rows;
-    return items;
   }
 
   /** Shows the hover at the cursor (editor.action.showHover) and returns its text. */
@@ -255,6 +251,63 @@ export class Workbench {
       if (Date.now() > deadline) throw new Error(`no webview content frame for "${title}"`);
       await this.page.waitForTimeout(200);
     }
+  }
+
+  /**
+   * WCAG contrast of text against its effective background, for the first element of each selector
+   * in a frame (a webview): walks up to the first opaque background, blends translucent colours.
+   */
+  async contrast(frame, selectors) {
+    return frame.evaluate((sels) => {
+      const parse = (c) => {
+        const m = c.match(/rgba?\(([^)]+)\)/);
+        if (!m) return null;
+        const [r, g, b, a = '1'] = m[1].split(/[ ,/]+/).filter(Boolean);
+        return { r: Number(r), g: Number(g), b: Number(b), a: Number(a) };
+      };
+      const over = (top, bottom) => ({
+        r: top.r * top.a + bottom.r * (1 - top.a),
+        g: top.g * top.a + bottom.g * (1 - top.a),
+        b: top.b * top.a + bottom.b * (1 - top.a),
+        a: 1,
+      });
+      const background = (el) => {
+        const layers = [];
+        for (let e = el; e; e = e.parentElement) {
+          const bg = parse(getComputedStyle(e).backgroundColor);
+          if (bg && bg.a > 0) {
+            layers.push(bg);
+            if (bg.a >= 1) break;
+          }
+        }
+        let color = { r: 255, g: 255, b: 255, a: 1 }; // an iframe with no background shows white
+        for (const layer of layers.reverse()) color = over(layer, color);
+        return color;
+      };
+      const luminance = ({ r, g, b }) => {
+        const lin = (v) => {
+          const c = v / 255;
+          return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+        };
+        return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+      };
+      const css = (c) => `rgb(${Math.round(c.r)}, ${Math.round(c.g)}, ${Math.round(c.b)})`;
+      return sels.map((selector) => {
+        const el = document.querySelector(selector);
+        if (!el) throw new Error(`no element for ${selector}`);
+        const bg = background(el);
+        const fg = over(parse(getComputedStyle(el).color) ?? { r: 0, g: 0, b: 0, a: 1 }, bg);
+        const [l1, l2] = [luminance(fg), luminance(bg)].sort((x, y) => y - x);
+        return { selector, ratio: (l1 + 0.05) / (l2 + 0.05), color: css(fg), background: css(bg), backgroundLuminance: luminance(bg) };
+      });
+    }, selectors);
+  }
+
+  /** Reloads the window (as "Developer: Reload Window" does) and waits until it is usable again. */
+  async reload({ timeoutMs = 60_000 } = {}) {
+    await this.page.reload();
+    await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: timeoutMs });
+    await this.page.locator('.monaco-workbench[class*="vscode-theme-"]').waitFor({ timeout: timeoutMs });
   }
 
   /** Switches the color theme through the palette, as a person does. */

@@ -14,14 +14,27 @@ export const reportMarker = '[memhint-e2e] ';
   for (const line of format(...args).split('\n')) console.log(reportMarker + line);
 };
 
+/** The repository root, from a compiled file's folder under out/. */
+function repoRootOf(compiledDir: string): string {
+  const parts = compiledDir.split(path.sep);
+  const out = parts.lastIndexOf('out');
+  return parts.slice(0, out).join(path.sep) || path.sep;
+}
+
+/**
+ * Compiled tests under `dir` that still have their .ts source: out/ is not cleaned between builds,
+ * and a test deleted from the tree must not keep running from a stale .js.
+ */
 function findTests(dir: string, skipDirs: readonly string[]): string[] {
+  const root = repoRootOf(dir);
   const found: string[] = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
       if (!skipDirs.includes(entry.name)) found.push(...findTests(full, skipDirs));
     } else if (entry.name.endsWith('.test.js')) {
-      found.push(full);
+      const source = path.join(root, path.relative(path.join(root, 'out'), full)).replace(/\.js$/, '.ts');
+      if (fs.existsSync(source)) found.push(full);
     }
   }
   return found.sort();

@@ -1,3 +1,4 @@
+/* global describe, it */
 // Probe: the workbench loads with the extension in development mode and the palette runs its command.
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';

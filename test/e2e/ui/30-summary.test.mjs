@@ -1,0 +1,57 @@
+/* global describe, it */
+// The memory summary webview as a person uses it: open it from the palette, read the per-line table,
+// click a row to jump to the line, check it is readable in a dark and a light theme, and that it comes
+// back after a reload.
+import * as assert from 'node:assert/strict';
+import { session } from './session.mjs';
+
+const title = 'memhint: Memory Summary';
+
+describe('UI: memory summary webview', function () {
+  this.timeout(120_000);
+
+  it('opens from the palette and shows the timeline and the per-line table', async () => {
+    const { wb } = session;
+    await wb.runCommand('memhint: Show Memory Summary');
+    const frame = await wb.webview(title);
+    await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 20_000 });
+    assert.ok(await frame.locator('#section-timeline svg').count() > 0, 'a timeline chart');
+    const rows = await frame.locator('table.lines tbody tr').allInnerTexts();
+    assert.ok(rows.some((r) => r.includes('loss.backward()')), rows.join('\n'));
+    await wb.screenshot('summary-dark');
+  });
+
+  it('clicking a row opens the file at that line', async () => {
+    const { wb, page } = session;
+    const frame = await wb.webview(title);
+    const row = frame.locator('table.lines tbody tr', { hasText: 'loss.backward()' }).first();
+    const location = await row.locator('td').first().innerText();
+    const line = Number(location.match(/:(\d+)/)?.[1]);
+    assert.ok(line > 0, `a line number in "${location}"`);
+    await row.click();
+    await page.locator('.part.statusbar .statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 15_000 });
+  });
+
+  for (const [theme, kind] of [['Dark Modern', 'dark'], ['Light Modern', 'light']]) {
+    it(`is readable in ${theme}`, async () => {
+      const { wb } = session;
+      await wb.setColorTheme(theme);
+      await wb.runCommand('memhint: Show Memory Summary');
+      const frame = await wb.webview(title);
+      await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 20_000 });
+      const samples = await wb.contrast(frame, ['h2', 'table.lines tbody td', 'table.lines th', 'button']);
+      for (const s of samples) assert.ok(s.ratio >= 4.5, `${s.selector} contrast ${s.ratio.toFixed(2)} (${s.color} on ${s.background}) in ${theme}`);
+      const bodyIsDark = samples[0].backgroundLuminance < 0.2;
+      assert.equal(bodyIsDark, kind === 'dark', `the webview follows the ${kind} theme (${samples[0].background})`);
+      await wb.screenshot(`summary-${kind}`);
+    });
+  }
+
+  it('comes back with its content after a window reload', async () => {
+    const { wb } = session;
+    await wb.setColorTheme('Dark Modern');
+    await wb.reload();
+    const frame = await wb.webview(title, { timeoutMs: 60_000 });
+    await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 30_000 });
+  });
+});

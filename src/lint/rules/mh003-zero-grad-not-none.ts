@@ -33,16 +33,19 @@ function gradOwner(file: SourceFile, node: SyntaxNode): string | null {
   return file.textOf(owner);
 }
 
-/** Inside the implementation of a set_to_none switch (`if set_to_none: ... else: p.grad.zero_()`). */
+/** Inside the implementation of zero_grad or of a set_to_none switch (`if set_to_none: ... else: p.grad.zero_()`). */
 function implementsSetToNone(file: SourceFile, node: SyntaxNode): boolean {
   for (let p = node.parent; p !== null; p = p.parent) {
     if (p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'conditional_expression') {
       if (file.textOf(p.type === 'conditional_expression' ? p : (childByField(p, 'condition') ?? p)).includes('set_to_none')) return true;
     }
     if (p.type === 'function_definition') {
+      // An optimizer's or wrapper's own `zero_grad` implementation (fairseq's FP16Optimizer zeroes a
+      // preallocated flat fp32 buffer on purpose) is where the choice is made, not where it is misused.
+      const name = childByField(p, 'name');
+      if (name !== null && file.textOf(name) === 'zero_grad') return true;
       const params = childByField(p, 'parameters');
-      if (params !== null && file.textOf(params).includes('set_to_none')) return true;
-      return false;
+      return params !== null && file.textOf(params).includes('set_to_none');
     }
   }
   return false;

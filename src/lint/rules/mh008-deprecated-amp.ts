@@ -33,7 +33,7 @@ const DEPRECATED = new Map<string, Deprecated>([
 const AUTOCAST_POSITIONAL = ['enabled', 'dtype', 'cache_enabled'];
 
 /** Conditions of a compatibility shim: code that picks the old API only where the new one is missing. */
-const COMPAT_GUARD = /version|hasattr|getattr|TORCH_\w*|is_torch_\w+|_available\b/;
+const COMPAT_GUARD = /version|(hasattr|getattr)\(\s*torch\b|TORCH_\w*|is_torch_\w+/;
 
 function describe(d: Deprecated): { old: string; replacement: string } {
   const mod = d.device === 'cpu' ? 'torch.cpu.amp' : 'torch.cuda.amp';
@@ -57,9 +57,21 @@ function torchName(file: SourceFile): string | null {
   return null;
 }
 
-/** Inside an `except` fallback or a version/hasattr check: a deliberate compatibility shim. */
+/**
+ * Inside an `except` fallback or a version/hasattr check, or after an early-return one
+ * (`if hasattr(torch.amp, "GradScaler"): return ...` then the old API): a deliberate compatibility shim.
+ */
 function isCompatShim(file: SourceFile, node: SyntaxNode): boolean {
-  for (let p = node.parent; p !== null; p = p.parent) {
+  let child = node;
+  for (let p = node.parent; p !== null; child = p, p = p.parent) {
+    if (p.type === 'block' || p.type === 'module') {
+      for (const sibling of p.children) {
+        if (sibling.start >= child.start) break;
+        if (sibling.type !== 'if_statement') continue;
+        const cond = childByField(sibling, 'condition');
+        if (cond !== null && COMPAT_GUARD.test(file.textOf(cond)) && /\b(return|raise)\b/.test(file.textOf(childByField(sibling, 'consequence') ?? sibling))) return true;
+      }
+    }
     if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
     if (p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'conditional_expression') {
       const cond = p.type === 'conditional_expression' ? (p.children.filter((c) => c.named)[1] ?? null) : childByField(p, 'condition');

@@ -55,7 +55,31 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     if (name === null || !WRAPPERS.test(name)) return null;
     v = positionalArguments(v)[0] ?? null;
   }
-  if (v === null || (v.type !== 'identifier' && v.type !== 'attribute')) return null;
+  if (v === null) return null;
+  if (v.type === 'dictionary_comprehension') {
+    // `{x: DataLoader(...) for x in ['train', 'val']}`
+    const pair = childByField(v, 'body');
+    const value = pair === null ? null : childByField(pair, 'value');
+    return value === null ? null : loaderOf(file, value, depth + 1);
+  }
+  if (v.type === 'dictionary') {
+    const loaders: Loader[] = [];
+    for (const pair of v.children) {
+      if (pair.type === 'dictionary_splat') return null;
+      const value = pair.type === 'pair' ? childByField(pair, 'value') : null;
+      if (value === null) continue;
+      const l = loaderOf(file, value, depth + 1);
+      if (l === null) return null;
+      loaders.push(l);
+    }
+    return merge(loaders);
+  }
+  if (v.type === 'subscript') {
+    // `dataloaders[phase]`: every loader the collection holds.
+    const base = childByField(v, 'value');
+    return base === null ? null : loaderOf(file, base, depth + 1);
+  }
+  if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = valuesOf(file, v);
   if (values === null) return null;
   const loaders: Loader[] = [];
@@ -148,7 +172,7 @@ function loaderOfLoop(file: SourceFile, loop: SyntaxNode): { loader: Loader; enu
   const found = loopIterable(file, loop);
   if (found === null) return null;
   const it = found.iterable;
-  if (it.type !== 'identifier' && it.type !== 'attribute') return null;
+  if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript') return null;
   const loader = loaderOf(file, it, 0);
   if (loader === null) return null;
   let enumerated = found.enumerated;

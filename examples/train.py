@@ -68,12 +68,13 @@ def main():
     grad_snapshots = []
     for step in range(args.steps):
         x, y = make_batch(args.batch, d_in, classes, generator)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         loss = train_step(model, optimizer, x, y)
         elapsed_ms = (time.perf_counter() - started) * 1000
+        cpu_ms = (time.process_time() - started_cpu) * 1000
         running_loss += loss  # MISTAKE: keeps every step's autograd graph alive (use loss.item())
         grad_snapshots.append(model.fc2.weight.grad)  # MISTAKE: keeps every step's 16 MiB gradient alive
-        print(f"step {step} loss {loss.item():.4f} time {elapsed_ms:.1f} ms", flush=True)
+        print(f"step {step} loss {loss.item():.4f} time {elapsed_ms:.1f} ms cpu {cpu_ms:.1f} ms", flush=True)
     print(f"mean loss {running_loss.item() / args.steps:.4f}")
 
 

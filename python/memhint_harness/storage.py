@@ -17,9 +17,13 @@ class StorageApi:
             storage_cls is not None and hasattr(storage_cls, "_expired") and hasattr(storage_cls, "_free_weak_ref")
         )
         self._expired = storage_cls._expired if self.weak_refs else None
+        # The C function itself, for the tracker's hot loop.
+        self.expired_raw = self._expired
         self._free = storage_cls._free_weak_ref if self.weak_refs else None
         if self.untyped:
             self.storage_of = _untyped_storage
+        elif hasattr(probe, "_storage"):
+            self.storage_of = _private_untyped_storage  # torch 1.13: no TypedStorage wrapper per call
         else:
             self.storage_of = _typed_storage
         # Probe once so a torch with an unexpected storage API degrades instead of failing per op.
@@ -51,6 +55,10 @@ class StorageApi:
 
 def _untyped_storage(tensor):
     return tensor.untyped_storage()
+
+
+def _private_untyped_storage(tensor):
+    return tensor._storage()
 
 
 def _typed_storage(tensor):

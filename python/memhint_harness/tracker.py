@@ -94,7 +94,7 @@ class Tracker:
         self.funcs = {}  # (file, line) -> function name
         self.stack = []  # main-thread user frames
         self.pending = []  # forward outputs whose grad_fn is tagged at the next event
-        self.bw_pending = []  # hooks mode: backward events not yet claimed by a node
+        self.bw_pending = {}  # hooks mode, per thread: backward events not yet claimed by a node
         self.site_hooks = {}
         self.current_node = getattr(torch._C, "_current_autograd_node", None)
         self.in_step = False  # a profiled (non-warmup) step is running
@@ -132,7 +132,8 @@ class Tracker:
         return acc
 
     def current_site(self):
-        if threading.get_ident() == self.main_thread and self.stack:
+        # During backward() the main thread waits in the backward() line; autograd threads report to it.
+        if self.stack and (self.in_backward or threading.get_ident() == self.main_thread):
             top = self.stack[-1]
             return (top.file, top.line, top.func)
         return None
@@ -143,7 +144,7 @@ class Tracker:
         """Detects freed storages (expired weak references) and charges them to the running line."""
         if self.pending:
             self.flush_pending()
-        expired = self.api.expired
+        expired = self.api.expired_raw
         dead = None
         for rec in self.live.values():
             if expired(rec.handle):
@@ -165,8 +166,8 @@ class Tracker:
             self.timeline.append((self.now_ms(), self.live_bytes))
         if not self.in_step:
             return
-        if self.in_backward and not self.current_node and threading.get_ident() == self.main_thread:
-            self.bw_pending.append((rec, -nbytes))
+        if self.in_backward and not self.current_node:
+            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, -nbytes))
             return
         if self.in_backward:
             site = self._running_node_site()
@@ -177,7 +178,9 @@ class Tracker:
         self._charge_stack(nbytes, freed=True, self_too=True)
 
     def _charge_stack(self, nbytes, freed, self_too):
-        if threading.get_ident() != self.main_thread or not self.stack:
+        # Another thread (CUDA's autograd device threads) charges the main stack only during backward(),
+        # while the main thread waits in the backward() line.
+        if not self.stack or (not self.in_backward and threading.get_ident() != self.main_thread):
             return
         slot = 1 if freed else 0
         stack = self.stack
@@ -230,7 +233,7 @@ class Tracker:
             self.budget_hit = (rec.site, live, self.step_index)
         if not self.in_step:
             return
-        stack_ok = threading.get_ident() == self.main_thread and self.stack
+        stack_ok = self.stack and (self.in_backward or threading.get_ident() == self.main_thread)
         if stack_ok:
             top = self.stack[-1]
             if live > top.incl_max:
@@ -248,8 +251,8 @@ class Tracker:
                 self._charge_backward(bw_site, nbytes)
                 self._charge_stack(nbytes, freed=False, self_too=False)
                 return
-            if self.current_node is None and stack_ok:
-                self.bw_pending.append((rec, nbytes))
+            if self.current_node is None:
+                self.bw_pending.setdefault(threading.get_ident(), []).append((rec, nbytes))
                 return
         self._charge_stack(nbytes, freed=False, self_too=True)
 
@@ -267,18 +270,22 @@ class Tracker:
         return "forward" if torch.is_grad_enabled() else "other"
 
     def on_outputs(self, out):
+        # An op's outputs get their grad_fn only after the whole op returns: queue them together.
+        seen = []
         if isinstance(out, torch.Tensor):
-            self._see(out)
+            self._see(out, seen)
         elif isinstance(out, (tuple, list)):
             for item in out:
                 if isinstance(item, torch.Tensor):
-                    self._see(item)
+                    self._see(item, seen)
                 elif isinstance(item, (tuple, list)):
                     for sub in item:
                         if isinstance(sub, torch.Tensor):
-                            self._see(sub)
+                            self._see(sub, seen)
+        if seen and not self.in_backward and torch.is_grad_enabled():
+            self.pending.extend(seen)
 
-    def _see(self, tensor):
+    def _see(self, tensor, seen):
         if tensor.device.type != self.device_type:
             return
         described = self.api.describe(tensor)
@@ -286,19 +293,25 @@ class Tracker:
             return
         cdata, nbytes, storage = described
         rec = self.live.get(cdata)
+        if rec is not None and self.api.expired(rec.handle):
+            rec = None  # the address of a freed storage, reused: poll() retires the old record
         if rec is None:
             if nbytes > 0:
+                # Frees are collected right before each allocation, so the live level is exact at every
+                # allocation (hence at every peak) without polling around ops that allocate nothing.
+                self.poll()
                 self.on_alloc(cdata, nbytes, storage, tensor)
                 rec = self.live.get(cdata)
         elif rec.nbytes != nbytes:
+            self.poll()
             delta = nbytes - rec.nbytes
             rec.nbytes = nbytes
             if delta > 0:
                 self._grow(rec, delta, self._running_node_site() if self.in_backward else None)
             else:
                 self._on_free(rec, -delta)
-        if rec is not None and not self.in_backward and torch.is_grad_enabled():
-            self.pending.append((tensor, rec))
+        if rec is not None:
+            seen.append((tensor, rec))
 
     def flush_pending(self):
         """Tags the grad_fn of recent forward outputs with their line (autograd sets it after dispatch)."""
@@ -347,13 +360,10 @@ class Tracker:
 
     def node_done(self, site):
         """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
-        if threading.get_ident() != self.main_thread:
-            return
         self.poll()
-        events = self.bw_pending
+        events = self.bw_pending.pop(threading.get_ident(), None)
         if not events:
             return
-        self.bw_pending = []
         for rec, nbytes in events:
             if nbytes > 0:
                 rec.site = site
@@ -365,8 +375,8 @@ class Tracker:
 
     def settle_backward(self):
         """End of backward(): events no node claimed stay on the backward() line."""
-        events = self.bw_pending
-        self.bw_pending = []
+        events = [event for thread_events in self.bw_pending.values() for event in thread_events]
+        self.bw_pending = {}
         for rec, nbytes in events:
             if nbytes > 0:
                 self._charge_stack(nbytes, freed=False, self_too=True)
@@ -577,7 +587,6 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         tracker = self.tracker
-        tracker.poll()
         try:
             out = func(*args, **(kwargs or {}))
         except BaseException as error:

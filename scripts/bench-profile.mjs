@@ -1,0 +1,98 @@
+// `npm run bench:profile`: step time of examples/train.py profiled (CPU backend, through the real launcher)
+// vs unprofiled, as timed by the script itself around each train_step call. Rounds alternate the two runs
+// so that background load hits both alike. Prints the median of the per-round ratios of median step times
+// (wall and process CPU), and the ratio of the fastest steps, the figure least disturbed by other load.
+// The goal is <= 1.10x.
+//   node scripts/bench-profile.mjs [--rounds 5] [--steps 6] [--check]   (--check: exit 1 above the goal)
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { runProfile } = require(path.join(root, 'out/src/profiler/launcher.js'));
+
+const argv = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? Number(argv[i + 1]) : fallback;
+};
+const rounds = option('--rounds', 5);
+const steps = option('--steps', 6);
+const warmup = 2;
+const goal = 1.1;
+const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+const example = path.join(root, 'examples/train.py');
+
+// Wall and CPU (process_time: all threads) milliseconds of each step, as the example prints them.
+const stepTimes = (text) =>
+  [...text.matchAll(/^step (\d+) loss \S+ time ([\d.]+) ms cpu ([\d.]+) ms$/gm)].map((m) => ({
+    wall: Number(m[2]),
+    cpu: Number(m[3]),
+  }));
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+function unprofiled() {
+  return new Promise((resolve, reject) => {
+    execFile(python, [example, '--steps', String(warmup + steps)], { maxBuffer: 1 << 24 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${error.message}\n${stderr}`));
+      else resolve(stepTimes(stdout).slice(warmup));
+    });
+  });
+}
+
+async function profiled() {
+  let stdout = '';
+  const outcome = await runProfile(
+    {
+      script: example,
+      function: 'train_step',
+      setup: null,
+      warmup,
+      steps,
+      maxSeconds: null,
+      backend: 'cpu',
+      python,
+      budgetBytes: null,
+      memoryLimitBytes: null,
+      timeoutMs: 600_000,
+      scriptArgs: ['--steps', String(warmup + steps + 1)],
+    },
+    { onStdout: (chunk) => (stdout += chunk.toString()) },
+  );
+  if (outcome.failure) throw new Error(`${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.stderrTail}`);
+  const times = stepTimes(stdout).slice(warmup, warmup + steps);
+  if (times.length !== steps) throw new Error(`expected ${steps} profiled step times, got ${times.length}`);
+  return { times };
+}
+
+const ratios = { wall: [], cpu: [] };
+const fastest = { plain: Infinity, profiled: Infinity };
+for (let round = 1; round <= rounds; round++) {
+  const a = await unprofiled();
+  const b = await profiled();
+  fastest.plain = Math.min(fastest.plain, ...a.map((t) => t.wall));
+  fastest.profiled = Math.min(fastest.profiled, ...b.times.map((t) => t.wall));
+  const line = [];
+  for (const key of ['wall', 'cpu']) {
+    const base = median(a.map((t) => t[key]));
+    const prof = median(b.times.map((t) => t[key]));
+    ratios[key].push(prof / base);
+    line.push(`${key} ${base.toFixed(1)} -> ${prof.toFixed(1)} ms (${(prof / base).toFixed(3)}x)`);
+  }
+  console.log(`round ${round}: ${line.join(', ')}`);
+}
+// Per-round ratios (each round runs both back to back), then their median: robust to load drifting.
+const wall = median(ratios.wall);
+const cpu = median(ratios.cpu);
+console.log(
+  `examples/train.py::train_step, ${rounds} rounds x ${steps} steps: profiled/unprofiled median step time ` +
+    `${wall.toFixed(3)}x wall, ${cpu.toFixed(3)}x cpu (goal <= ${goal.toFixed(2)}x) ${wall <= goal ? 'OK' : 'ABOVE GOAL'}; ` +
+    `fastest step ${fastest.plain.toFixed(1)} -> ${fastest.profiled.toFixed(1)} ms (${(fastest.profiled / fastest.plain).toFixed(3)}x)`,
+);
+if (argv.includes('--check') && wall > goal) process.exitCode = 1;

@@ -255,8 +255,17 @@ export function filePathsOf(uri: vscode.Uri): string[] {
   return paths;
 }
 
-/** docs/rules/MHxxx.md inside the extension, when that page exists. */
+const docPages = new Map<string, vscode.Uri | null>();
+
+/** docs/rules/MHxxx.md inside the extension, when that page exists (looked up once per code). */
 export function ruleDocUri(extensionUri: vscode.Uri, code: string): vscode.Uri | null {
-  const uri = vscode.Uri.joinPath(extensionUri, 'docs', 'rules', `${code}.md`);
-  return fs.existsSync(uri.fsPath) ? uri : null;
+  const key = `${extensionUri.toString()}#${code}`;
+  let uri = docPages.get(key);
+  if (uri === undefined) {
+    const candidate = vscode.Uri.joinPath(extensionUri, 'docs', 'rules', `${code}.md`);
+    uri = fs.existsSync(candidate.fsPath) ? candidate : null;
+    // A missing page is not cached: the docs may be added while a development host runs.
+    if (uri !== null) docPages.set(key, uri);
+  }
+  return uri;
 }

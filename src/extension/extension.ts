@@ -23,7 +23,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
   const reports = new ReportStore(context.storageUri ?? context.globalStorageUri, log);
   const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri);
   const actions = new MemhintCodeActions(diagnostics, linter);
-  const hints = new HintsController(reports);
+  const hints = new HintsController(reports, log);
   const codeLens = new StepCodeLensProvider(diagnostics, linter);
   const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log);
   const python = { language: 'python' };

@@ -5,6 +5,7 @@ import { filePathsOf } from './diagnostics';
 import { formatBytes } from './format';
 import { hintsForFile, hoverMarkdown, stepPeak, type HintSize, type LineHint } from './hintModel';
 import { realign } from './lineShift';
+import type { Logger } from './logger';
 import type { ReportStore } from './reportStore';
 import { onSettingsChanged, readHintsConfig, type HintsConfig } from './settings';
 
@@ -30,8 +31,11 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
   /** Fires after decorations were re-applied (tests wait on it). */
   readonly onDidRender = this.rendered.event;
 
-  constructor(private readonly reports: ReportStore) {
-    this.config = readHintsConfig();
+  constructor(
+    private readonly reports: ReportStore,
+    private readonly log: Logger,
+  ) {
+    this.config = this.readConfig();
     this.statusItem.name = 'memhint peak memory';
     this.statusItem.command = 'memhint.showSummary';
     this.disposables.push(
@@ -48,12 +52,19 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       }),
       onSettingsChanged((e) => {
         if (e.affectsConfiguration('memhint.hints')) {
-          this.config = readHintsConfig();
+          this.config = this.readConfig();
           this.rebuild(false);
         }
       }),
       vscode.languages.registerHoverProvider({ language: 'python' }, this),
     );
+  }
+
+  private readConfig(): HintsConfig {
+    const problems: string[] = [];
+    const config = readHintsConfig(undefined, problems);
+    for (const p of problems) this.log.warn(p);
+    return config;
   }
 
   /** The hints currently shown for a document (for tests and the state command). */

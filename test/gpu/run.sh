@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# GPU checks of the step profiler (cuda backend). Needs only python3 with a CUDA torch: no node, no npm.
+#   bash test/gpu/run.sh            (writes reports and the memory_viz snapshot to $OUT or .gpu-out/)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+PYTHON="${MEMHINT_TEST_PYTHON:-python3}"
+"$PYTHON" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' || exit 2
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
+status=0
+timeout 300 "$PYTHON" test/gpu/check_profile.py || status=$?
+if [ -f test/gpu/sampler-check.mjs ] && command -v node >/dev/null 2>&1; then
+  # Native sampler vs NVML (needs `npm run compile` and the addon built: out/ and native/build/).
+  if [ -f out/src/sampler/index.js ]; then MEMHINT_GPU_PYTHON="$PYTHON" timeout 300 node test/gpu/sampler-check.mjs || status=$?; else echo "sampler GPU check skipped: out/ not compiled (npm run compile)"; fi
+fi
+exit $status

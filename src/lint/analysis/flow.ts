@@ -50,6 +50,8 @@ export class ScopeFlow {
   constructor(
     readonly file: SourceFile,
     readonly scope: SyntaxNode,
+    /** Parameters assumed to hold tensors with history (to ask "would this method keep its argument?"). */
+    private readonly taintedParams: ReadonlySet<string> = new Set(),
   ) {
     this.collect();
   }
@@ -103,6 +105,8 @@ export class ScopeFlow {
     let t: Taint;
     switch (d.kind) {
       case 'param':
+        t = this.taintedParams.has(d.key) ? Taint.Tainted : Taint.Unknown;
+        break;
       case 'with':
         t = Taint.Unknown;
         break;

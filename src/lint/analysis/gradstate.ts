@@ -2,11 +2,12 @@
 // statement-level `torch.set_grad_enabled(False)`, functions only ever called under no_grad, Lightning
 // hooks, and no_grad entered indirectly (ExitStack, a context held in a variable).
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { disablesGrad, isGradDisabled, withItemCalls } from './context';
+import { decoratorsOf, disablesGrad, isGradDisabled, withItemCalls } from './context';
 import { qualifiedName } from './imports';
 import { isLightningNoGradHook, scopeOf } from './models';
 
 const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
+const GRAD_CONTROL_NAMES = new Set(['no_grad', 'inference_mode', 'set_grad_enabled', 'enable_grad']);
 
 interface GradFacts {
   /** `torch.set_grad_enabled(False)` as a statement in top-level code: the whole file runs without grad. */
@@ -19,6 +20,8 @@ interface GradFacts {
   readonly calledUnderNoGrad: ReadonlySet<string>;
   /** Names assigned from a grad-mode API (`ctx = torch.no_grad()`): `with ctx:` may disable grad. */
   readonly gradContextNames: ReadonlySet<string>;
+  /** Functions defined in the file whose body applies no_grad/inference_mode (decorator factories). */
+  readonly noGradDecorators: ReadonlySet<string>;
 }
 
 const cache = new WeakMap<SourceFile, GradFacts>();
@@ -34,7 +37,9 @@ function gradFacts(file: SourceFile): GradFacts {
   for (const call of file.nodesOfType('call')) {
     const fn = childByField(call, 'function');
     if (fn === null) continue;
-    const name = qualifiedName(file, fn);
+    const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+    const lastText = last === null ? '' : file.textOf(last);
+    const name = GRAD_CONTROL_NAMES.has(lastText) ? qualifiedName(file, fn) : null;
     if (name !== null && GRAD_CONTROL.test(name)) {
       const scope = scopeOf(call);
       if (call.parent?.type === 'expression_statement') {
@@ -50,10 +55,17 @@ function gradFacts(file: SourceFile): GradFacts {
       }
       continue;
     }
-    // A function called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
-    let callee: SyntaxNode | null = fn;
-    if (fn.type === 'attribute') callee = childByField(fn, 'attribute');
-    if (callee?.type === 'identifier' && isGradDisabled(file, call)) calledUnderNoGrad.add(file.textOf(callee));
+  }
+  // Functions called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
+  for (const withStmt of file.nodesOfType('with_statement')) {
+    if (!withItemCalls(withStmt).some((c) => disablesGrad(file, c))) continue;
+    const body = childByField(withStmt, 'body');
+    if (body !== null) collectCallees(file, body, calledUnderNoGrad);
+  }
+  for (const fn of file.nodesOfType('function_definition')) {
+    if (!decoratorsOf(fn).some((d) => disablesGrad(file, d))) continue;
+    const body = childByField(fn, 'body');
+    if (body !== null) collectCallees(file, body, calledUnderNoGrad);
   }
   // `torch.no_grad` passed around without a call (`stack.enter_context(torch.no_grad)` is rare, but
   // `ctx = torch.no_grad if ... else nullcontext`).
@@ -64,9 +76,31 @@ function gradFacts(file: SourceFile): GradFacts {
     const scope = scopeOf(attr);
     if (scope !== null) indirect.add(scope);
   }
-  facts = { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames };
+  const noGradDecorators = new Set<string>();
+  for (const fn of file.nodesOfType('function_definition')) {
+    const name = childByField(fn, 'name');
+    const body = childByField(fn, 'body');
+    if (name === null || body === null) continue;
+    // A decorator (factory) returns a wrapper: it contains a nested def or returns a call of no_grad.
+    const text = file.textOf(body);
+    if (/\b(no_grad|inference_mode)\b/.test(text) && /\breturn\b/.test(text) && !/\bwith\s+torch\.(no_grad|inference_mode)\(\)\s*:/.test(text)) noGradDecorators.add(file.textOf(name));
+  }
+  facts = { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames, noGradDecorators };
   cache.set(file, facts);
   return facts;
+}
+
+function collectCallees(file: SourceFile, root: SyntaxNode, out: Set<string>): void {
+  const stack = [root];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'call') {
+      const fn = childByField(n, 'function');
+      const callee = fn?.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+      if (callee?.type === 'identifier') out.add(file.textOf(callee));
+    }
+    for (const c of n.children) stack.push(c);
+  }
 }
 
 function isWithItemOrDecorator(call: SyntaxNode): boolean {
@@ -111,9 +145,24 @@ export function gradOffAt(file: SourceFile, node: SyntaxNode): boolean {
   if (scope === null) return false;
   for (const off of facts.offStatements.get(scope) ?? []) if (off.end <= node.start) return true;
   for (let s: SyntaxNode | null = scope; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
-    if (isGradFreeFunction(file, s)) return true;
+    if (isGradFreeFunction(file, s) || decoratorsOf(s).some((d) => isNoGradWrapper(file, d))) return true;
   }
   return false;
+}
+
+const NO_GRAD_WRAPPER_NAME = /no_?grad|inference_mode|inference_context/i;
+
+/**
+ * A project's own no_grad decorator: YOLOv5's `@smart_inference_mode()`, or a decorator defined in this
+ * file whose body applies no_grad/inference_mode.
+ */
+function isNoGradWrapper(file: SourceFile, decorator: SyntaxNode): boolean {
+  const target = decorator.type === 'call' ? childByField(decorator, 'function') : decorator;
+  if (target === null) return false;
+  const name = file.textOf(target);
+  if (NO_GRAD_WRAPPER_NAME.test(name)) return true;
+  const last = name.slice(name.lastIndexOf('.') + 1);
+  return gradFacts(file).noGradDecorators.has(last);
 }
 
 /**

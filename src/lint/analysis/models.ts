@@ -30,9 +30,16 @@ const CAMEL_MODEL_NAME = new RegExp(`^[a-z][a-zA-Z0-9]*(?:${MODEL_CORE.split('|'
 /** Objects whose attributes are configuration, not modules (`args.model` is a string). */
 const CONFIG_OBJECTS = /(^|\.)(args|opt|opts|options|config|cfg|conf|hparams|hp|params|flags|FLAGS|settings|kwargs)(\.|$)/;
 
+/** `build_model`, `unwrap_model`, `evaluate_model`: functions that handle models, not models. */
+const VERB_PREFIX = /^_*(build|create|get|load|make|init|initialize|setup|set|unwrap|prepare|save|wrap|freeze|unfreeze|export|convert|compile|train|eval|evaluate|test|validate|run|fit|update|copy|clone|print|log|show|plot|summarize|count|check|register|apply|reset|sync|average|merge|instantiate|construct|define|select|choose|restore|resume|push|upload|download|quantize|prune|fuse|replace|patch|is|has|use|to|from|new|add|remove|find|describe|inspect|profile|benchmark|warmup|serve|deploy|step|forward|call|invoke)_/i;
+
 export function looksLikeModelName(name: string): boolean {
+  if (VERB_PREFIX.test(name)) return false;
   return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);
 }
+
+/** Exact names (no prefix): `trainer.model`, `agent.policy` are modules whoever holds them. */
+const BARE_MODEL_NAME = new RegExp(`^(?:${MODEL_CORE})(?:${MODEL_SUFFIX})?$`, 'i');
 
 const WRAPPERS = /(^|\.)(DistributedDataParallel|DataParallel|DDP|FullyShardedDataParallel|FSDP|compile|deepcopy|AveragedModel|ModelEma\w*|ModelEMA|EMA)$/;
 const MODULE_METHODS = new Set(['to', 'cuda', 'cpu', 'half', 'float', 'double', 'bfloat16', 'eval', 'train', 'requires_grad_', 'share_memory', 'to_empty']);
@@ -49,6 +56,8 @@ export interface ModelFacts {
   readonly lightningClasses: ReadonlySet<string>;
   /** Keys frozen with `requires_grad_(False)` or `p.requires_grad = False` over `.parameters()`. */
   readonly frozen: ReadonlySet<string>;
+  /** Names of functions defined in the file (`def evaluate_model`): never modules. */
+  readonly functions: ReadonlySet<string>;
 }
 
 const factsCache = new WeakMap<SourceFile, ModelFacts>();
@@ -152,7 +161,12 @@ function computeFacts(file: SourceFile): ModelFacts {
       if (isModuleExpr(childByField(asg, 'right'))) assigned.add(key);
     }
   }
-  return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen };
+  const functions = new Set<string>();
+  for (const fn of file.nodesOfType('function_definition')) {
+    const name = childByField(fn, 'name');
+    if (name !== null) functions.add(file.textOf(name));
+  }
+  return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen, functions };
 }
 
 /** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
@@ -181,14 +195,23 @@ function frozenTarget(file: SourceFile, object: SyntaxNode | null): string | nul
 }
 
 function isModelKeyByName(key: string): boolean {
-  if (CONFIG_OBJECTS.test(key.slice(0, Math.max(0, key.lastIndexOf('.'))))) return false;
-  return looksLikeModelName(lastSegment(key));
+  const dot = key.lastIndexOf('.');
+  if (dot < 0) return looksLikeModelName(key);
+  const base = key.slice(0, dot);
+  const last = key.slice(dot + 1);
+  if (CONFIG_OBJECTS.test(base)) return false;
+  // `self.policy_net`, `model.encoder`: attributes of self or of a model; elsewhere only bare names
+  // (`accelerator.unwrap_model` is a method).
+  if (base === 'self' || looksLikeModelName(lastSegment(base))) return looksLikeModelName(last);
+  return BARE_MODEL_NAME.test(last);
 }
 
 /** True when a dotted key names a module in this file. */
 export function isModelKey(file: SourceFile, key: string): boolean {
   const facts = modelFacts(file);
-  return facts.assigned.has(key) || facts.markerReceivers.has(key) || isModelKeyByName(key);
+  if (facts.assigned.has(key) || facts.markerReceivers.has(key)) return true;
+  if (facts.functions.has(key)) return false;
+  return isModelKeyByName(key);
 }
 
 /** The class a method is defined in, or null. */
@@ -218,6 +241,53 @@ function inModuleClass(file: SourceFile, node: SyntaxNode): boolean {
  * `model.generate(...)` is not one: Hugging Face decorates generate() with no_grad itself.
  */
 export function forwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
+  let perFile = forwardCache.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    forwardCache.set(file, perFile);
+  }
+  let receiver = perFile.get(call);
+  if (receiver === undefined) {
+    receiver = computeForwardReceiver(file, call);
+    perFile.set(call, receiver);
+  }
+  return receiver;
+}
+
+const forwardCache = new WeakMap<SourceFile, Map<SyntaxNode, string | null>>();
+
+export interface ScopeCalls {
+  /** Forward passes whose nearest scope is this one. */
+  readonly forwards: SyntaxNode[];
+  /** Backward-like calls whose nearest scope is this one. */
+  readonly backwards: SyntaxNode[];
+}
+
+const scopeCallsCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeCalls>>();
+
+/** Forward and backward calls grouped by scope, in one pass over the file's calls. */
+export function callsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCalls> {
+  let map = scopeCallsCache.get(file);
+  if (map !== undefined) return map;
+  map = new Map();
+  for (const call of file.nodesOfType('call')) {
+    const isForward = forwardReceiver(file, call) !== null;
+    const isBackward = !isForward && backwardTargets(file, call) !== null;
+    if (!isForward && !isBackward) continue;
+    const scope = scopeOf(call);
+    if (scope === null) continue;
+    let entry = map.get(scope);
+    if (entry === undefined) {
+      entry = { forwards: [], backwards: [] };
+      map.set(scope, entry);
+    }
+    (isForward ? entry.forwards : entry.backwards).push(call);
+  }
+  scopeCallsCache.set(file, map);
+  return map;
+}
+
+function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;
   if (fn.type === 'identifier') {
@@ -257,6 +327,10 @@ const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer
 export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;
+  const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+  if (last === null) return null;
+  const lastText = file.textOf(last);
+  if (lastText !== 'backward' && lastText !== 'grad' && lastText !== 'manual_backward') return null;
   const name = qualifiedName(file, fn);
   if (name === 'torch.autograd.backward' || name === 'torch.autograd.grad' || name === 'autograd.grad' || name === 'autograd.backward') {
     const first = positionalArguments(call)[0] ?? keywordArgument(file, call, 'outputs') ?? keywordArgument(file, call, 'tensors');
@@ -274,10 +348,13 @@ export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[
 }
 
 /** The call computes or applies gradients (backward, autograd.grad, optimizer.step, zero_grad...). */
+const GRADIENT_METHODS = new Set(['backward', 'grad', 'manual_backward', 'step', 'zero_grad', 'requires_grad_', 'enable_grad']);
+
 export function isGradientCall(file: SourceFile, call: SyntaxNode): boolean {
-  if (backwardTargets(file, call) !== null) return true;
   const fn = childByField(call, 'function');
   if (fn === null) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  if (backwardTargets(file, call) !== null) return true;
   const name = qualifiedName(file, fn) ?? '';
   if (name.startsWith('torch.autograd.functional.') || name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
   if (fn.type !== 'attribute') return false;
@@ -291,26 +368,47 @@ export function isGradientCall(file: SourceFile, call: SyntaxNode): boolean {
   return false;
 }
 
-const gradientScopes = new WeakMap<SourceFile, Map<SyntaxNode, boolean>>();
+/** Gradients with respect to inputs (attacks, saliency, penalties): autograd.grad, requires_grad_(). */
+function lastName(file: SourceFile, fn: SyntaxNode): string {
+  const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+  return last === null ? '' : file.textOf(last);
+}
+
+export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  if (fn === null) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  const name = qualifiedName(file, fn) ?? '';
+  if (name === 'torch.autograd.grad' || name === 'autograd.grad' || name.startsWith('torch.autograd.functional.')) return true;
+  if (name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
+  if (fn.type !== 'attribute') return false;
+  const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+  return method === 'requires_grad_' && !/False/.test(file.textOf(childByField(call, 'arguments') ?? call));
+}
+
+const gradientScopes = new WeakMap<SourceFile, Map<string, boolean>>();
 
 /**
  * True when the scope (a function, with nested defs, or the module's top-level code) computes
- * gradients: backward/autograd.grad/optimizer steps, reads of `.grad`, `requires_grad = True`.
+ * gradients: backward/autograd.grad/optimizer steps, reads of `.grad`, `requires_grad = True`. With
+ * `inputsOnly`, only gradients with respect to inputs count (autograd.grad, requires_grad, `.grad`).
  */
-export function computesGradients(file: SourceFile, scope: SyntaxNode): boolean {
+export function computesGradients(file: SourceFile, scope: SyntaxNode, inputsOnly = false): boolean {
   let perFile = gradientScopes.get(file);
   if (perFile === undefined) {
     perFile = new Map();
     gradientScopes.set(file, perFile);
   }
-  let result = perFile.get(scope);
+  const cacheKey = `${scope.start}:${scope.end}:${scope.type}:${inputsOnly}`;
+  let result = perFile.get(cacheKey);
   if (result !== undefined) return result;
   result = false;
   const inScope = (n: SyntaxNode): boolean => (scope.type === 'module' ? topLevelCode(n) : scope.start <= n.start && n.end <= scope.end);
+  const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
   for (const call of file.nodesOfType('call')) {
     if (call.start < scope.start) continue;
     if (call.start >= scope.end) break;
-    if (inScope(call) && isGradientCall(file, call)) {
+    if (inScope(call) && isGradient(file, call)) {
       result = true;
       break;
     }
@@ -332,7 +430,7 @@ export function computesGradients(file: SourceFile, scope: SyntaxNode): boolean 
       }
     }
   }
-  perFile.set(scope, result);
+  perFile.set(cacheKey, result);
   return result;
 }
 

@@ -4,9 +4,10 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { flowOf, Taint } from '../analysis/flow';
+import { forwardsFeedingBackward } from '../analysis/backprop';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -16,6 +17,7 @@ const EVAL_DATA = [
   /(?:^|[^a-z])(?:loader|dataloader|dl|ds)s?_(?:val|valid|test|eval|dev)(?![a-z])/i,
   /\[\s*['"](?:val|valid|validation|test|eval|dev)['"]\s*\]/,
 ];
+const TRACING_METHODS = new Set(['export', 'trace', 'trace_module', 'dynamo_export', 'symbolic_trace']);
 const TRACING = /(^|\.)(onnx\.export|jit\.trace|jit\.trace_module|export\.export|dynamo_export|fx\.symbolic_trace)$/;
 
 function nameTokens(name: string): string[] {
@@ -56,10 +58,12 @@ function scopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
     if (scopeOf(call) !== scope) continue;
     const fn = childByField(call, 'function');
     if (fn === null) continue;
-    const name = qualifiedName(file, fn);
-    if (name !== null && TRACING.test(name)) tracing = true;
     if (fn.type !== 'attribute') continue;
     const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+    if (TRACING_METHODS.has(method)) {
+      const name = qualifiedName(file, fn);
+      if (name !== null && TRACING.test(name)) tracing = true;
+    }
     if (method !== 'eval' && method !== 'train') continue;
     const receiver = keyOf(file, childByField(fn, 'object'));
     if (receiver === null) continue;
@@ -69,7 +73,7 @@ function scopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
     const evaluating = method === 'eval' || (mode !== null && file.textOf(mode) === 'False');
     markers.push({ offset: call.start, receiver, evaluating });
   }
-  info = { skip: tracing || computesGradients(file, scope) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
+  info = { skip: tracing || computesGradients(file, scope, true) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
   perFile.set(scope, info);
   return info;
 }
@@ -184,16 +188,18 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
 function check(file: SourceFile): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const reported = new Set<SyntaxNode>();
-  for (const call of file.nodesOfType('call')) {
+  for (const [scope, calls] of callsByScope(file)) {
+    for (const call of calls.forwards) {
     const receiver = forwardReceiver(file, call);
     if (receiver === null) continue;
-    const scope = scopeOf(call);
-    if (scope === null || reported.has(scope)) continue;
+    if (reported.has(scope)) break;
     const info = scopeInfo(file, scope);
     if (info.skip) continue;
     const context = evalContext(file, info, call, receiver);
     if (context === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
+    // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
+    if (forwardsFeedingBackward(file, scope).has(call)) continue;
     if (context.kind === 'name' && returnsGraph(file, scope)) continue;
     if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) continue;
     reported.add(scope);
@@ -207,7 +213,9 @@ function check(file: SourceFile): RuleFinding[] {
         `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).`,
       fix: decoratorFix(file, scope),
     });
+    }
   }
+  findings.sort((a, b) => a.start - b.start);
   return findings;
 }
 

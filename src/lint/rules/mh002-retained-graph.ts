@@ -1,12 +1,13 @@
 // MH002 retained-graph: a tensor with autograd history kept across iterations or stored, so every
 // step's graph (and, before backward, its saved activations) stays alive.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
-import { keyOf, scopeOf } from '../analysis/models';
+import { backwardTargets, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
-import { flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { dominates, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { isConsumedByBackward } from '../analysis/consumers';
+import { retainedArguments } from '../analysis/meters';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -16,11 +17,13 @@ const NOT_A_TENSOR = new Set(['tuple', 'list', 'dictionary', 'set', 'list_compre
 
 interface Sink {
   readonly node: SyntaxNode;
-  readonly kind: 'accumulate' | 'append' | 'store';
+  readonly kind: 'accumulate' | 'append' | 'store' | 'meter';
   /** The container or accumulator. */
   readonly target: SyntaxNode;
   /** The stored value. */
   readonly value: SyntaxNode;
+  /** For meters: the method treats the value as a tensor (so fix with .detach(), not .item()). */
+  readonly asTensor?: boolean;
 }
 
 /** `history['loss']` -> `history`: the object that lives on. */
@@ -56,6 +59,9 @@ function sinks(file: SourceFile): Sink[] {
     const fn = childByField(call, 'function');
     if (fn?.type !== 'attribute') continue;
     const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+    for (const r of retainedArguments(file, call)) {
+      out.push({ node: call, kind: 'meter', target: childByField(fn, 'object') ?? fn, value: r.arg, asTensor: r.param.usedAsTensor });
+    }
     if (!STORE_METHODS.has(method)) continue;
     const object = childByField(fn, 'object');
     const args = childByField(call, 'arguments');
@@ -135,6 +141,12 @@ function check(file: SourceFile): RuleFinding[] {
         `\`${file.textOf(sink.node).split('\n')[0]}\` adds a tensor with autograd history to \`${key}\`, which outlives the iteration: every step's graph stays linked and alive. ` +
         `Accumulate \`${short}.item()\` (or \`.detach()\`) instead.`;
       if (leaves.length > 0 && leaves.every((l) => !NOT_A_TENSOR.has(l.type))) fix = { title: `Accumulate with .${method}()`, edits: leaves.map((l) => appendCall(file, l, method)) };
+    } else if (sink.kind === 'meter') {
+      const method = sink.asTensor === true ? 'detach' : 'item';
+      message =
+        `\`${file.textOf(sink.node).split('\n')[0]}\` hands a tensor with autograd history to \`${key}\`, which keeps it across iterations: every step's graph stays alive. ` +
+        `Pass \`${short}.${method}()\` instead.`;
+      if (!NOT_A_TENSOR.has(sink.value.type)) fix = { title: `Pass ${short}.${method}()`, edits: [appendCall(file, sink.value, method)] };
     } else {
       message =
         `Storing \`${short}\` in \`${key}\` keeps its autograd graph alive after the step (and its activations if no backward runs through it). ` +
@@ -145,7 +157,69 @@ function check(file: SourceFile): RuleFinding[] {
     }
     findings.push({ start: sink.node.start, end: sink.node.end, message, fix });
   }
+  findings.push(...carriedState(file));
   return findings;
+}
+
+/**
+ * Recurrent state carried between per-step iterations with its history: `out, hidden = model(x, hidden)`
+ * in a loop that backpropagates every step, with no detach in between. Each step's graph then links to
+ * all the previous ones (and backward needs retain_graph=True to run at all). A loop without its own
+ * backward is an unrolled sequence inside one graph (seq2seq decoders, time steps in forward): fine.
+ */
+function carriedState(file: SourceFile): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  for (const asg of file.nodesOfType('assignment')) {
+    const value = childByField(asg, 'right');
+    const left = childByField(asg, 'left');
+    if (value === null || left === null || value.type !== 'call' || forwardReceiver(file, value) === null) continue;
+    const loop = enclosingLoops(asg)[0];
+    const body = loop === undefined ? null : childByField(loop, 'body');
+    const scope = scopeOf(asg);
+    if (body === null || scope === null || gradOffAt(file, asg)) continue;
+    const flow = flowOf(file, scope);
+    if (flow.taintOf(value) !== Taint.Tainted || !backwardInBody(file, body, scope)) continue;
+    const targets = new Set(targetKeysOf(file, left));
+    for (const use of flow.dataKeys(value)) {
+      const key = keyOf(file, use);
+      if (key === null || !targets.has(key)) continue;
+      const defsInBody = (flow.defs.get(key) ?? []).filter((d) => d.stmt !== statementOf(asg) && (d.kind === 'for' ? d.stmt === loop : contains(body, d.stmt)));
+      // Any detach of the state inside the loop (even every k steps) bounds the chain.
+      if (defsInBody.some((d) => d.kind === 'for' || flow.taintOfDef(d) !== Taint.Tainted)) continue;
+      if (defsInBody.some((d) => dominates(d, use) && d.effective <= use.start)) continue;
+      findings.push({
+        start: use.start,
+        end: use.end,
+        message:
+          `\`${key}\` is carried into the next iteration with its autograd history: every step's graph stays linked to the previous ones, so memory grows for the whole loop (and backward needs retain_graph=True). ` +
+          `Detach it at the start of each step (\`${key} = ${key}.detach()\`, or detach each tensor of a tuple).`,
+        fix: null,
+      });
+      break;
+    }
+  }
+  return findings;
+}
+
+function backwardInBody(file: SourceFile, body: SyntaxNode, scope: SyntaxNode): boolean {
+  for (const call of file.nodesOfType('call')) {
+    if (call.start < body.start) continue;
+    if (call.start >= body.end) break;
+    if (backwardTargets(file, call) !== null && scopeOf(call) === scope) return true;
+  }
+  return false;
+}
+
+function statementOf(n: SyntaxNode): SyntaxNode {
+  let s = n;
+  while (s.parent !== null && s.parent.type !== 'block' && s.parent.type !== 'module') s = s.parent;
+  return s;
+}
+
+function targetKeysOf(file: SourceFile, target: SyntaxNode): string[] {
+  const key = keyOf(file, target);
+  if (key !== null) return [key];
+  return target.children.filter((c) => c.named).flatMap((c) => targetKeysOf(file, c));
 }
 
 export const retainedGraph: Rule = {

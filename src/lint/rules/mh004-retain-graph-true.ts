@@ -141,6 +141,7 @@ function graphEscapes(flow: ScopeFlow, roots: readonly SyntaxNode[]): boolean {
 
 function check(file: SourceFile): RuleFinding[] {
   const findings: RuleFinding[] = [];
+  if (!file.text.includes('retain_graph')) return findings;
   for (const call of file.nodesOfType('call')) {
     const argument = retainGraphArgument(file, call);
     if (argument === null) continue;

@@ -1,0 +1,143 @@
+// Helper classes that keep what they are given: `meter.update(loss)` where the file's own meter does
+// `self.total += value * n`. The method is analysed once with each parameter assumed to carry history;
+// call sites on instances of the class then count as stores of that argument.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { ScopeFlow, Taint } from './flow';
+import { enclosingClass, keyOf } from './models';
+
+export interface RetainingParameter {
+  readonly index: number;
+  readonly name: string;
+  /** The method reads attributes of it (`value.sum()`): keep it a tensor, suggest `.detach()`. */
+  readonly usedAsTensor: boolean;
+}
+
+interface MeterFacts {
+  /** class name -> method name -> parameters whose value the method stores on self. */
+  readonly retaining: Map<string, Map<string, RetainingParameter[]>>;
+  /** key (`loss_meter`, `self.losses`) -> classes it is assigned an instance of, anywhere in the file. */
+  readonly instances: Map<string, Set<string>>;
+}
+
+const cache = new WeakMap<SourceFile, MeterFacts>();
+
+function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
+  const params = childByField(fn, 'parameters');
+  const out: string[] = [];
+  for (const p of params?.children ?? []) {
+    const name = p.type === 'identifier' ? p : p.type === 'typed_parameter' ? (p.children.find((c) => c.type === 'identifier') ?? null) : childByField(p, 'name');
+    if (name?.type === 'identifier') out.push(file.textOf(name));
+    else if (p.type === 'list_splat_pattern' || p.type === 'dictionary_splat_pattern') break;
+  }
+  return out;
+}
+
+/** Stores on self inside a method: `self.x += v`, `self.x = self.x + v`, `self.xs.append(v)`. */
+function selfStoreValues(file: SourceFile, fn: SyntaxNode): SyntaxNode[] {
+  const body = childByField(fn, 'body');
+  const out: SyntaxNode[] = [];
+  const stack = body === null ? [] : [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    if (n.type === 'augmented_assignment') {
+      const key = keyOf(file, childByField(n, 'left'));
+      const value = childByField(n, 'right');
+      if (key?.startsWith('self.') && value !== null) out.push(value);
+    } else if (n.type === 'assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      const key = keyOf(file, left);
+      if (key?.startsWith('self.') && right?.type === 'binary_operator') {
+        const l = childByField(right, 'left');
+        const r = childByField(right, 'right');
+        if (l !== null && r !== null && keyOf(file, l) === key) out.push(r);
+      }
+    } else if (n.type === 'call') {
+      const f = childByField(n, 'function');
+      const method = f?.type === 'attribute' ? file.textOf(childByField(f, 'attribute') ?? f) : '';
+      const key = f?.type === 'attribute' ? keyOf(file, childByField(f, 'object')) : null;
+      const arg = childByField(n, 'arguments')?.children.find((c) => c.named && c.type !== 'comment');
+      if ((method === 'append' || method === 'extend') && key?.startsWith('self.') && arg !== undefined) out.push(arg);
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return out;
+}
+
+function meterFacts(file: SourceFile): MeterFacts {
+  let facts = cache.get(file);
+  if (facts !== undefined) return facts;
+  const retaining = new Map<string, Map<string, RetainingParameter[]>>();
+  for (const fn of file.nodesOfType('function_definition')) {
+    const cls = enclosingClass(fn);
+    const clsName = cls === null ? null : childByField(cls, 'name');
+    const name = childByField(fn, 'name');
+    if (clsName === null || name === null || file.textOf(name) === '__init__') continue;
+    const values = selfStoreValues(file, fn);
+    if (values.length === 0) continue;
+    const params = parameterNames(file, fn).slice(1); // without self
+    const found: RetainingParameter[] = [];
+    params.forEach((param, index) => {
+      const flow = new ScopeFlow(file, fn, new Set([param]));
+      if (values.some((v) => flow.taintOf(v) === Taint.Tainted)) {
+        const usedAsTensor = new RegExp(`\\b${param}\\s*\\.\\s*[A-Za-z_]`).test(file.textOf(childByField(fn, 'body') ?? fn));
+        found.push({ index, name: param, usedAsTensor });
+      }
+    });
+    if (found.length === 0) continue;
+    const c = file.textOf(clsName);
+    if (!retaining.has(c)) retaining.set(c, new Map());
+    retaining.get(c)!.set(file.textOf(name), found);
+  }
+  const instances = new Map<string, Set<string>>();
+  if (retaining.size > 0) {
+    const record = (target: SyntaxNode, value: SyntaxNode): void => {
+      const key = keyOf(file, target);
+      const fn = value.type === 'call' ? childByField(value, 'function') : null;
+      if (key === null || fn?.type !== 'identifier' || !retaining.has(file.textOf(fn))) return;
+      if (!instances.has(key)) instances.set(key, new Set());
+      instances.get(key)!.add(file.textOf(fn));
+    };
+    for (const asg of file.nodesOfType('assignment')) {
+      const left = childByField(asg, 'left');
+      const right = childByField(asg, 'right');
+      if (left === null || right === null) continue;
+      const targets = left.children.filter((c) => c.named);
+      const values = right.children.filter((c) => c.named && c.type !== 'comment');
+      if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && (right.type === 'expression_list' || right.type === 'tuple') && targets.length === values.length) {
+        targets.forEach((t, i) => record(t, values[i]));
+      } else {
+        record(left, right);
+      }
+    }
+  }
+  facts = { retaining, instances };
+  cache.set(file, facts);
+  return facts;
+}
+
+/**
+ * For `obj.method(...)` on an instance of a class of this file whose method stores an argument on
+ * self: the argument nodes it would keep, with what the method does with them.
+ */
+export function retainedArguments(file: SourceFile, call: SyntaxNode): { arg: SyntaxNode; param: RetainingParameter; receiver: string }[] {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'attribute') return [];
+  const facts = meterFacts(file);
+  if (facts.retaining.size === 0) return [];
+  const receiver = keyOf(file, childByField(fn, 'object'));
+  const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+  if (receiver === null) return [];
+  const out: { arg: SyntaxNode; param: RetainingParameter; receiver: string }[] = [];
+  for (const cls of facts.instances.get(receiver) ?? []) {
+    for (const param of facts.retaining.get(cls)?.get(method) ?? []) {
+      const args = childByField(call, 'arguments')?.children.filter((c) => c.named && c.type !== 'comment') ?? [];
+      const keyword = args.find((a) => a.type === 'keyword_argument' && file.textOf(childByField(a, 'name') ?? a) === param.name);
+      const positional = args.filter((a) => a.type !== 'keyword_argument')[param.index];
+      const arg = keyword !== undefined ? childByField(keyword, 'value') : (positional ?? null);
+      if (arg !== null && arg.type !== 'list_splat' && arg.type !== 'dictionary_splat') out.push({ arg, param, receiver });
+    }
+  }
+  return out;
+}

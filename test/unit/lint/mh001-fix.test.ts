@@ -1,0 +1,90 @@
+// MH001's fix adds @torch.no_grad() above the function: valid Python, the finding goes away, and the
+// function really stops recording a graph (checked with the test interpreter's torch).
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { lint } from './harness';
+import { applyFix, hasTorch, lineOf, only, runPython, syntaxErrors } from './autograd-fix-helpers';
+
+const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'lint', 'MH001');
+
+describe('MH001 missing-no-grad fix', () => {
+  for (const name of fs.readdirSync(fixtures).filter((f) => f.endsWith('.py') && !f.startsWith('clean_')).sort()) {
+    it(`every fix in ${name} parses and removes its finding`, async () => {
+      const text = fs.readFileSync(path.join(fixtures, name), 'utf8');
+      const findings = only(await lint(text), 'MH001');
+      assert.ok(findings.length > 0, 'fixture has MH001 findings');
+      for (const f of findings) {
+        if (f.fix === null) continue;
+        const fixed = applyFix(text, f.fix);
+        assert.deepEqual(await syntaxErrors(fixed), [], `fix for line ${lineOf(text, f.start)} breaks the syntax`);
+        const after = only(await lint(fixed), 'MH001');
+        assert.equal(after.length, findings.length - 1, `fix for line ${lineOf(text, f.start)} leaves ${after.length} findings`);
+      }
+    });
+  }
+
+  it('decorates a method at its own indentation, below existing decorators', async () => {
+    const text = [
+      'import torch',
+      '',
+      'class Runner:',
+      '    @staticmethod',
+      '    def evaluate(model, loader):',
+      '        model.eval()',
+      '        return [model(x).argmax(1) for x in loader]',
+      '',
+    ].join('\n');
+    const [f] = only(await lint(text), 'MH001');
+    assert.ok(f?.fix);
+    const fixed = applyFix(text, f.fix);
+    assert.match(fixed, / {4}@staticmethod\n {4}@torch\.no_grad\(\)\n {4}def evaluate/);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+  });
+
+  it('uses the local name of torch and keeps CRLF line endings', async () => {
+    const text = 'import torch as th\r\n\r\ndef test(net, test_loader):\r\n    net.eval()\r\n    for x, y in test_loader:\r\n        print(net(x).argmax(1).eq(y).sum().item())\r\n';
+    const [f] = only(await lint(text), 'MH001');
+    assert.ok(f?.fix);
+    const fixed = applyFix(text, f.fix);
+    assert.ok(fixed.includes('@th.no_grad()\r\ndef test('), fixed);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+  });
+
+  it('offers no fix without an `import torch`, for async functions and for module-level code', async () => {
+    const noTorch = 'from torch import nn\n\ndef validate(model, val_loader):\n    model.eval()\n    for x in val_loader:\n        print(model(x).sum().item())\n';
+    const asyncFn = 'import torch\n\nasync def predict(model, x):\n    model.eval()\n    return model(x).argmax(1)\n';
+    const script = 'import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nprint(model(torch.ones(1, 2)).argmax(1))\n';
+    for (const text of [noTorch, asyncFn, script]) {
+      const found = only(await lint(text), 'MH001');
+      assert.equal(found.length, 1, text);
+      assert.equal(found[0].fix, null, text);
+    }
+  });
+
+  it('stops graph recording without changing the results (real torch)', async function () {
+    if (!hasTorch()) this.skip();
+    const text = [
+      'import torch',
+      '',
+      'def evaluate(model, batches):',
+      '    model.eval()',
+      '    outs = []',
+      '    for x in batches:',
+      '        out = model(x)',
+      '        outs.append((out.requires_grad, round(out.sum().item(), 4)))',
+      '    return outs',
+      '',
+      'torch.manual_seed(0)',
+      'net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))',
+      'print(evaluate(net, [torch.ones(3, 4), torch.zeros(3, 4)]))',
+      '',
+    ].join('\n');
+    const [f] = only(await lint(text), 'MH001');
+    assert.ok(f?.fix, 'MH001 with a fix');
+    const before = runPython(text).trim();
+    const after = runPython(applyFix(text, f.fix)).trim();
+    assert.match(before, /\(True, /);
+    assert.equal(after, before.replace(/True/g, 'False'));
+  });
+});

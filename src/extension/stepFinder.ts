@@ -18,7 +18,8 @@ const STEP_NAME = /train|step/i;
 const OPTIMIZER_RECEIVER = /optim|(^|[._])opt$/i;
 
 /**
- * Module-level functions: the profiler targets `file.py::name`, which names a function the script
+ * Module-level functions (a step-like reason when the name says train/step, or the body itself, not a
+ * loop in it, calls `.backward()` or `optimizer.step()`): the profiler targets `file.py::name`, which names a function the script
  * defines at top level. Calls are assigned to functions in one sweep (both lists are in document order).
  */
 export function topLevelFunctions(file: SourceFile): StepCandidate[] {
@@ -35,8 +36,12 @@ export function topLevelFunctions(file: SourceFile): StepCandidate[] {
     if (i >= defs.length) break;
     if (call.start < defs[i].node.start || reasons[i] === 'backward') continue;
     const method = calleeMethod(file, call);
+    if (method !== 'backward' && method !== 'step') continue;
+    // A backward() inside a loop of the function makes it a training loop (main, fit), called once:
+    // as a "step" it would never reach warmup + steps calls.
+    if (inLoopWithin(call, defs[i].def)) continue;
     if (method === 'backward') reasons[i] = 'backward';
-    else if (method === 'step' && reasons[i] === null) {
+    else if (reasons[i] === null) {
       const fn = childByField(call, 'function');
       const receiver = fn === null ? null : childByField(fn, 'object');
       if (receiver !== null && OPTIMIZER_RECEIVER.test(file.textOf(receiver))) reasons[i] = 'optimizer-step';
@@ -48,6 +53,14 @@ export function topLevelFunctions(file: SourceFile): StepCandidate[] {
     const reason = STEP_NAME.test(name) ? 'name' : reasons[k];
     return { name, start: node.start, end: node.end, defStart: def.start, stepReason: reason };
   }).filter((c) => c.name !== '');
+}
+
+function inLoopWithin(node: SyntaxNode, fn: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null && p !== fn; p = p.parent) {
+    if (p.type === 'for_statement' || p.type === 'while_statement') return true;
+    if (p.type === 'function_definition' || p.type === 'lambda') return false; // a nested def runs when called
+  }
+  return false;
 }
 
 export function trainingSteps(file: SourceFile): StepCandidate[] {

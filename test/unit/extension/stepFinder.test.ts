@@ -27,6 +27,12 @@ def train(model):
 def scheduler_only(scheduler):
     scheduler.step()
 
+def main(model, opt, loader):
+    for x, y in loader:
+        loss = model(x)
+        loss.backward()
+        opt.step()
+
 class Trainer:
     def training_step(self, batch):
         return batch
@@ -44,6 +50,7 @@ describe('extension/stepFinder', () => {
         ['update', 'optimizer-step'],
         ['train', 'name'],
         ['scheduler_only', null],
+        ['main', null],
       ],
     );
     assert.deepEqual(trainingSteps(file).map((f) => f.name), ['run_batch', 'update', 'train']);

@@ -12,6 +12,7 @@ const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'c
 const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 
 interface Tally {
+  truePositives: number;
   falsePositives: string[];
   falseNegatives: string[];
 }
@@ -41,7 +42,7 @@ describe('lint corpus (precision on realistic training code)', () => {
   const tallies = new Map<string, Tally>();
   const tally = (code: string): Tally => {
     let t = tallies.get(code);
-    if (!t) tallies.set(code, (t = { falsePositives: [], falseNegatives: [] }));
+    if (!t) tallies.set(code, (t = { truePositives: 0, falsePositives: [], falseNegatives: [] }));
     return t;
   };
 
@@ -66,6 +67,7 @@ describe('lint corpus (precision on realistic training code)', () => {
       const expected = [...new Set(expectations(source))].sort();
       const unexpected = minus(actual, expected);
       const missing = minus(expected, actual);
+      for (const e of minus(actual, unexpected)) tally(e.split(':')[1]).truePositives++;
       for (const e of unexpected) tally(e.split(':')[1]).falsePositives.push(`${file}:${e.split(':')[0]}`);
       for (const e of missing) tally(e.split(':')[1]).falseNegatives.push(`${file}:${e.split(':')[0]}`);
       if (unexpected.length || missing.length) {
@@ -80,10 +82,21 @@ describe('lint corpus (precision on realistic training code)', () => {
 
   after(() => {
     if (tallies.size === 0) return;
+    const pct = (num: number, den: number): string => (den === 0 ? '  n/a' : `${((100 * num) / den).toFixed(0).padStart(4)}%`);
     const rows = [...tallies.entries()].sort(([a], [b]) => a.localeCompare(b));
     const text = rows
-      .map(([code, t]) => `  ${code}: ${t.falsePositives.length} FP [${t.falsePositives.join(', ')}]; ${t.falseNegatives.length} FN [${t.falseNegatives.join(', ')}]`)
+      .map(([code, t]) => {
+        const tp = t.truePositives;
+        const fp = t.falsePositives.length;
+        const fn = t.falseNegatives.length;
+        const head = `  ${code}: TP ${tp}, FP ${fp}, FN ${fn}; precision ${pct(tp, tp + fp)}, recall ${pct(tp, tp + fn)}`;
+        const details = [
+          ...t.falsePositives.map((where) => `      FP ${where}`),
+          ...t.falseNegatives.map((where) => `      FN ${where}`),
+        ];
+        return [head, ...details].join('\n');
+      })
       .join('\n');
-    process.stdout.write(`\ncorpus precision by rule:\n${text}\n`);
+    process.stdout.write(`\ncorpus precision by rule (per line):\n${text}\n`);
   });
 });

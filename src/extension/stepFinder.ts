@@ -18,15 +18,27 @@ const STEP_NAME = /train|step/i;
 const OPTIMIZER_RECEIVER = /optim|(^|[._])opt$/i;
 
 /**
- * Module-level functions (a step-like reason when the name says train/step, or the body itself, not a
- * loop in it, calls `.backward()` or `optimizer.step()`): the profiler targets `file.py::name`, which names a function the script
- * defines at top level. Calls are assigned to functions in one sweep (both lists are in document order).
+ * Module-level functions and methods of module-level classes, which the profiler targets as
+ * `file.py::name` / `file.py::Class.method`. Step-like: the name says train/step, or the body itself
+ * (not a loop in it) calls `.backward()` or `optimizer.step()`. Calls are assigned to functions in one
+ * sweep (both lists are in document order).
  */
 export function topLevelFunctions(file: SourceFile): StepCandidate[] {
-  const defs: { node: SyntaxNode; def: SyntaxNode }[] = [];
+  const defs: { node: SyntaxNode; def: SyntaxNode; owner: string | null }[] = [];
   for (const child of file.root.children) {
     const def = child.type === 'decorated_definition' ? childByField(child, 'definition') : child;
-    if (def !== null && def.type === 'function_definition') defs.push({ node: child, def });
+    if (def === null) continue;
+    if (def.type === 'function_definition') defs.push({ node: child, def, owner: null });
+    else if (def.type === 'class_definition') {
+      // Methods as `Class.method`, which the harness resolves through the class.
+      const className = childByField(def, 'name');
+      const body = childByField(def, 'body');
+      if (className === null || body === null) continue;
+      for (const member of body.children) {
+        const method = member.type === 'decorated_definition' ? childByField(member, 'definition') : member;
+        if (method !== null && method.type === 'function_definition') defs.push({ node: member, def: method, owner: file.textOf(className) });
+      }
+    }
   }
   const reasons: (StepCandidate['stepReason'])[] = defs.map(() => null);
   const calls = file.nodesOfType('call');
@@ -47,12 +59,15 @@ export function topLevelFunctions(file: SourceFile): StepCandidate[] {
       if (receiver !== null && OPTIMIZER_RECEIVER.test(file.textOf(receiver))) reasons[i] = 'optimizer-step';
     }
   }
-  return defs.map(({ node, def }, k) => {
-    const nameNode = childByField(def, 'name');
-    const name = nameNode === null ? '' : file.textOf(nameNode);
-    const reason = STEP_NAME.test(name) ? 'name' : reasons[k];
-    return { name, start: node.start, end: node.end, defStart: def.start, stepReason: reason };
-  }).filter((c) => c.name !== '');
+  return defs
+    .map(({ node, def, owner }, k) => {
+      const nameNode = childByField(def, 'name');
+      const bare = nameNode === null ? '' : file.textOf(nameNode);
+      const reason = STEP_NAME.test(bare) ? 'name' : reasons[k];
+      const name = bare === '' ? '' : owner === null ? bare : `${owner}.${bare}`;
+      return { name, start: node.start, end: node.end, defStart: def.start, stepReason: reason };
+    })
+    .filter((c) => c.name !== '' && !/\.__\w+__$/.test(c.name)); // dunder methods are never a step
 }
 
 function inLoopWithin(node: SyntaxNode, fn: SyntaxNode): boolean {
@@ -67,7 +82,7 @@ export function trainingSteps(file: SourceFile): StepCandidate[] {
   return topLevelFunctions(file).filter((c) => c.stepReason !== null);
 }
 
-/** The top-level function containing `offset`, or null. */
+/** The top-level function or method containing `offset`, or null. */
 export function functionAt(file: SourceFile, offset: number): StepCandidate | null {
   return topLevelFunctions(file).find((c) => c.start <= offset && offset <= c.end) ?? null;
 }

@@ -34,8 +34,15 @@ def main(model, opt, loader):
         opt.step()
 
 class Trainer:
+    def __init__(self):
+        self.model = None
+
     def training_step(self, batch):
         return batch
+
+    @staticmethod
+    def helper(x):
+        return x
 `;
 
 describe('extension/stepFinder', () => {
@@ -51,9 +58,11 @@ describe('extension/stepFinder', () => {
         ['train', 'name'],
         ['scheduler_only', null],
         ['main', null],
+        ['Trainer.training_step', 'name'],
+        ['Trainer.helper', null],
       ],
     );
-    assert.deepEqual(trainingSteps(file).map((f) => f.name), ['run_batch', 'update', 'train']);
+    assert.deepEqual(trainingSteps(file).map((f) => f.name), ['run_batch', 'update', 'train', 'Trainer.training_step']);
   });
 
   it('puts the CodeLens on the def line, below decorators', async () => {
@@ -67,6 +76,7 @@ describe('extension/stepFinder', () => {
     const file = (await getLinter()).open(SOURCE).source;
     assert.equal(functionAt(file, SOURCE.indexOf('loss.backward'))?.name, 'run_batch');
     assert.equal(functionAt(file, SOURCE.indexOf('import torch')), null);
-    assert.equal(functionAt(file, SOURCE.indexOf('return batch')), null, 'methods are not module-level targets');
+    assert.equal(functionAt(file, SOURCE.indexOf('return batch'))?.name, 'Trainer.training_step', 'methods as Class.method');
+    assert.equal(functionAt(file, SOURCE.indexOf('self.model = None')), null, 'no __init__ target');
   });
 });

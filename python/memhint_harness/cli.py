@@ -109,6 +109,8 @@ def _run(options, channel):
     state = State(tracker, registry, options.warmup)
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=tracker.disable_in_child)
     _patch_backward(torch, tracker)
     history = cudainfo.start_history(torch) if backend == "cuda" else None
 
@@ -148,12 +150,16 @@ def _run(options, channel):
         notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
 
     notes.extend(runner.notes)
+    if tracker.internal_error is not None:
+        notes.append("memhint stopped measuring after an internal error; figures are partial:\n"
+                     + tracker.internal_error)
     measured = runner.measured_steps()
     if failure is not None and failure[0] != "oom" and measured == 0:
         return _error(channel, failure[0], failure[1], failure[2], failure[3])
     cuda = cudainfo.collect(torch, history, options.cuda_snapshot, notes, tracker) if backend == "cuda" else None
     report = build_report(options, environment, notes, tracker, state, runner, cuda,
-                          partial=failure is not None or measured < options.steps)
+                          partial=failure is not None or measured < options.steps
+                          or tracker.internal_error is not None)
     channel.send("result", report=report)
     if failure is not None:
         return _error(channel, failure[0], failure[1], failure[2], failure[3])

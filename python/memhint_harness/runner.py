@@ -127,6 +127,12 @@ class Runner:
             self._try_wrap(frame.f_globals)
 
     def _try_wrap(self, namespace):
+        try:
+            self._wrap_target(namespace)
+        except Exception:  # the user's class may do anything on attribute access; try again next line
+            pass
+
+    def _wrap_target(self, namespace):
         parts = self.options.function.split(".")
         owner = None
         value = namespace.get(parts[0])
@@ -267,7 +273,8 @@ def _saved_tensor_hooks(tracker):
         return None
 
     def pack(tensor):
-        tracker.on_saved(tensor)
+        if not tracker.disabled:
+            tracker.guard(tracker.on_saved, tensor)
         # A detached alias, not the tensor itself: holding the output tensor from its own graph node
         # would create a reference cycle and delay its free until the garbage collector runs.
         return tensor.detach()

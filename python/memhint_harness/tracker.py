@@ -120,6 +120,32 @@ class Tracker:
         self.cuda_max_reserved = 0
         self._code_cache = {}
 
+    # ----------------------------------------------------------------- robustness
+
+    disabled = False
+    internal_error = None
+
+    def guard(self, fn, *args):
+        """Runs bookkeeping; on a harness bug, stops measuring (the report says so) instead of failing the user."""
+        try:
+            return fn(*args)
+        except Exception:
+            self.fail()
+            return None
+
+    def fail(self):
+        import traceback
+
+        if self.internal_error is None:
+            self.internal_error = traceback.format_exc()
+        self.disabled = True
+        sys.settrace(None)
+
+    def disable_in_child(self):
+        """A forked child (DataLoader worker) inherits the mode and the tracer: measure nothing there."""
+        self.disabled = True
+        sys.settrace(None)
+
     # ----------------------------------------------------------------- time, sites
 
     def now_ms(self):
@@ -444,6 +470,15 @@ class Tracker:
     returning = False
 
     def trace_call(self, frame, event, arg):
+        if self.disabled:
+            return None
+        try:
+            return self._trace_call(frame)
+        except Exception:  # a harness bug must not become the user's exception
+            self.fail()
+            return None
+
+    def _trace_call(self, frame):
         if self.returning:
             self.poll()
         code = frame.f_code
@@ -456,6 +491,17 @@ class Tracker:
         return self.trace_local
 
     def trace_local(self, frame, event, arg):
+        if self.disabled:
+            return None
+        try:
+            return self._trace_local(frame, event)
+        except StopProfiling:
+            raise
+        except Exception:
+            self.fail()
+            return None
+
+    def _trace_local(self, frame, event):
         if event == "line":
             self.poll()
             stack = self.stack
@@ -587,10 +633,13 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         tracker = self.tracker
+        if tracker.disabled:
+            return func(*args, **(kwargs or {}))
         try:
             out = func(*args, **(kwargs or {}))
         except BaseException as error:
-            tracker.on_op_error(func, error)
+            if not tracker.disabled:
+                tracker.guard(tracker.on_op_error, func, error)
             raise
-        tracker.on_outputs(out)
+        tracker.guard(tracker.on_outputs, out)
         return out

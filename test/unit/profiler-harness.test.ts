@@ -152,6 +152,39 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.equal(report.steps[0].peakLive, 2_000_000);
   });
 
+  it('follows storages through views, in-place ops, detach, out= and resize_', async () => {
+    const script = path.join(FIXTURES, 'storage_ops.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const expected: Array<[string, number, number]> = [
+      ['a = torch.zeros(1000)', 4000, 0],
+      ['v = a.view(10, 100)', 0, 0],
+      ['a.add_(1)', 0, 0],
+      ['d = a.detach()', 0, 0],
+      ['o = torch.empty(0)', 0, 0],
+      ['torch.add(a, 1, out=o)', 4000, 0],
+      ['r = torch.zeros(10)', 40, 0],
+      ['r.resize_(2000)', 7960, 0],
+      ['del a', 0, 0],
+      ['del v, d', 0, 4000],
+    ];
+    for (const [prefix, allocated, freed] of expected) {
+      const line = report.lines.find((l) => l.code.startsWith(prefix));
+      assert.ok(line, prefix);
+      assert.deepEqual([line.self.allocated, line.self.freed], [3 * allocated, 3 * freed], prefix);
+    }
+  });
+
+  it('stops a never-ending script after --max-seconds', async () => {
+    const script = path.join(FIXTURES, 'forever.py');
+    const started = Date.now();
+    const report = ok(await runProfile(options({ script, function: null, maxSeconds: 2 })));
+    assert.ok(Date.now() - started < 60_000);
+    assert.ok(report.notes.some((n) => /stopped after --max-seconds 2/.test(n)), report.notes.join('\n'));
+    const append = lineOf(report, script, 'kept.append(torch.ones(256))  # 1024 bytes each');
+    assert.ok(append.calls > 10);
+    assert.equal(append.self.allocated, append.calls * 1024);
+  });
+
   it('--budget reports the first line where live memory exceeds it', async () => {
     const report = ok(await runProfile(options({ budgetBytes: 10_000_000, steps: 1 })));
     assert.equal(report.budget?.exceeded, true);

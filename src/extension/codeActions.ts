@@ -19,15 +19,16 @@ export class MemhintCodeActions implements vscode.CodeActionProvider {
   ) {}
 
   provideCodeActions(document: vscode.TextDocument, range: vscode.Range, context: vscode.CodeActionContext): vscode.CodeAction[] {
-    const result = this.diagnostics.result(document.uri);
-    if (result === null || result.version !== document.version) return []; // stale offsets would corrupt edits
     if (context.only !== undefined && !context.only.contains(vscode.CodeActionKind.QuickFix) && !vscode.CodeActionKind.QuickFix.contains(context.only)) {
+      // source.fixAll(.memhint), e.g. on save: lints the current text itself, so a pending debounce does not matter.
       if (context.only.contains(FIX_ALL_KIND) || FIX_ALL_KIND.contains(context.only)) {
         const fixAll = this.fixAllAction(document);
         return fixAll === null ? [] : [fixAll];
       }
       return [];
     }
+    const result = this.diagnostics.result(document.uri);
+    if (result === null || result.version !== document.version) return []; // stale offsets would corrupt edits
     const actions: vscode.CodeAction[] = [];
     const seen = new Set<string>();
     for (const diagnostic of context.diagnostics) {

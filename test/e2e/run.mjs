@@ -59,7 +59,13 @@ process.exit(results.every((r) => r.code === 0) ? 0 : 1);
 async function runPhase(phase) {
   const runDir = makeRunDir(phase);
   const workspace = makeWorkspace(runDir);
-  const server = await startCodeServer({ stateDir: path.join(runDir, 'server'), trust: phase !== 'untrusted' });
+  const server = await startCodeServer({
+    stateDir: path.join(runDir, 'server'),
+    trust: phase !== 'untrusted',
+    smokeTestDriver: phase !== 'ui',
+    // The UI tests profile from the palette: the CPU backend everywhere (a GPU machine would pick CUDA).
+    settings: { 'memhint.profile.backend': 'cpu', 'memhint.profile.steps': 2 },
+  });
   let code = 1;
   try {
     code = await runInServer(phase, server, workspace);
@@ -102,8 +108,15 @@ async function runUiTests(server, workspace) {
       mocha.addFile(path.join(dir, f));
     }
     await mocha.loadFilesAsync();
+    // A failing UI test leaves a picture of the window behind.
+    mocha.suite.afterEach(async function () {
+      const test = this.currentTest;
+      if (test?.state === 'failed') {
+        const name = test.fullTitle().replace(/[^A-Za-z0-9]+/g, '-').slice(0, 80);
+        await wb.screenshot(`failed-${name}`).catch(() => {});
+      }
+    });
     const failures = await new Promise((resolve) => mocha.run(resolve));
-    if (failures > 0) await wb.screenshot('failure-last-state').catch(() => {});
     return failures > 0 ? 1 : 0;
   } finally {
     await context.close().catch(() => {});

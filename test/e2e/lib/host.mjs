@@ -37,7 +37,7 @@ export async function runExtensionHostTests({ server, browser, folder, testsInde
     ['extensionTestsPath', server.remoteUri(testsIndex)],
     ['skipWelcome', 'true'],
   ];
-  await page.goto(server.workbenchUrl(folder, payload));
+  await page.goto(server.workbenchUrl(folder, payload), { waitUntil: 'domcontentloaded', timeout: timeoutMs });
   let timer;
   const timeout = new Promise((r) => { timer = setTimeout(() => r('timeout'), timeoutMs); });
   const result = await Promise.race([exited, timeout]);

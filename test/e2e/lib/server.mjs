@@ -58,8 +58,10 @@ export async function freePort() {
  * @param {boolean} [opts.trust]  false: keep workspace trust on (untrusted-workspace tests)
  * @param {Record<string, unknown>} [opts.settings]  user settings on top of quietSettings
  * @param {Record<string, string>} [opts.env]  extra environment (inherited by the extension host)
+ * @param {boolean} [opts.smokeTestDriver]  VS Code's smoke-test driver: reports extension tests' exit
+ *   code to the page (codeAutomationExit), but also hides notification toasts, so UI runs turn it off
  */
-export async function startCodeServer({ stateDir, trust = true, settings = {}, env = {} }) {
+export async function startCodeServer({ stateDir, trust = true, settings = {}, env = {}, smokeTestDriver = true }) {
   assertInstalled();
   const port = await freePort();
   const dirs = {
@@ -84,9 +86,9 @@ export async function startCodeServer({ stateDir, trust = true, settings = {}, e
     '--user-data-dir', dirs.userData,
     '--extensions-dir', dirs.extensions,
     '--config', config,
-    '--vscode-option', 'enable-smoke-test-driver',
     '--ignore-last-opened',
   ];
+  if (smokeTestDriver) args.push('--vscode-option', 'enable-smoke-test-driver');
   if (trust) args.push('--disable-workspace-trust');
 
   // A clean environment: no VSCODE_* from a developer's terminal, HOME/XDG inside stateDir.

@@ -14,8 +14,8 @@ export class Workbench {
   }
 
   /** Opens the workbench at url and waits until the window is usable and the extension host is up. */
-  async open(url, { timeoutMs = 60_000 } = {}) {
-    await this.page.goto(url);
+  async open(url, { timeoutMs = 120_000 } = {}) {
+    await this.page.goto(url, { waitUntil: 'domcontentloaded', timeout: timeoutMs });
     await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: timeoutMs });
     await this.page.locator('.monaco-workbench .part.editor').waitFor({ timeout: timeoutMs });
     // The explorer's tree appears once the remote file system is connected.
@@ -62,7 +62,7 @@ export class Workbench {
    * Runs a command from the F1 palette by its label as shown ("memhint: Show Logs"). Picks the row whose
    * label matches exactly, so a prefix of another command's label cannot run the wrong one.
    */
-  async runCommand(label, { timeoutMs = 15_000 } = {}) {
+  async runCommand(label, { timeoutMs = 15_000, keepOpen = false } = {}) {
     await this.focusWorkbench();
     await this.page.keyboard.press('F1');
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
@@ -71,7 +71,8 @@ export class Workbench {
     const row = this.paletteRow(label);
     await row.waitFor({ timeout: timeoutMs });
     await row.click();
-    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => {});
+    // A command that opens its own picker (keepOpen) reuses the widget: it does not hide in between.
+    if (!keepOpen) await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
   }
 
   /** Lists the command labels the palette offers for a filter text. */
@@ -122,6 +123,15 @@ export class Workbench {
 
   async focusWorkbench() {
     if (await this.quickInputVisible()) await this.closeQuickInput();
+  }
+
+  /** Hides the bottom panel (Problems, Output...) if it is open: more room for editors and webviews. */
+  async closePanel() {
+    await this.focusWorkbench();
+    if (await this.page.locator('.part.panel').isVisible()) {
+      await this.page.keyboard.press(`${mod}+J`);
+      await this.page.locator('.part.panel').waitFor({ state: 'hidden', timeout: 5000 });
+    }
   }
 
   /** Text of the active editor's visible lines (what is rendered, without injected decorations). */
@@ -304,25 +314,36 @@ export class Workbench {
   }
 
   /** Reloads the window (as "Developer: Reload Window" does) and waits until it is usable again. */
-  async reload({ timeoutMs = 60_000 } = {}) {
-    await this.page.reload();
+  async reload({ timeoutMs = 120_000 } = {}) {
+    await this.page.reload({ waitUntil: 'domcontentloaded', timeout: timeoutMs });
     await this.page.locator('.monaco-workbench .part.statusbar').waitFor({ timeout: timeoutMs });
     await this.page.locator('.monaco-workbench[class*="vscode-theme-"]').waitFor({ timeout: timeoutMs });
   }
 
-  /** Switches the color theme through the palette, as a person does. */
-  async setColorTheme(themeLabel) {
-    await this.runCommand('Preferences: Color Theme');
+  /**
+   * Switches the color theme through the palette, as a person does, and waits until the workbench wears
+   * it (the theme's id, e.g. "Light Modern" -> ...light_modern-json, becomes a class of the workbench).
+   */
+  async setColorTheme(themeLabel, { timeoutMs = 20_000 } = {}) {
+    const themeClass = themeLabel.toLowerCase().replace(/\s+/g, '_');
+    const workbench = this.page.locator('.monaco-workbench');
+    if ((await workbench.getAttribute('class'))?.includes(themeClass)) return;
+    await this.runCommand('Preferences: Color Theme', { keepOpen: true });
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor();
+    await input.waitFor({ timeout: timeoutMs });
+    // The theme picker replaces the palette in the same widget: wait until the palette's text is gone.
+    await this.page.waitForFunction(() => {
+      const box = document.querySelector('.quick-input-widget .quick-input-box input');
+      return box instanceof HTMLInputElement && !box.value.startsWith('>');
+    }, null, { timeout: timeoutMs });
     await input.fill(themeLabel);
-    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row', {
+    const row = this.page.locator('.quick-input-widget .quick-input-list .monaco-list-row.focused', {
       has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(themeLabel)}$`) }),
-    }).first();
-    await row.waitFor();
-    await row.click();
-    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-    await this.page.waitForTimeout(500); // let the theme's CSS variables reach webviews
+    });
+    await row.waitFor({ timeout: timeoutMs });
+    await this.page.keyboard.press('Enter');
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
+    await this.page.locator(`.monaco-workbench[class*="${themeClass}"]`).waitFor({ timeout: timeoutMs });
   }
 
   /** Saves a screenshot under .e2e/screenshots/<name>.png and returns its path. */

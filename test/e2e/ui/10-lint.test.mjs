@@ -1,4 +1,4 @@
-/* global describe, it, before */
+/* global describe, it */
 // Linting as a person sees it: the Problems panel lists memhint's findings, Ctrl+. offers the quick fixes,
 // applying one changes the code and the finding disappears.
 import * as assert from 'node:assert/strict';
@@ -6,13 +6,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { session } from './session.mjs';
 
-const file = 'ui_loop.py';
+// The UI phase has its own copy of the workspace, so this test may edit the fixture itself.
+const file = 'e2e_loop.py';
 
 describe('UI: diagnostics in the Problems panel and quick fixes', () => {
-  before(() => {
-    fs.copyFileSync(path.join(session.workspace, 'e2e_loop.py'), path.join(session.workspace, file));
-  });
-
   it('lists MH002 and MH003 from memhint for the open file', async () => {
     const { wb } = session;
     await wb.openFile(file);

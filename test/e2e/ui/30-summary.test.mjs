@@ -12,6 +12,7 @@ describe('UI: memory summary webview', function () {
 
   it('opens from the palette and shows the timeline and the per-line table', async () => {
     const { wb } = session;
+    await wb.closePanel();
     await wb.runCommand('memhint: Show Memory Summary');
     const frame = await wb.webview(title);
     await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 20_000 });

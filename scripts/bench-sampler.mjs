@@ -67,6 +67,26 @@ async function measureNative(intervalMs, gpu) {
   };
 }
 
+// The sampler and a bare wake-up thread side by side over the same window, so both see the same
+// machine load: the difference is what sampling itself costs beyond waking up.
+async function measurePaired(intervalMs) {
+  const child = spawnIdleChild();
+  await sleep(50);
+  const s = sampler.createSampler({ prefer: 'native' });
+  s.start(child.pid, intervalMs, { gpu: false });
+  const bare = addon.measureWakeCost(seconds * 1000, intervalMs); // blocks JS; the sampler runs on its thread
+  const series = s.stop();
+  child.kill();
+  const wallMs = series.tMs[series.tMs.length - 1];
+  return {
+    intervalMs,
+    samplerCpuPct: pct(series.samplerCpuMs, wallMs),
+    bareWakeCpuPct: pct(bare.cpuMs, bare.wallMs),
+    usPerSample: (series.samplerCpuMs * 1000) / series.tMs.length,
+    usPerBareWake: (bare.cpuMs * 1000) / bare.wakes,
+  };
+}
+
 async function measureJs() {
   const child = spawnIdleChild();
   await sleep(50);
@@ -117,6 +137,7 @@ results.idleProcessCpuPct = await idleProcessCpu();
 results.wakeBaseline1ms = addon.measureWakeCost(seconds * 1000, 1);
 results.wakeBaseline1ms.cpuPct = pct(results.wakeBaseline1ms.cpuMs, results.wakeBaseline1ms.wallMs);
 results.wakeBaseline1ms.usPerWake = (results.wakeBaseline1ms.cpuMs * 1000) / results.wakeBaseline1ms.wakes;
+results.paired1ms = await measurePaired(1);
 results.native1ms = await measureNative(1, false);
 results.native1msGpu = await measureNative(1, true);
 results.native10ms = await measureNative(10, true);
@@ -127,6 +148,12 @@ const f = (x, d = 2) => x.toFixed(d);
 console.log(`memhint sampler bench: ${seconds} s per run, ${results.cpus} CPUs, load ${results.loadavg.map((x) => f(x)).join(' ')}, node ${process.version}`);
 console.log(`  idle node process (no sampler):      ${f(results.idleProcessCpuPct)}% of one core`);
 console.log(`  bare wake-up thread at 1 kHz:         ${f(results.wakeBaseline1ms.cpuPct)}% (${f(results.wakeBaseline1ms.usPerWake, 1)} us per wake-up)`);
+{
+  const p = results.paired1ms;
+  console.log(
+    `  same window, 1 kHz: sampler thread   ${f(p.samplerCpuPct)}% (${f(p.usPerSample, 1)} us/sample) vs bare wake-ups ${f(p.bareWakeCpuPct)}% (${f(p.usPerBareWake, 1)} us/wake): sampling work ${f(p.usPerSample - p.usPerBareWake, 1)} us/sample`,
+  );
+}
 for (const k of ['native1ms', 'native1msGpu', 'native10ms']) {
   const r = results[k];
   console.log(

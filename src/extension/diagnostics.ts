@@ -196,15 +196,23 @@ export class DiagnosticsController implements vscode.Disposable {
   private toDiagnostic(document: vscode.TextDocument, source: SourceFile, f: Finding): vscode.Diagnostic {
     const range = new vscode.Range(document.positionAt(f.start), document.positionAt(f.end));
     let message = `${f.message}`;
+    let related: vscode.DiagnosticRelatedInformation[] | undefined;
     const report = this.reports.get()?.report;
     if (report !== undefined && CONFIRMABLE_CODES.has(f.code) && document.uri.scheme === 'file') {
       const line = range.start.line + 1;
       const measured = measuredRetention(report, filePathsOf(document.uri), line, identifiersIn(source.text.slice(f.start, f.end)));
-      if (measured !== null) message = `${message} ${retentionSentence(measured, line)}`;
+      if (measured !== null) {
+        message = `${message} ${retentionSentence(measured, line)}`;
+        if (measured.line !== line && measured.line - 1 < document.lineCount) {
+          const at = document.lineAt(measured.line - 1).range;
+          related = [new vscode.DiagnosticRelatedInformation(new vscode.Location(document.uri, at), 'the memory it keeps is allocated here')];
+        }
+      }
     }
     const severity = f.severity === 'error' ? vscode.DiagnosticSeverity.Error : f.severity === 'warning' ? vscode.DiagnosticSeverity.Warning : vscode.DiagnosticSeverity.Information;
     const d = new vscode.Diagnostic(range, message, severity);
     d.source = 'memhint';
+    if (related !== undefined) d.relatedInformation = related;
     const docs = ruleDocUri(this.extensionUri, f.code);
     d.code = docs === null ? `${f.code}` : { value: f.code, target: docs };
     return d;

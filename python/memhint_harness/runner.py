@@ -275,8 +275,11 @@ def _saved_tensor_hooks(tracker):
     def pack(tensor):
         if not tracker.disabled:
             tracker.guard(tracker.on_saved, tensor)
-        # A detached alias, not the tensor itself: holding the output tensor from its own graph node
-        # would create a reference cycle and delay its free until the garbage collector runs.
+        # A detached alias, not the tensor itself: holding an op's output from its own graph node would
+        # create a reference cycle and delay its free until the garbage collector runs. Tensors without a
+        # grad_fn (leaves, and the wrapped Python numbers of `x * 2`) cannot form one and are kept as is.
+        if tensor.grad_fn is None:
+            return tensor
         return tensor.detach()
 
     def unpack(tensor):

@@ -190,10 +190,10 @@ class Tracker:
         if self.events is not None:
             self.events.append((rec, -nbytes))
             self.timeline.append((self.now_ms(), self.live_bytes))
-        if not self.in_step:
-            return
         if self.in_backward and not self.current_node:
-            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, -nbytes))
+            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, -nbytes, self.in_step))
+            return
+        if not self.in_step:
             return
         if self.in_backward:
             site = self._running_node_site()
@@ -257,6 +257,10 @@ class Tracker:
             self.timeline.append((self.now_ms(), live))
         if self.budget is not None and self.budget_hit is None and live > self.budget:
             self.budget_hit = (rec.site, live, self.step_index)
+        hooks_backward = self.in_backward and bw_site is None and self.current_node is None
+        if hooks_backward:
+            # Claimed by the next node post-hook, in warmup too: the storage's line must be the forward one.
+            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, nbytes, self.in_step))
         if not self.in_step:
             return
         stack_ok = self.stack and (self.in_backward or threading.get_ident() == self.main_thread)
@@ -272,14 +276,12 @@ class Tracker:
             self.step_peak_index = len(self.events)
             self.step_peak_site = rec.site
             self.step_peak_phase = self.phase()
-        if self.in_backward:
-            if bw_site is not None:
-                self._charge_backward(bw_site, nbytes)
-                self._charge_stack(nbytes, freed=False, self_too=False)
-                return
-            if self.current_node is None:
-                self.bw_pending.setdefault(threading.get_ident(), []).append((rec, nbytes))
-                return
+        if hooks_backward:
+            return
+        if self.in_backward and bw_site is not None:
+            self._charge_backward(bw_site, nbytes)
+            self._charge_stack(nbytes, freed=False, self_too=False)
+            return
         self._charge_stack(nbytes, freed=False, self_too=True)
 
     def _charge_backward(self, site, nbytes):
@@ -309,7 +311,11 @@ class Tracker:
                         if isinstance(sub, torch.Tensor):
                             self._see(sub, seen)
         if seen and not self.in_backward and torch.is_grad_enabled():
-            self.pending.extend(seen)
+            # The node belongs to the line running the op, which for a view or an in-place op is not
+            # the line that allocated the storage.
+            site = self.current_site()
+            if site is not None:
+                self.pending.extend((tensor, rec, site) for tensor, rec in seen)
 
     def _see(self, tensor, seen):
         if tensor.device.type != self.device_type:
@@ -344,7 +350,7 @@ class Tracker:
         pending = self.pending
         self.pending = []
         hooks = self.current_node is None
-        for tensor, rec in pending:
+        for tensor, rec, site in pending:
             node = tensor.grad_fn
             if node is None:
                 continue
@@ -355,9 +361,6 @@ class Tracker:
                     rec.tensor_ref = weakref.ref(tensor)
                 except TypeError:
                     pass
-            site = rec.site
-            if site is UNTRACKED:
-                continue
             try:
                 metadata = node.metadata
             except Exception:
@@ -390,9 +393,12 @@ class Tracker:
         events = self.bw_pending.pop(threading.get_ident(), None)
         if not events:
             return
-        for rec, nbytes in events:
+        for rec, nbytes, in_step in events:
             if nbytes > 0:
                 rec.site = site
+            if not in_step:
+                continue
+            if nbytes > 0:
                 self._charge_backward(site, nbytes)
                 self._charge_stack(nbytes, freed=False, self_too=False)
             else:
@@ -403,7 +409,9 @@ class Tracker:
         """End of backward(): events no node claimed stay on the backward() line."""
         events = [event for thread_events in self.bw_pending.values() for event in thread_events]
         self.bw_pending = {}
-        for rec, nbytes in events:
+        for rec, nbytes, in_step in events:
+            if not in_step:
+                continue
             if nbytes > 0:
                 self._charge_stack(nbytes, freed=False, self_too=True)
             else:
@@ -631,8 +639,17 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         super().__init__()
         self.tracker = tracker
 
+    _detach = torch.ops.aten.detach.default
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         tracker = self.tracker
+        if func is self._detach:
+            out = func(*args, **(kwargs or {}))
+            if not isinstance(out, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
+                # torch 1.13: detaching a wrapped Python number (the saved `2` of `x * 2`, unpacked from
+                # saved_tensors_hooks) comes back from the op as a plain number; the tensor is equivalent.
+                return args[0]
+            return out
         if tracker.disabled:
             return func(*args, **(kwargs or {}))
         try:

@@ -47,7 +47,8 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
     const source = readSource(file);
     const text = source === null ? [] : source.split(/\r?\n/);
     const stats = new Map(lines.map((l) => [l.line, l]));
-    const active = lines.filter(isActive).map((l) => l.line);
+    const liveHere = (report.peak?.byLine ?? []).filter((g) => g.file === file && g.bytes > 0).map((g) => g.line);
+    const active = [...lines.filter(isActive).map((l) => l.line), ...liveHere];
     if (active.length === 0) continue;
     const header = ['line', ...COLUMNS.map((c) => c.title), 'live@peak', ' source'];
     const rows: string[][] = [];

@@ -174,6 +174,16 @@ describe('profiler harness (real torch, cpu)', function () {
     }
   });
 
+  it('charges an in-place op\'s backward to its own line, not to the line that made the storage', async () => {
+    const script = path.join(FIXTURES, 'inplace_backward.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const mul = report.lines.find((l) => l.code.startsWith('h = w * 2'));
+    const relu = report.lines.find((l) => l.code.startsWith('h.relu_()'));
+    assert.equal(mul?.backward.allocated, 3 * 4_000_000);
+    assert.equal(relu?.backward.allocated, 3 * 4_000_000);
+    assert.equal(relu?.self.allocated, 0);
+  });
+
   it('stops a never-ending script after --max-seconds', async () => {
     const script = path.join(FIXTURES, 'forever.py');
     const started = Date.now();

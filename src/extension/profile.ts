@@ -93,6 +93,7 @@ export class ProfileController {
 
     const abort = new AbortController();
     this.running = abort;
+    void vscode.commands.executeCommand('setContext', 'memhint.profiling', true);
     try {
       const result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `memhint: profiling ${what}`, cancellable: true },
@@ -140,6 +141,7 @@ export class ProfileController {
       return { status: 'failed', error: message };
     } finally {
       this.running = null;
+      void vscode.commands.executeCommand('setContext', 'memhint.profiling', false);
     }
   }
 

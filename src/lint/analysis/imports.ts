@@ -74,10 +74,18 @@ export function qualifiedName(file: SourceFile, node: SyntaxNode): string | null
   return parts.join('.');
 }
 
-/** The dotted name of what a call calls, resolved through imports, or null. */
+const calleeCache = new WeakMap<SourceFile, Map<SyntaxNode, string | null>>();
+
+/** The dotted name of what a call calls, resolved through imports, or null. Cached per file: every rule asks. */
 export function calleeName(file: SourceFile, call: SyntaxNode): string | null {
+  let names = calleeCache.get(file);
+  if (names === undefined) calleeCache.set(file, (names = new Map()));
+  const hit = names.get(call);
+  if (hit !== undefined) return hit;
   const fn = childByField(call, 'function');
-  return fn === null ? null : qualifiedName(file, fn);
+  const name = fn === null ? null : qualifiedName(file, fn);
+  names.set(call, name);
+  return name;
 }
 
 /** The last segment of the called name: "zero_grad" for `self.opt.zero_grad()`. */

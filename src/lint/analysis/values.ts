@@ -20,6 +20,8 @@ interface Facts {
   /** Targets by bound name; attribute targets under their full text (`self.loader`). */
   readonly targets: Map<string, Target[]>;
   readonly functions: Map<string, SyntaxNode[]>;
+  /** Calls by the last segment of their callee, built on first use. */
+  callsByMethod: Map<string, SyntaxNode[]> | null;
 }
 
 const cache = new WeakMap<SourceFile, Facts>();
@@ -53,7 +55,7 @@ function facts(file: SourceFile): Facts {
     if (list === undefined) functions.set(file.textOf(name), [def]);
     else list.push(def);
   }
-  const result = { targets, functions };
+  const result: Facts = { targets, functions, callsByMethod: null };
   cache.set(file, result);
   return result;
 }
@@ -116,11 +118,10 @@ function collect(parts: readonly (SyntaxNode[] | null)[]): SyntaxNode[] | null {
 }
 
 function elements(node: SyntaxNode): SyntaxNode[] | null {
-  if (node.type === 'tuple' || node.type === 'list' || node.type === 'expression_list') return node.children.filter((c) => c.named && c.type !== 'comment');
-  if (node.type === 'parenthesized_expression') {
-    const inner = node.children.find((c) => c.named && c.type !== 'comment');
-    return inner === undefined ? null : elements(inner);
-  }
+  let n: SyntaxNode | undefined = node;
+  while (n !== undefined && n.type === 'parenthesized_expression') n = n.children.find((c) => c.named && c.type !== 'comment');
+  if (n === undefined) return null;
+  if (n.type === 'tuple' || n.type === 'list' || n.type === 'expression_list') return n.children.filter((c) => c.named && c.type !== 'comment');
   return null;
 }
 
@@ -148,6 +149,23 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
 }
 
 /** What the file's call sites pass for parameter `name` of `def` (and its default where one is omitted). */
+/** Calls whose callee's last segment is `method` (`f(...)`, `obj.f(...)`), in document order. */
+export function callsNamed(file: SourceFile, method: string): readonly SyntaxNode[] {
+  const f = facts(file);
+  if (f.callsByMethod === null) {
+    const map = new Map<string, SyntaxNode[]>();
+    for (const call of file.nodesOfType('call')) {
+      const m = calleeMethod(file, call);
+      if (m === null) continue;
+      const list = map.get(m);
+      if (list === undefined) map.set(m, [call]);
+      else list.push(call);
+    }
+    f.callsByMethod = map;
+  }
+  return f.callsByMethod.get(method) ?? [];
+}
+
 function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth: number): SyntaxNode[] | null {
   const defName = childByField(def, 'name');
   if (defName === null) return null;
@@ -157,8 +175,7 @@ function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth:
   const fallback = defaultValue(file, def, name);
   const out: SyntaxNode[] = [];
   let sites = 0;
-  for (const call of file.nodesOfType('call')) {
-    if (calleeMethod(file, call) !== fnName) continue;
+  for (const call of callsNamed(file, fnName)) {
     const fn = childByField(call, 'function');
     if (fn === null) continue;
     const args = childByField(call, 'arguments');

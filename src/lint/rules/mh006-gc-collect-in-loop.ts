@@ -1,5 +1,5 @@
 // MH006 gc-collect-in-loop: `gc.collect()` inside the per-step loop.
-import { calleeName } from '../analysis/imports';
+import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingStepLoop, isOccasionalInLoop } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -10,8 +10,9 @@ export const gcCollectInLoop: Rule = {
   summary: '`gc.collect()` inside the per-step loop costs a full garbage-collection pass every step.',
   check(file) {
     const findings: RuleFinding[] = [];
+    if (!file.text.includes('collect')) return findings;
     for (const call of file.nodesOfType('call')) {
-      if (calleeName(file, call) !== 'gc.collect') continue;
+      if (calleeMethod(file, call) !== 'collect' || calleeName(file, call) !== 'gc.collect') continue;
       const loop = enclosingStepLoop(file, call);
       if (loop === null || isOccasionalInLoop(file, call, loop)) continue;
       findings.push({

@@ -1,6 +1,7 @@
 // MH007 rebuild-in-loop: an optimizer, model or GradScaler constructed inside the per-step loop.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { calleeName, importBindings } from '../analysis/imports';
+import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
+import { enclosingLoops } from '../analysis/context';
 import { enclosingStepLoop, nestedStepLoops } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -68,7 +69,18 @@ function qualifiedOfExpr(file: SourceFile, node: SyntaxNode): string | null {
   return parts.join('.');
 }
 
+/** Last segments worth resolving: classes, factories, and names imported from torchvision. */
+const FACTORIES = new Set(['create_model', 'create_optimizer', 'create_optimizer_v2', 'from_pretrained', 'from_config']);
+
 function constructionKind(file: SourceFile, call: SyntaxNode): Kind | null {
+  const method = calleeMethod(file, call);
+  if (method === null) return null;
+  if (!/^[A-Z]/.test(method) && !FACTORIES.has(method)) {
+    // lower-case constructors only come from torchvision.models (`models.resnet50()`)
+    let head = childByField(call, 'function');
+    while (head !== null && head.type === 'attribute') head = childByField(head, 'object');
+    if (head === null || head.type !== 'identifier' || importBindings(file).get(file.textOf(head))?.qualified.startsWith('torchvision') !== true) return null;
+  }
   const name = calleeName(file, call);
   if (name === null) return null;
   if (SCALERS.has(name)) return 'scaler';
@@ -130,6 +142,8 @@ export const rebuildInLoop: Rule = {
   check(file) {
     const findings: RuleFinding[] = [];
     for (const call of file.nodesOfType('call')) {
+      // Cheap structural test first: only calls inside some loop can be rebuilt per step.
+      if (enclosingLoops(call).length === 0) continue;
       const kind = constructionKind(file, call);
       if (kind === null) continue;
       const loop = enclosingStepLoop(file, call);

@@ -173,6 +173,7 @@ export const deprecatedAmp: Rule = {
     // Not deprecated on an older target (and torch.amp.GradScaler / custom_fwd only exist since 2.3 / 2.4).
     if (!torchAtLeast(options.targetTorch, 2, 4)) return [];
     const findings: RuleFinding[] = [];
+    if (!file.text.includes('amp')) return findings; // every deprecated spelling goes through a `...amp` module
     const importFixes = new Map<string, Fix | null>(); // local name -> its import statement's fix
 
     for (const stmt of file.nodesOfType('import_from_statement')) {
@@ -213,8 +214,15 @@ export const deprecatedAmp: Rule = {
     const torch = torchName(file);
     const bindings = bindingCounts(file);
     const seen = new Set<SyntaxNode>();
+    // Cheap prefilter: the last segment must be a deprecated name or a local alias of one.
+    const candidates = new Set(['autocast', 'GradScaler', 'custom_fwd', 'custom_bwd']);
+    for (const b of importBindings(file).values()) if (DEPRECATED.has(b.qualified)) candidates.add(b.local);
+    const lastSegment = (node: SyntaxNode): string => {
+      const attr = node.type === 'attribute' ? childByField(node, 'attribute') : node;
+      return attr === null ? '' : file.textOf(attr);
+    };
     const consider = (node: SyntaxNode): void => {
-      if (seen.has(node)) return;
+      if (seen.has(node) || !candidates.has(lastSegment(node))) return;
       seen.add(node);
       const name = qualifiedName(file, node);
       if (name === null) return;

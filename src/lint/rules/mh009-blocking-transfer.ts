@@ -5,9 +5,9 @@
 //      goes through a pageable staging buffer and cannot be asynchronous at all.
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { calleeMethod, calleeName } from '../analysis/imports';
+import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
-import { subscriptValues, valuesOf } from '../analysis/values';
+import { callsNamed, subscriptValues, valuesOf } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
@@ -35,6 +35,12 @@ interface Loader {
 const MAX_DEPTH = 6;
 
 function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
+  const method = calleeMethod(file, call);
+  if (method === null || !method.endsWith('Loader')) {
+    // `from torch.utils.data import DataLoader as DL`: aliases need the import lookup.
+    const fn = childByField(call, 'function');
+    if (fn === null || fn.type !== 'identifier' || importBindings(file).get(file.textOf(fn))?.qualified.endsWith('Loader') !== true) return false;
+  }
   const name = calleeName(file, call);
   return name !== null && DATALOADERS.has(name);
 }
@@ -151,8 +157,8 @@ function dictPinned(file: SourceFile, v: SyntaxNode, depth: number): Pinned {
   // `train_kwargs.update(cuda_kwargs)` in a function that binds the dict.
   const key = file.textOf(v);
   const scopes = new Set(values.map((x) => enclosingFunction(x)));
-  for (const call of file.nodesOfType('call')) {
-    if (calleeMethod(file, call) !== 'update' || !scopes.has(enclosingFunction(call))) continue;
+  for (const call of callsNamed(file, 'update')) {
+    if (!scopes.has(enclosingFunction(call))) continue;
     const fn = childByField(call, 'function');
     const obj = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
     if (obj === null || file.textOf(obj) !== key) continue;
@@ -183,10 +189,14 @@ function loaderOfLoop(file: SourceFile, loop: SyntaxNode): { loader: Loader; enu
   return { loader, enumerated };
 }
 
+const PATTERNS = new Set(['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'parenthesized_expression']);
+
 function patternNames(file: SourceFile, node: SyntaxNode, out: Set<string>): void {
-  if (node.type === 'identifier') out.add(file.textOf(node));
-  else if (node.type === 'pattern_list' || node.type === 'tuple_pattern' || node.type === 'list_pattern' || node.type === 'tuple' || node.type === 'list' || node.type === 'parenthesized_expression') {
-    for (const c of node.children) if (c.named) patternNames(file, c, out);
+  const stack = [node];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'identifier') out.add(file.textOf(n));
+    else if (PATTERNS.has(n.type)) for (const c of n.children) if (c.named) stack.push(c);
   }
 }
 
@@ -288,10 +298,8 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): T
   const { names, whole } = batchNames(file, loop, enumerated);
   if (names.size === 0) return [];
   const out: Transfer[] = [];
-  // Document-order walk so `x, y = batch` is seen before `x.to(device)`.
+  // Post-order walk in document order, so `x, y = batch` binds before the next statement's `x.to(device)`.
   const visit = (n: SyntaxNode): void => {
-    if (SCOPES.has(n.type)) return;
-    for (const c of n.children) visit(c);
     if (n.type === 'assignment') {
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');
@@ -327,8 +335,30 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): T
     }
     out.push({ call: n, wholeBatch: root !== null && receiver.type === 'identifier' && whole.has(root), cuda });
   };
-  visit(body);
+  postOrder(body, visit);
   return out;
+}
+
+/** Iterative post-order traversal in document order (deeply nested code must not overflow the stack). */
+function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
+  const stack: { node: SyntaxNode; next: number }[] = [{ node: root, next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    if (top.next < top.node.children.length) {
+      const child = top.node.children[top.next++];
+      if (!SCOPES.has(child.type)) stack.push({ node: child, next: 0 });
+      continue;
+    }
+    stack.pop();
+    visit(top.node);
+  }
+}
+
+function containsBetween(text: string, needles: readonly string[], start: number, end: number): boolean {
+  return needles.some((n) => {
+    const i = text.indexOf(n, start);
+    return i >= 0 && i + n.length <= end;
+  });
 }
 
 export const blockingTransfer: Rule = {
@@ -338,9 +368,12 @@ export const blockingTransfer: Rule = {
   summary: 'Batch copies to the GPU that block: no `non_blocking=True` from a pinned loader, or a CUDA training loader without `pin_memory=True`.',
   check(file) {
     const findings: RuleFinding[] = [];
-    if (!file.nodesOfType('call').some((c) => isDataLoader(file, c))) return findings;
+    if (!file.text.includes('Loader') || !file.nodesOfType('call').some((c) => isDataLoader(file, c))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
     for (const loop of file.nodesOfType('for_statement')) {
+      // Cheap text test before any name resolution: the body must copy something.
+      const body = childByField(loop, 'body');
+      if (body === null || !containsBetween(file.text, ['.to(', '.cuda('], body.start, body.end)) continue;
       const found = loaderOfLoop(file, loop);
       if (found === null || found.loader.pinned === 'unknown') continue;
       const transfers = transfersIn(file, loop, found.enumerated);

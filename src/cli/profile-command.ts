@@ -162,6 +162,9 @@ export function describeFailure(failure: ProfileFailure): string {
   const lines = [`memhint profile: ${failure.kind.replace(/_/g, ' ')}: ${failure.message}`];
   if (failure.location) lines.push(`  at ${failure.location.file}:${failure.location.line}`);
   if (failure.traceback) lines.push(failure.traceback.trimEnd());
+  if (failure.kind === 'torch_missing' || failure.kind === 'spawn') {
+    lines.push('  hint: pass --python PATH with an interpreter that has torch installed');
+  }
   if ((failure.kind === 'crash' || failure.kind === 'protocol') && failure.stderrTail.trim()) {
     lines.push('last output of the interpreter:', failure.stderrTail.trimEnd());
   }

@@ -245,6 +245,8 @@ function classifyCall(file: SourceFile, call: SyntaxNode): CallKind {
     if (arg !== undefined && /iter|loader/i.test(file.textOf(arg))) return 'fetch';
   }
   if (method === 'forward') return 'forward';
+  // `sliding_window_inference(inputs, roi, 4, model)`, `run(model, batch)`: the model runs inside.
+  if (positionalArguments(call).some((a) => a.type === 'identifier' && /^(model|net|ddp_model|raw_model)$/.test(file.textOf(a)))) return 'forward';
   if (fn !== null && (fn.type === 'identifier' || fn.type === 'attribute')) {
     // Lower-case callables only: `Net()` constructs a model, `net(x)` runs it.
     if (/^[a-z_]/.test(method) && !NOT_FORWARD.test(method) && (FORWARD_NAME.test(method) || LOSS_NAME.test(method))) return 'forward';

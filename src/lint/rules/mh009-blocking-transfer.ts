@@ -19,6 +19,8 @@ const DATALOADERS = new Set([
   'torch_geometric.loader.DataLoader',
   'torch_geometric.data.DataLoader',
   'torch_geometric.loader.NeighborLoader',
+  'monai.data.DataLoader',
+  'monai.data.dataloader.DataLoader',
 ]);
 const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 const COMPREHENSIONS = new Set(['list_comprehension', 'dictionary_comprehension', 'set_comprehension', 'generator_expression']);
@@ -62,6 +64,14 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     v = positionalArguments(v)[0] ?? null;
   }
   if (v === null) return null;
+  if (v.type === 'conditional_expression') {
+    // `tqdm(enumerate(loader)) if is_train else enumerate(loader)`
+    const branches = v.children.filter((c) => c.named);
+    if (branches.length !== 3) return null;
+    const a = loaderOf(file, branches[0], depth + 1);
+    const b = loaderOf(file, branches[2], depth + 1);
+    return a === null || b === null ? null : merge([a, b]);
+  }
   if (v.type === 'dictionary_comprehension') {
     // `{x: DataLoader(...) for x in ['train', 'val']}`
     const pair = childByField(v, 'body');

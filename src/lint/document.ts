@@ -3,7 +3,7 @@
 // mirrored subtrees (shifted), so a one-character edit costs one statement's copy, not the file's.
 import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
-import { computeLineStarts, positionIn, SourceFile, type NodeIndex, type SyntaxNode } from './syntax';
+import { positionIn, SourceFile, spliceLineStarts, type NodeIndex, type SyntaxNode } from './syntax';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
 export interface TextChange {
@@ -51,7 +51,7 @@ export class PythonDocument {
       const newEnd = start + ch.text.length;
       const startPosition = toPoint(positionIn(lineStarts, start));
       const oldEndPosition = toPoint(positionIn(lineStarts, oldEnd));
-      const newLineStarts = computeLineStarts(newText);
+      const newLineStarts = spliceLineStarts(lineStarts, newText, start, oldEnd, ch.text.length);
       const newEndPosition = toPoint(positionIn(newLineStarts, newEnd));
       this.tree.edit(
         new this.py.ts.Edit({ startIndex: start, oldEndIndex: oldEnd, newEndIndex: newEnd, startPosition, oldEndPosition, newEndPosition }),
@@ -65,7 +65,7 @@ export class PythonDocument {
     const changed = oldTree.getChangedRanges(newTree).map((r) => [r.startIndex, r.endIndex] as const);
     oldTree.delete();
     this.tree = newTree;
-    this.file = this.mirror(text, spans, changed);
+    this.file = this.mirror(text, spans, changed, lineStarts);
     return this.file;
   }
 
@@ -83,44 +83,27 @@ export class PythonDocument {
     this.units = [];
   }
 
-  private mirror(text: string, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[] = []): SourceFile {
-    // Old units keyed by where they sit after the edits; units an edit touched are dropped.
-    const reusable = new Map<string, { unit: Unit; delta: number }>();
+  private mirror(text: string, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[] = [], lineStarts?: number[]): SourceFile {
+    const root: SyntaxNode = { type: 'module', named: true, field: null, missing: false, start: 0, end: text.length, children: [], parent: null };
+    // Old units keyed by where their start sits after the edits; candidates for whole or partial reuse.
+    const oldUnits = new Map<string, Unit>();
     if (spans.length > 0) {
       for (const unit of this.units) {
-        const mapped = mapRange(unit.node.start, unit.node.end, spans);
-        if (mapped !== null) reusable.set(`${unit.node.type}:${mapped.start}:${mapped.end}`, { unit, delta: mapped.start - unit.node.start });
+        const start = mapOffset(unit.node.start, spans);
+        if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
       }
     }
-    const root: SyntaxNode = {
-      type: 'module',
-      named: true,
-      field: null,
-      missing: false,
-      start: 0,
-      end: text.length,
-      children: [],
-      parent: null,
-    };
-    const rootNode = this.tree.rootNode;
+    const reconciler = new Reconciler(spans, changed);
     const units: Unit[] = [];
-    const cursor = rootNode.walk();
+    const cursor = this.tree.rootNode.walk();
     try {
       if (cursor.gotoFirstChild()) {
         do {
-          const type = cursor.nodeType;
-          const start = cursor.startIndex;
-          const end = cursor.endIndex;
-          const hit = reusable.get(`${type}:${start}:${end}`);
-          let unit: Unit;
-          if (hit !== undefined && !intersectsAny(start, end, changed)) {
-            if (hit.delta !== 0) shift(hit.unit.node, hit.delta);
-            unit = hit.unit;
-          } else {
-            unit = copyUnit(cursor);
-          }
-          unit.node.parent = root;
-          root.children.push(unit.node);
+          const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex}`);
+          const node = old === undefined ? copySubtree(cursor, root) : reconciler.reconcile(cursor, old.node, root, 0);
+          // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
+          const unit = old !== undefined && node === old.node ? old : { node, index: indexSubtree(node) };
+          root.children.push(node);
           units.push(unit);
         } while (cursor.gotoNextSibling());
       }
@@ -132,7 +115,61 @@ export class PythonDocument {
       text,
       root,
       units.map((u) => u.index),
+      lineStarts,
     );
+  }
+}
+
+/** Past this depth a changed subtree is copied rather than reconciled (keeps recursion shallow). */
+const MAX_RECONCILE_DEPTH = 256;
+
+/**
+ * Rebuilds the mirror of a changed node, reusing (shifted) every old child subtree that sits at the
+ * same place after the edits and that tree-sitter reports unchanged, so an edit inside a long
+ * function re-copies the path to the edit, not the function.
+ */
+class Reconciler {
+  constructor(
+    private readonly spans: readonly EditSpan[],
+    private readonly changed: readonly (readonly [number, number])[],
+  ) {}
+
+  reconcile(cursor: TS.TreeCursor, old: SyntaxNode, parent: SyntaxNode, depth: number): SyntaxNode {
+    const type = cursor.nodeType;
+    const start = cursor.startIndex;
+    const end = cursor.endIndex;
+    if (old.type === type) {
+      const mapped = mapRange(old.start, old.end, this.spans);
+      if (mapped !== null && mapped.start === start && mapped.end === end && !intersectsAny(start, end, this.changed) && old.field === cursor.currentFieldName) {
+        if (mapped.start !== old.start) shift(old, mapped.start - old.start);
+        old.parent = parent;
+        return old;
+      }
+    }
+    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent);
+    const node: SyntaxNode = {
+      type,
+      named: cursor.nodeIsNamed,
+      field: cursor.currentFieldName,
+      missing: cursor.nodeIsMissing,
+      start,
+      end,
+      children: [],
+      parent,
+    };
+    const oldChildren = new Map<string, SyntaxNode>();
+    for (const c of old.children) {
+      const s = mapOffset(c.start, this.spans);
+      if (s !== null) oldChildren.set(`${c.type}:${s}`, c);
+    }
+    if (cursor.gotoFirstChild()) {
+      do {
+        const match = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex}`);
+        node.children.push(match === undefined ? copySubtree(cursor, node) : this.reconcile(cursor, match, node, depth + 1));
+      } while (cursor.gotoNextSibling());
+      cursor.gotoParent();
+    }
+    return node;
   }
 }
 
@@ -159,6 +196,20 @@ function mapRange(start: number, end: number, spans: readonly EditSpan[]): { sta
   return { start: s, end: e };
 }
 
+/** Where an offset sits after the edits, or null when an edit covers or touches it. */
+function mapOffset(offset: number, spans: readonly EditSpan[]): number | null {
+  let o = offset;
+  for (const span of spans) {
+    if (o < span.start) continue;
+    if (o > span.oldEnd) {
+      o += span.newEnd - span.oldEnd;
+      continue;
+    }
+    return null;
+  }
+  return o;
+}
+
 function intersectsAny(start: number, end: number, ranges: readonly (readonly [number, number])[]): boolean {
   for (const [s, e] of ranges) if (s < end && start < e) return true;
   return false;
@@ -174,45 +225,52 @@ function shift(node: SyntaxNode, delta: number): void {
   }
 }
 
-/** Copies the subtree under the cursor into plain objects, indexing every node by type. */
-function copyUnit(cursor: TS.TreeCursor): Unit {
-  const index: NodeIndex = new Map();
-  const make = (parent: SyntaxNode | null): SyntaxNode => {
-    const node: SyntaxNode = {
-      type: cursor.nodeType,
-      named: cursor.nodeIsNamed,
-      field: cursor.currentFieldName,
-      missing: cursor.nodeIsMissing,
-      start: cursor.startIndex,
-      end: cursor.endIndex,
-      children: [],
-      parent,
-    };
-    let list = index.get(node.type);
-    if (list === undefined) index.set(node.type, (list = []));
-    list.push(node);
-    return node;
-  };
-  const top = make(null);
+/** Copies the subtree under the cursor into plain objects; the cursor ends where it started. */
+function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null): SyntaxNode {
+  const make = (p: SyntaxNode | null): SyntaxNode => ({
+    type: cursor.nodeType,
+    named: cursor.nodeIsNamed,
+    field: cursor.currentFieldName,
+    missing: cursor.nodeIsMissing,
+    start: cursor.startIndex,
+    end: cursor.endIndex,
+    children: [],
+    parent: p,
+  });
+  const top = make(parent);
   // Iterative descent: deeply nested expressions must not overflow the JS stack.
   const stack: SyntaxNode[] = [top];
   if (cursor.gotoFirstChild()) {
     for (;;) {
-      const parent = stack[stack.length - 1];
-      const node = make(parent);
-      parent.children.push(node);
+      const p = stack[stack.length - 1];
+      const node = make(p);
+      p.children.push(node);
       if (cursor.gotoFirstChild()) {
         stack.push(node);
         continue;
       }
       while (!cursor.gotoNextSibling()) {
         cursor.gotoParent();
-        if (stack.length === 1) return { node: top, index }; // back at the unit's own node
+        if (stack.length === 1) return top; // back at the subtree's own node
         stack.pop();
       }
     }
   }
-  return { node: top, index };
+  return top;
+}
+
+/** Every node of a subtree by type, in document order. */
+function indexSubtree(root: SyntaxNode): NodeIndex {
+  const index: NodeIndex = new Map();
+  const stack = [root];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    let list = index.get(n.type);
+    if (list === undefined) index.set(n.type, (list = []));
+    list.push(n);
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+  return index;
 }
 
 function toPoint(p: { line: number; character: number }): TS.Point {

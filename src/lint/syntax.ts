@@ -37,7 +37,11 @@ export class SourceFile {
     readonly root: SyntaxNode,
     /** One index per top-level statement, in order; merged lazily per type. */
     private readonly unitIndexes: readonly NodeIndex[],
-  ) {}
+    /** Known line starts (the document keeps them current across edits). */
+    lineStarts?: number[],
+  ) {
+    this.lineStartsCache = lineStarts ?? null;
+  }
 
   /** Every node of `type` in the file, in document order. */
   nodesOfType(type: string): readonly SyntaxNode[] {
@@ -93,6 +97,34 @@ export function computeLineStarts(text: string): number[] {
     }
   }
   return starts;
+}
+
+/**
+ * Line starts after replacing text[start, oldEnd) by `inserted`, derived from the old ones: only the
+ * edited lines are rescanned, the rest are shifted (a keystroke must not rescan the whole file).
+ */
+export function spliceLineStarts(old: readonly number[], newText: string, start: number, oldEnd: number, inserted: number): number[] {
+  const delta = inserted - (oldEnd - start);
+  // Lines starting at or before `start` are unchanged, except that a CR right before `start`
+  // may now pair with an inserted LF: rescan from the line before, to be safe.
+  const firstLine = Math.max(0, positionIn(old, start).line - 1);
+  const rescanFrom = old[firstLine];
+  const out = old.slice(0, firstLine + 1);
+  const rescanTo = Math.min(newText.length, start + inserted + 1);
+  for (let i = rescanFrom; i < rescanTo; i++) {
+    const ch = newText.charCodeAt(i);
+    if (ch === 10) out.push(i + 1);
+    else if (ch === 13) {
+      if (newText.charCodeAt(i + 1) === 10) i++;
+      out.push(i + 1);
+    }
+  }
+  const last = out[out.length - 1];
+  for (let k = 0; k < old.length; k++) {
+    const moved = old[k] + delta;
+    if (old[k] > oldEnd + 1 && moved > last) out.push(moved);
+  }
+  return out;
 }
 
 export function positionIn(lineStarts: readonly number[], offset: number): Position {

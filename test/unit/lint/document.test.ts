@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { getLinter } from './harness';
-import { walk, type SyntaxNode } from '../../../src/lint/syntax';
+import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/syntax';
 
 /** Structural dump of the mirror, to compare incremental and fresh parses. */
 function dump(root: SyntaxNode): string {
@@ -40,6 +40,64 @@ describe('PythonDocument', () => {
       assert.equal(doc.source.nodesOfType('identifier').length, fresh.source.nodesOfType('identifier').length);
       fresh.dispose();
     }
+    doc.dispose();
+  });
+
+  it('stays identical to a fresh parse over many random edits', async function () {
+    this.timeout(60000);
+    const linter = await getLinter();
+    let text = [
+      'import torch',
+      'class Net(torch.nn.Module):',
+      '    def __init__(self):',
+      '        super().__init__()',
+      '        self.fc = torch.nn.Linear(4, 2)',
+      '    def forward(self, x):',
+      '        return self.fc(x).relu()',
+      '',
+      'def train(model, loader, opt):',
+      '    total = 0',
+      '    for step, (x, y) in enumerate(loader):',
+      '        loss = (model(x) - y).pow(2).mean()',
+      '        loss.backward()',
+      '        opt.step()',
+      '        total += loss.item()',
+      '    return total',
+      '',
+    ].join('\n');
+    const pieces = ['x', '1', ' ', '\n', '\r\n', '\r', '(', ')', ':', '    ', 'def ', 'for i in y:\n', '"', '#', '+=', ',', 'loss', '\n    '];
+    let seed = 12345;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    const doc = linter.open(text);
+    for (let i = 0; i < 200; i++) {
+      const at = rand(text.length + 1);
+      const del = rand(3) === 0 ? Math.min(rand(6), text.length - at) : 0;
+      const ins = rand(4) === 0 ? '' : pieces[rand(pieces.length)];
+      doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
+      text = text.slice(0, at) + ins + text.slice(at + del);
+      const fresh = linter.open(text);
+      assert.equal(dump(doc.source.root), dump(fresh.source.root), `after edit ${i}`);
+      assert.deepEqual(doc.source.lineStarts, computeLineStarts(text), `line starts after edit ${i}`);
+      for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition']) {
+        assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after edit ${i}`);
+      }
+      fresh.dispose();
+    }
+    doc.dispose();
+  });
+
+  it('applies several changes of one event in order', async () => {
+    const linter = await getLinter();
+    const doc = linter.open('a = 1\nb = 2\nc = 3\n');
+    // VS Code sends multi-cursor edits last-first, each valid after the previous one.
+    doc.update([
+      { rangeOffset: 16, rangeLength: 1, text: '30' },
+      { rangeOffset: 4, rangeLength: 1, text: '10' },
+    ]);
+    assert.equal(doc.text, 'a = 10\nb = 2\nc = 30\n');
+    const fresh = linter.open(doc.text);
+    assert.equal(dump(doc.source.root), dump(fresh.source.root));
+    fresh.dispose();
     doc.dispose();
   });
 });

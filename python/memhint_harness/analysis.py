@@ -80,8 +80,9 @@ class State:
             rec = tracker.register_existing(tensor)
             if rec is not None:
                 current.setdefault(rec.cdata, kind)
-        for rec in tracker.live.values():
+        for rec in list(tracker.live.values()):
             rec.state = current.get(rec.cdata)
+            tracker.set_generation(rec, rec.state in ("parameter", "optimizer_state"))
         return current
 
     def kind_of(self, rec):

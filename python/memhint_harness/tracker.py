@@ -16,6 +16,7 @@ the previous node finished: exact on CPU, where the engine runs nodes one by one
 import sys
 import threading
 import time
+from itertools import compress
 
 import torch
 
@@ -87,7 +88,11 @@ class Tracker:
         self.device_type = device_type
         self.t0 = time.perf_counter()
         self.main_thread = threading.get_ident()
-        self.live = {}  # cdata -> StorageRec
+        self.live = {}  # cdata -> StorageRec, both generations
+        self.young = {}  # cdata -> StorageRec; young_handles has the same keys in the same order
+        self.young_handles = {}
+        self.old = {}  # parameters and optimizer state
+        self.old_handles = {}
         self.live_bytes = 0
         self.serial = 0
         self.lines = {}  # (file, line) -> LineAcc
@@ -166,24 +171,48 @@ class Tracker:
 
     # ----------------------------------------------------------------- ledger
 
-    def poll(self):
-        """Detects freed storages (expired weak references) and charges them to the running line."""
+    def poll(self, full=True):
+        """Detects freed storages (expired weak references) and charges them to the running line.
+
+        Storages are split in two generations. Before each allocation only the young one is checked:
+        everything but parameters and optimizer state, which practically never die inside a step. The full
+        check runs at every traced line, around backward() and at step boundaries."""
         if self.pending:
             self.flush_pending()
         expired = self.api.expired_raw
-        dead = None
-        for rec in self.live.values():
-            if expired(rec.handle):
-                if dead is None:
-                    dead = []
-                dead.append(rec)
-        if dead:
-            for rec in dead:
-                del self.live[rec.cdata]
-                self.api.free(rec.handle)
-                self._on_free(rec, rec.nbytes)
+        dead = list(compress(list(self.young.values()), map(expired, self.young_handles.values())))
+        if full and self.old:
+            dead.extend(compress(list(self.old.values()), map(expired, self.old_handles.values())))
+        for rec in dead:
+            self._forget(rec)
+            self.api.free(rec.handle)
+            self._on_free(rec, rec.nbytes)
         if self.returning and threading.get_ident() == self.main_thread:
             self._pop_returned()
+
+    def _remember(self, rec):
+        self.live[rec.cdata] = rec
+        self.young[rec.cdata] = rec
+        self.young_handles[rec.cdata] = rec.handle
+
+    def _forget(self, rec):
+        cdata = rec.cdata
+        del self.live[cdata]
+        if self.young.pop(cdata, None) is not None:
+            del self.young_handles[cdata]
+        else:
+            del self.old[cdata]
+            del self.old_handles[cdata]
+
+    def set_generation(self, rec, old):
+        """Moves a live storage between the generations (called when kinds are stamped)."""
+        cdata = rec.cdata
+        if old and cdata in self.young:
+            del self.young[cdata], self.young_handles[cdata]
+            self.old[cdata], self.old_handles[cdata] = rec, rec.handle
+        elif not old and cdata in self.old:
+            del self.old[cdata], self.old_handles[cdata]
+            self.young[cdata], self.young_handles[cdata] = rec, rec.handle
 
     def _on_free(self, rec, nbytes):
         self.live_bytes -= nbytes
@@ -246,7 +275,7 @@ class Tracker:
             bw_site = self._running_node_site()
         rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes,
                          bw_site or site or UNTRACKED, self.epoch, self.step_index, self.now_ms())
-        self.live[cdata] = rec
+        self._remember(rec)
         self._grow(rec, nbytes, bw_site)
 
     def _grow(self, rec, nbytes, bw_site):
@@ -331,11 +360,11 @@ class Tracker:
             if nbytes > 0:
                 # Frees are collected right before each allocation, so the live level is exact at every
                 # allocation (hence at every peak) without polling around ops that allocate nothing.
-                self.poll()
+                self.poll(full=False)
                 self.on_alloc(cdata, nbytes, storage, tensor)
                 rec = self.live.get(cdata)
         elif rec.nbytes != nbytes:
-            self.poll()
+            self.poll(full=False)
             delta = nbytes - rec.nbytes
             rec.nbytes = nbytes
             if delta > 0:
@@ -389,7 +418,7 @@ class Tracker:
 
     def node_done(self, site):
         """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
-        self.poll()
+        self.poll(full=False)
         events = self.bw_pending.pop(threading.get_ident(), None)
         if not events:
             return
@@ -446,7 +475,7 @@ class Tracker:
             self.serial += 1
             rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes, site or UNTRACKED,
                              self.epoch, None, self.now_ms())
-            self.live[cdata] = rec
+            self._remember(rec)
             self.live_bytes += nbytes
         if rec is not None and hint is not None and rec.hint is None:
             rec.hint = hint

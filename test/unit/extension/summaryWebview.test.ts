@@ -1,0 +1,158 @@
+// media/summary.js in Debian's chromium (playwright-core), fed the view model the extension builds, with
+// the page's CSP: what it draws, sorting, row clicks and exports as messages to the extension, and its
+// saved state. The real-VS-Code run of the same panel is in test/e2e.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { SummaryViewModel, WebviewState } from '../../../src/extension/webview/messages';
+import { buildViewModel } from '../../../src/extension/webview/viewModel';
+import { counters, FILE, kinds, line, report } from './reportFixture';
+
+const root = path.resolve(__dirname, '../../../..');
+const chromiumPath = process.env.MEMHINT_CHROMIUM ?? '/usr/bin/chromium';
+const MiB = 1024 ** 2;
+
+interface Poster {
+  postMessage(message: unknown, origin: string): void;
+}
+
+function model(): SummaryViewModel {
+  return buildViewModel(
+    report({
+      lines: [
+        line(10, 'x = torch.randn(n, n)', { inclusive: counters(30 * MiB, 0, 10 * MiB) }),
+        line(11, 'y = x @ x', { inclusive: counters(3 * MiB, 3 * MiB, 2 * MiB) }),
+        line(12, 'total += y.sum()', { inclusive: counters(12, 0, 4) }),
+      ],
+      leaks: [{ file: FILE, line: 12, code: 'total += y.sum()', bytesPerStep: 4, bytesByStep: [4, 4], graphNodesPerStep: 3, reason: 'autograd_graph', heldBy: null }],
+      peak: { bytes: 12 * MiB, step: 1, atMs: 150, location: { file: FILE, line: 10 }, phase: 'forward', byKind: kinds({ input: 10 * MiB, temporary: 2 * MiB }), byLine: [{ file: FILE, line: 10, bytes: 10 * MiB, byKind: kinds({ input: 10 * MiB }) }] },
+      timeline: {
+        originEpochMs: 0,
+        allocator: [
+          { t: 0, live: 0 },
+          { t: 120, live: 12 * MiB },
+          { t: 180, live: MiB },
+        ],
+        steps: [{ step: 0, warmup: false, startMs: 100, endMs: 180 }],
+      },
+    }),
+    { roots: ['/work/project'] },
+  );
+}
+
+const ORIGIN = 'http://memhint.test';
+
+/**
+ * The panel's page as summaryPanel.ts writes it: the same CSP (assets only from one origin, scripts
+ * only with the nonce, no inline styles), acquireVsCodeApi recording what the script calls.
+ */
+async function load(page: Page, state: WebviewState, saved: WebviewState | null): Promise<void> {
+  const json = JSON.stringify(state).replace(/</g, '\\u003c');
+  const nonce = 'dGVzdG5vbmNl';
+  const shim = `window.__posted = []; window.__saved = ${JSON.stringify(saved)};
+    window.acquireVsCodeApi = () => ({ getState: () => window.__saved, setState: (s) => { window.__saved = s; }, postMessage: (m) => window.__posted.push(m) });`;
+  const html = `<!DOCTYPE html><html><head>
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${ORIGIN}; script-src 'nonce-${nonce}'; img-src ${ORIGIN} data:">
+<link rel="stylesheet" href="${ORIGIN}/media/summary.css"></head>
+<body><main id="app"></main><script id="memhint-initial" type="application/json">${json}</script>
+<script nonce="${nonce}">${shim}</script>
+<script nonce="${nonce}" src="${ORIGIN}/media/summary.js"></script></body></html>`;
+  await page.route(`${ORIGIN}/**`, (route) => {
+    const url = new URL(route.request().url());
+    if (url.pathname === '/index.html') return route.fulfill({ contentType: 'text/html', body: html });
+    const file = path.join(root, url.pathname);
+    if (!url.pathname.startsWith('/media/') || !fs.existsSync(file)) return route.fulfill({ status: 404 });
+    return route.fulfill({ contentType: file.endsWith('.css') ? 'text/css' : 'text/javascript', body: fs.readFileSync(file) });
+  });
+  await page.goto(`${ORIGIN}/index.html`);
+  await page.waitForFunction(() => (globalThis as unknown as { __posted?: unknown[] }).__posted?.length);
+}
+
+describe('media/summary.js in chromium', function () {
+  this.timeout(60_000);
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+
+  before(async function () {
+    if (!fs.existsSync(chromiumPath)) this.skip(); // scripts/setup-system.sh installs it
+    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  });
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  beforeEach(async () => {
+    page = await browser.newPage();
+    errors.length = 0;
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+  });
+
+  afterEach(async () => {
+    await page.close();
+    assert.deepEqual(errors, [], 'no script errors or CSP violations');
+  });
+
+  const posted = (): Promise<Record<string, unknown>[]> => page.evaluate(() => (globalThis as unknown as { __posted: Record<string, unknown>[] }).__posted);
+  const saved = (): Promise<WebviewState | null> => page.evaluate(() => (globalThis as unknown as { __saved: WebviewState | null }).__saved);
+  const locations = (): Promise<string[]> => page.locator('table.lines tbody tr td.loc').allInnerTexts();
+
+  it('draws every section of the report and tells the extension what it rendered', async () => {
+    await load(page, { model: model(), sort: { key: 'peak', descending: true } }, null);
+    assert.equal(await page.locator('h1').innerText(), 'train.py::train_step');
+    assert.equal(await page.locator('#section-timeline svg path.series.allocator').count(), 1);
+    assert.equal(await page.locator('#section-timeline svg rect.step').count(), 1);
+    assert.deepEqual(await locations(), ['train.py:10', 'train.py:11', 'train.py:12']);
+    assert.match(await page.locator('#section-leaks').innerText(), /keeps an autograd graph/);
+    assert.match(await page.locator('#section-peak').innerText(), /input\s+10 MiB/);
+    const widths = await page.locator('#section-peak .fill').evaluateAll((els) => els.map((e) => (e as unknown as { style: { width: string } }).style.width));
+    assert.deepEqual(widths, ['83%', '17%'], 'bar widths set through CSSOM, which the CSP allows');
+    const sheets = await page.evaluate(() => (globalThis as unknown as { document: { styleSheets: { length: number } } }).document.styleSheets.length);
+    assert.equal(sheets, 1, 'summary.css loaded from the allowed origin');
+    const messages = await posted();
+    assert.deepEqual(messages[0], { type: 'rendered', rows: 3, sort: { key: 'peak', descending: true }, sections: ['timeline', 'peak', 'leaks', 'lines'] });
+    assert.deepEqual(messages[1], { type: 'ready' });
+    assert.ok(await page.locator('#export-snapshot').isDisabled(), 'no snapshot on the CPU backend');
+  });
+
+  it('sorts by a column on click, toggling the direction, and keeps the sort in its state', async () => {
+    await load(page, { model: model(), sort: { key: 'peak', descending: true } }, null);
+    await page.click('button.sort[data-key="location"]');
+    assert.deepEqual(await locations(), ['train.py:10', 'train.py:11', 'train.py:12']);
+    await page.click('button.sort[data-key="location"]');
+    assert.deepEqual(await locations(), ['train.py:12', 'train.py:11', 'train.py:10']);
+    await page.click('button.sort[data-key="leakPerStep"]');
+    assert.equal((await locations())[0], 'train.py:12');
+    assert.deepEqual((await saved())?.sort, { key: 'leakPerStep', descending: true });
+  });
+
+  it('asks the extension to reveal a clicked row and to export', async () => {
+    await load(page, { model: model(), sort: { key: 'location', descending: false } }, null);
+    await page.click('table.lines tbody tr:nth-child(2)');
+    await page.focus('table.lines tbody tr:nth-child(3)');
+    await page.keyboard.press('Enter');
+    await page.click('#export-json');
+    const m = (await posted()).filter((x) => x.type !== 'rendered' && x.type !== 'ready');
+    assert.deepEqual(m, [
+      { type: 'reveal', file: FILE, line: 11 },
+      { type: 'reveal', file: FILE, line: 12 },
+      { type: 'export', what: 'json' },
+    ]);
+  });
+
+  it('renders a report the extension posts, and keeps the saved sort after a reload', async () => {
+    await load(page, { model: null, sort: { key: 'net', descending: false } }, { model: null, sort: { key: 'net', descending: false } });
+    assert.match(await page.locator('#app').innerText(), /No memory profile yet/);
+    await page.evaluate((m) => (globalThis as unknown as Poster).postMessage({ type: 'show', model: m }, '*'), model() as unknown as Record<string, unknown>);
+    await page.locator('table.lines tbody tr').first().waitFor();
+    assert.deepEqual((await saved())?.sort, { key: 'net', descending: false });
+    assert.equal((await saved())?.model?.lines.length, 3);
+    await page.evaluate(() => (globalThis as unknown as Poster).postMessage({ type: 'exported', path: '/tmp/r.json' }, '*'));
+    assert.match(await page.locator('.callout.good').innerText(), /Saved to \/tmp\/r\.json/);
+  });
+});

@@ -2,9 +2,10 @@
 // with VS Code's content changes; re-lints are debounced; MH002 findings gain the profiler's measured
 // figures when a report covers their line.
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { lintFile, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
-import { ConfigError, findProjectConfig, isExcluded, settingsForFile } from '../lint/config';
+import { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from '../lint/config';
 import { CONFIRMABLE_CODES, identifiersIn, measuredRetention, retentionSentence } from './confirm';
 import type { Logger } from './logger';
 import type { ReportStore } from './reportStore';
@@ -39,6 +40,9 @@ export class DiagnosticsController implements vscode.Disposable {
   /** Fires after a document's diagnostics were (re)published. */
   readonly onDidLint = this.linted.event;
   private config: LintConfig;
+  /** [tool.memhint] per folder: finding it stats every folder up to the root, too slow per keystroke. */
+  private readonly projectConfigs = new Map<string, ProjectConfig>();
+  private readonly pyprojects = vscode.workspace.createFileSystemWatcher('**/pyproject.toml');
 
   constructor(
     private readonly linter: Linter,
@@ -53,9 +57,13 @@ export class DiagnosticsController implements vscode.Disposable {
       vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
       vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
       vscode.workspace.onDidCloseTextDocument((d) => this.close(d.uri)),
+      this.pyprojects,
+      // A changed pyproject.toml may change every file's settings.
+      this.pyprojects.onDidChange(() => this.projectConfigChanged()),
+      this.pyprojects.onDidCreate(() => this.projectConfigChanged()),
+      this.pyprojects.onDidDelete(() => this.projectConfigChanged()),
       vscode.workspace.onDidSaveTextDocument((d) => {
-        // A saved pyproject.toml may change every file's settings.
-        if (d.uri.path.endsWith('/pyproject.toml')) this.relintAll();
+        if (d.uri.path.endsWith('/pyproject.toml')) this.projectConfigChanged();
       }),
       onSettingsChanged(() => {
         this.config = this.readConfig();
@@ -108,7 +116,12 @@ export class DiagnosticsController implements vscode.Disposable {
     };
     if (document.uri.scheme !== 'file') return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
     try {
-      const project = findProjectConfig(document.uri.fsPath);
+      const dir = path.dirname(document.uri.fsPath);
+      let project = this.projectConfigs.get(dir);
+      if (project === undefined) {
+        project = findProjectConfig(document.uri.fsPath);
+        this.projectConfigs.set(dir, project);
+      }
       if (isExcluded(project, document.uri.fsPath)) return null;
       return settingsForFile(project, document.uri.fsPath, overrides);
     } catch (err) {
@@ -116,6 +129,11 @@ export class DiagnosticsController implements vscode.Disposable {
       this.warnOnce(`${err.message} (using the editor settings only)`);
       return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
     }
+  }
+
+  private projectConfigChanged(): void {
+    this.projectConfigs.clear();
+    this.relintAll();
   }
 
   private open(document: vscode.TextDocument): void {

@@ -3,8 +3,9 @@
 // a leak. Computed once per file: the data dependencies of every backward-like call, and of the
 // returned values of functions that do not backpropagate themselves (their caller may).
 import type { SourceFile, SyntaxNode } from '../syntax';
-import { flowOf, Taint, type ScopeFlow } from './flow';
-import { backwardTargets, computesGradients, keyOf, scopeOf } from './models';
+import { factsSignature, flowOf, Taint, type ScopeFlow } from './flow';
+import { combine, NodeCache, nodesInScope, scopesOf } from './unitcache';
+import { backwardTargets, callsByScope, computesGradients, keyOf } from './models';
 
 interface Consumed {
   /** Keys reached from a backward (or a returned value), per scope. */
@@ -15,41 +16,61 @@ interface Consumed {
   readonly free: Set<string>;
 }
 
+interface ScopeConsumption {
+  readonly keys: Set<string>;
+  readonly attributes: Set<string>;
+  readonly free: Set<string>;
+}
+
 const cache = new WeakMap<SourceFile, Consumed>();
+const scopeCache = new NodeCache<ScopeConsumption>();
 const MAX_KEYS = 4000;
+const RETURNS = new Set(['return_statement', 'yield']);
+
+/** What one scope's backward calls (and, if it does not backpropagate, its returns) consume. */
+function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption {
+  const compute = (): ScopeConsumption => {
+    const c: ScopeConsumption = { keys: new Set(), attributes: new Set(), free: new Set() };
+    const flow = flowOf(file, scope);
+    for (const call of callsByScope(file).get(scope)?.backwards ?? []) trace(c, flow, backwardTargets(file, call) ?? []);
+    if (scope.type === 'function_definition' && !computesGradients(file, scope)) {
+      for (const ret of nodesInScope(scope, RETURNS)) {
+        const value = ret.children.find((n) => n.named && n.type !== 'comment');
+        // Only a returned value that may carry history can be backpropagated by the caller.
+        if (value !== undefined && flow.taintOf(value) !== Taint.Clean) trace(c, flow, [value]);
+      }
+    }
+    return c;
+  };
+  return scope.type === 'module' ? compute() : scopeCache.get(scope, factsSignature(file), compute);
+}
 
 function consumed(file: SourceFile): Consumed {
   let c = cache.get(file);
   if (c !== undefined) return c;
   c = { byScope: new Map(), attributes: new Set(), free: new Set() };
-  for (const call of file.nodesOfType('call')) {
-    const targets = backwardTargets(file, call);
-    if (targets === null) continue;
-    const scope = scopeOf(call);
-    if (scope === null) continue;
-    trace(c, flowOf(file, scope), targets);
-  }
-  for (const type of ['return_statement', 'yield']) {
-    for (const ret of file.nodesOfType(type)) {
-      const scope = scopeOf(ret);
-      if (scope === null || scope.type !== 'function_definition' || computesGradients(file, scope)) continue;
-      const value = ret.children.find((n) => n.named && n.type !== 'comment');
-      const flow = flowOf(file, scope);
-      // Only a returned value that may carry history can be backpropagated by the caller.
-      if (value !== undefined && flow.taintOf(value) !== Taint.Clean) trace(c, flow, [value]);
-    }
+  for (const scope of scopesOf(file)) {
+    const part = scopeConsumption(file, scope);
+    if (part.keys.size > 0) c.byScope.set(scope, part.keys);
+    for (const a of part.attributes) c.attributes.add(a);
+    for (const f of part.free) c.free.add(f);
   }
   cache.set(file, c);
   return c;
 }
 
-function trace(c: Consumed, flow: ScopeFlow, roots: readonly SyntaxNode[]): void {
+/** Changes whenever what is consumed across scopes (attributes, globals, module-level keys) changes. */
+export function consumedSignature(file: SourceFile): string {
+  return combine(file, 'consumed', () => {
+    const c = consumed(file);
+    const list = (set: ReadonlySet<string> | undefined): string => [...(set ?? [])].sort().join(',');
+    return [list(c.attributes), list(c.free), list(c.byScope.get(file.root))];
+  });
+}
+
+function trace(c: ScopeConsumption, flow: ScopeFlow, roots: readonly SyntaxNode[]): void {
   const file = flow.file;
-  let seen = c.byScope.get(flow.scope);
-  if (seen === undefined) {
-    seen = new Set();
-    c.byScope.set(flow.scope, seen);
-  }
+  const seen = c.keys;
   const queue: string[] = [];
   const push = (key: string): void => {
     if (seen.has(key) || seen.size > MAX_KEYS) return;

@@ -4,8 +4,9 @@
 // not enclose the use are merged with the ones before them.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
-import { keyOf, forwardReceiver, scopeOf, backwardTargets } from './models';
-import { gradOffAt, gradMaybeOffAt } from './gradstate';
+import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from './models';
+import { combine, NodeCache } from './unitcache';
+import { gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
 
 /** Clean < Unknown < Tainted; `max` merges. */
 export const enum Taint {
@@ -48,7 +49,8 @@ export class ScopeFlow {
   private depth = 0;
 
   constructor(
-    readonly file: SourceFile,
+    /** Updated when a cached flow is reused for a later version of the document. */
+    public file: SourceFile,
     readonly scope: SyntaxNode,
     /** Parameters assumed to hold tensors with history (to ask "would this method keep its argument?"). */
     private readonly taintedParams: ReadonlySet<string> = new Set(),
@@ -468,20 +470,20 @@ function targetKeys(file: SourceFile, target: SyntaxNode): string[] {
   return out;
 }
 
-const flowCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeFlow>>();
+const flowCache = new NodeCache<ScopeFlow>();
 
-/** The (cached) flow of a function or module scope. */
+/** Model and grad facts together: what a flow's taint results depend on beyond its own scope. */
+export function factsSignature(file: SourceFile): string {
+  return combine(file, 'facts', () => [modelSignature(file), gradSignature(file)]);
+}
+
+/**
+ * The (cached) flow of a function or module scope. A function's flow is reused across edits that leave
+ * its statement and the file-wide model/grad facts unchanged.
+ */
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
-  let perFile = flowCache.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    flowCache.set(file, perFile);
-  }
-  let flow = perFile.get(scope);
-  if (flow === undefined) {
-    flow = new ScopeFlow(file, scope);
-    perFile.set(scope, flow);
-  }
+  const flow = flowCache.get(scope, factsSignature(file), () => new ScopeFlow(file, scope));
+  flow.file = file;
   return flow;
 }
 

@@ -5,6 +5,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { decoratorsOf, disablesGrad, isGradDisabled, withItemCalls } from './context';
 import { qualifiedName } from './imports';
 import { isLightningNoGradHook, scopeOf } from './models';
+import { importSignature, intern, NodeCache, unitsOf } from './unitcache';
 
 const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
 const GRAD_CONTROL_NAMES = new Set(['no_grad', 'inference_mode', 'set_grad_enabled', 'enable_grad']);
@@ -24,7 +25,18 @@ interface GradFacts {
   readonly noGradDecorators: ReadonlySet<string>;
 }
 
+interface UnitGradFacts {
+  readonly moduleOff: boolean;
+  readonly moduleIndirect: boolean;
+  readonly offStatements: readonly (readonly [SyntaxNode, SyntaxNode])[];
+  readonly indirect: readonly SyntaxNode[];
+  readonly calledUnderNoGrad: readonly string[];
+  readonly gradContextNames: readonly string[];
+  readonly noGradDecorators: readonly string[];
+}
+
 const cache = new WeakMap<SourceFile, GradFacts>();
+const unitCache = new NodeCache<UnitGradFacts>();
 
 function gradFacts(file: SourceFile): GradFacts {
   let facts = cache.get(file);
@@ -34,60 +46,97 @@ function gradFacts(file: SourceFile): GradFacts {
   const indirect = new Set<SyntaxNode>();
   const calledUnderNoGrad = new Set<string>();
   const gradContextNames = new Set<string>();
-  for (const call of file.nodesOfType('call')) {
-    const fn = childByField(call, 'function');
-    if (fn === null) continue;
-    const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
-    const lastText = last === null ? '' : file.textOf(last);
-    const name = GRAD_CONTROL_NAMES.has(lastText) ? qualifiedName(file, fn) : null;
-    if (name !== null && GRAD_CONTROL.test(name)) {
-      const scope = scopeOf(call);
-      if (call.parent?.type === 'expression_statement') {
-        if (disablesGrad(file, call)) {
-          if (scope?.type === 'module') moduleOff = true;
-          else if (scope !== null) offStatements.set(scope, [...(offStatements.get(scope) ?? []), call]);
-        } else if (scope !== null) indirect.add(scope);
-      } else if (!isWithItemOrDecorator(call)) {
-        if (scope !== null) indirect.add(scope);
-        const asg = call.parent?.type === 'assignment' ? call.parent : call.parent?.parent?.type === 'assignment' ? call.parent.parent : null;
-        const left = asg === null ? null : childByField(asg, 'left');
-        if (left !== null) gradContextNames.add(file.textOf(left));
-      }
-      continue;
-    }
-  }
-  // Functions called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
-  for (const withStmt of file.nodesOfType('with_statement')) {
-    if (!withItemCalls(withStmt).some((c) => disablesGrad(file, c))) continue;
-    const body = childByField(withStmt, 'body');
-    if (body !== null) collectCallees(file, body, calledUnderNoGrad);
-  }
-  for (const fn of file.nodesOfType('function_definition')) {
-    if (!decoratorsOf(fn).some((d) => disablesGrad(file, d))) continue;
-    const body = childByField(fn, 'body');
-    if (body !== null) collectCallees(file, body, calledUnderNoGrad);
-  }
-  // `torch.no_grad` passed around without a call (`stack.enter_context(torch.no_grad)` is rare, but
-  // `ctx = torch.no_grad if ... else nullcontext`).
-  for (const attr of file.nodesOfType('attribute')) {
-    if (attr.field === 'function' || attr.parent?.type === 'decorator') continue;
-    const name = qualifiedName(file, attr);
-    if (name === null || !/(^|\.)(no_grad|inference_mode)$/.test(name)) continue;
-    const scope = scopeOf(attr);
-    if (scope !== null) indirect.add(scope);
-  }
   const noGradDecorators = new Set<string>();
-  for (const fn of file.nodesOfType('function_definition')) {
-    const name = childByField(fn, 'name');
-    const body = childByField(fn, 'body');
-    if (name === null || body === null) continue;
-    // A decorator (factory) returns a wrapper: it contains a nested def or returns a call of no_grad.
-    const text = file.textOf(body);
-    if (/\b(no_grad|inference_mode)\b/.test(text) && /\breturn\b/.test(text) && !/\bwith\s+torch\.(no_grad|inference_mode)\(\)\s*:/.test(text)) noGradDecorators.add(file.textOf(name));
+  const sig = importSignature(file);
+  for (const unit of unitsOf(file)) {
+    const u = unitCache.get(unit, sig, () => unitGradFacts(file, unit));
+    moduleOff ||= u.moduleOff;
+    if (u.moduleIndirect) indirect.add(file.root);
+    for (const [scope, call] of u.offStatements) offStatements.set(scope, [...(offStatements.get(scope) ?? []), call]);
+    for (const s of u.indirect) indirect.add(s);
+    for (const n of u.calledUnderNoGrad) calledUnderNoGrad.add(n);
+    for (const n of u.gradContextNames) gradContextNames.add(n);
+    for (const n of u.noGradDecorators) noGradDecorators.add(n);
   }
   facts = { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames, noGradDecorators };
   cache.set(file, facts);
   return facts;
+}
+
+function unitGradFacts(file: SourceFile, unit: SyntaxNode): UnitGradFacts {
+  let moduleOff = false;
+  let moduleIndirect = false;
+  const offStatements: [SyntaxNode, SyntaxNode][] = [];
+  const indirect: SyntaxNode[] = [];
+  const calledUnderNoGrad = new Set<string>();
+  const gradContextNames: string[] = [];
+  const noGradDecorators: string[] = [];
+  const addIndirect = (scope: SyntaxNode | null): void => {
+    if (scope?.type === 'module') moduleIndirect = true;
+    else if (scope !== null) indirect.push(scope);
+  };
+  const stack = [unit];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const c of n.children) stack.push(c);
+    if (n.type === 'call') {
+      const fn = childByField(n, 'function');
+      if (fn === null) continue;
+      const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+      const lastText = last === null ? '' : file.textOf(last);
+      const name = GRAD_CONTROL_NAMES.has(lastText) ? qualifiedName(file, fn) : null;
+      if (name === null || !GRAD_CONTROL.test(name)) continue;
+      const scope = scopeOf(n);
+      if (n.parent?.type === 'expression_statement') {
+        if (disablesGrad(file, n)) {
+          if (scope?.type === 'module') moduleOff = true;
+          else if (scope !== null) offStatements.push([scope, n]);
+        } else addIndirect(scope);
+      } else if (!isWithItemOrDecorator(n)) {
+        addIndirect(scope);
+        const asg = n.parent?.type === 'assignment' ? n.parent : n.parent?.parent?.type === 'assignment' ? n.parent.parent : null;
+        const left = asg === null ? null : childByField(asg, 'left');
+        if (left !== null) gradContextNames.push(file.textOf(left));
+      }
+    } else if (n.type === 'with_statement') {
+      // Functions called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
+      if (!withItemCalls(n).some((c) => disablesGrad(file, c))) continue;
+      const body = childByField(n, 'body');
+      if (body !== null) collectCallees(file, body, calledUnderNoGrad);
+    } else if (n.type === 'function_definition') {
+      const body = childByField(n, 'body');
+      const name = childByField(n, 'name');
+      if (body === null) continue;
+      if (decoratorsOf(n).some((d) => disablesGrad(file, d))) collectCallees(file, body, calledUnderNoGrad);
+      // A decorator (factory) of this file that applies no_grad: it returns a wrapper.
+      const text = file.textOf(body);
+      if (name !== null && /\b(no_grad|inference_mode)\b/.test(text) && /\breturn\b/.test(text) && !/\bwith\s+torch\.(no_grad|inference_mode)\(\)\s*:/.test(text)) {
+        noGradDecorators.push(file.textOf(name));
+      }
+    } else if (n.type === 'attribute') {
+      // `torch.no_grad` passed around without a call (`ctx = torch.no_grad if ... else nullcontext`).
+      if (n.field === 'function' || n.parent?.type === 'decorator') continue;
+      const attr = childByField(n, 'attribute');
+      if (attr === null || !/^(no_grad|inference_mode)$/.test(file.textOf(attr))) continue;
+      const name = qualifiedName(file, n);
+      if (name !== null && /(^|\.)(no_grad|inference_mode)$/.test(name)) addIndirect(scopeOf(n));
+    }
+  }
+  return { moduleOff, moduleIndirect, offStatements, indirect, calledUnderNoGrad: [...calledUnderNoGrad], gradContextNames, noGradDecorators };
+}
+
+const gradSignatures = new WeakMap<SourceFile, string>();
+
+/** Changes whenever a file-wide grad fact changes (scope-local ones are keyed by their scope nodes). */
+export function gradSignature(file: SourceFile): string {
+  let sig = gradSignatures.get(file);
+  if (sig === undefined) {
+    const f = gradFacts(file);
+    const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
+    sig = intern([f.moduleOff, f.indirect.has(file.root), list(f.calledUnderNoGrad), list(f.gradContextNames), list(f.noGradDecorators)].join('|'));
+    gradSignatures.set(file, sig);
+  }
+  return sig;
 }
 
 function collectCallees(file: SourceFile, root: SyntaxNode, out: Set<string>): void {

@@ -2,7 +2,8 @@
 // `self.total += value * n`. The method is analysed once with each parameter assumed to carry history;
 // call sites on instances of the class then count as stores of that argument.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { ScopeFlow, Taint } from './flow';
+import { factsSignature, ScopeFlow, Taint } from './flow';
+import { combine, NodeCache, unitsOf } from './unitcache';
 import { enclosingClass, keyOf } from './models';
 
 export interface RetainingParameter {
@@ -65,56 +66,108 @@ function selfStoreValues(file: SourceFile, fn: SyntaxNode): SyntaxNode[] {
   return out;
 }
 
+interface UnitMeterData {
+  /** Methods (not __init__) that store something on self. */
+  readonly methods: readonly { readonly cls: string; readonly name: string; readonly fn: SyntaxNode }[];
+  /** `key = Callee(...)` pairs, tuple assignments element-wise. */
+  readonly instances: readonly (readonly [string, string])[];
+}
+
+const unitCache = new NodeCache<UnitMeterData>();
+const retainingCache = new NodeCache<RetainingParameter[]>();
+
+function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
+  return unitCache.get(unit, '', () => {
+    const methods: { cls: string; name: string; fn: SyntaxNode }[] = [];
+    const instances: [string, string][] = [];
+    const record = (target: SyntaxNode, value: SyntaxNode): void => {
+      const key = keyOf(file, target);
+      const fn = value.type === 'call' ? childByField(value, 'function') : null;
+      if (key !== null && fn?.type === 'identifier') instances.push([key, file.textOf(fn)]);
+    };
+    const stack = [unit];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      for (const c of n.children) stack.push(c);
+      if (n.type === 'function_definition') {
+        const cls = enclosingClass(n);
+        const clsName = cls === null ? null : childByField(cls, 'name');
+        const name = childByField(n, 'name');
+        if (clsName !== null && name !== null && file.textOf(name) !== '__init__' && selfStoreValues(file, n).length > 0) {
+          methods.push({ cls: file.textOf(clsName), name: file.textOf(name), fn: n });
+        }
+      } else if (n.type === 'assignment') {
+        const left = childByField(n, 'left');
+        const right = childByField(n, 'right');
+        if (left === null || right === null) continue;
+        const targets = left.children.filter((c) => c.named);
+        const values = right.children.filter((c) => c.named && c.type !== 'comment');
+        if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && (right.type === 'expression_list' || right.type === 'tuple') && targets.length === values.length) {
+          targets.forEach((t, i) => record(t, values[i]));
+        } else {
+          record(left, right);
+        }
+      }
+    }
+    return { methods, instances };
+  });
+}
+
+/** Parameters of a method whose value, if it carried history, the method would store on self. */
+function retainingParameters(file: SourceFile, fn: SyntaxNode): RetainingParameter[] {
+  return retainingCache.get(fn, factsSignature(file), () => {
+    const values = selfStoreValues(file, fn);
+    const found: RetainingParameter[] = [];
+    parameterNames(file, fn)
+      .slice(1) // without self
+      .forEach((param, index) => {
+        const flow = new ScopeFlow(file, fn, new Set([param]));
+        if (values.some((v) => flow.taintOf(v) === Taint.Tainted)) {
+          const usedAsTensor = new RegExp(`\\b${param}\\s*\\.\\s*[A-Za-z_]`).test(file.textOf(childByField(fn, 'body') ?? fn));
+          found.push({ index, name: param, usedAsTensor });
+        }
+      });
+    return found;
+  });
+}
+
 function meterFacts(file: SourceFile): MeterFacts {
   let facts = cache.get(file);
   if (facts !== undefined) return facts;
   const retaining = new Map<string, Map<string, RetainingParameter[]>>();
-  for (const fn of file.nodesOfType('function_definition')) {
-    const cls = enclosingClass(fn);
-    const clsName = cls === null ? null : childByField(cls, 'name');
-    const name = childByField(fn, 'name');
-    if (clsName === null || name === null || file.textOf(name) === '__init__') continue;
-    const values = selfStoreValues(file, fn);
-    if (values.length === 0) continue;
-    const params = parameterNames(file, fn).slice(1); // without self
-    const found: RetainingParameter[] = [];
-    params.forEach((param, index) => {
-      const flow = new ScopeFlow(file, fn, new Set([param]));
-      if (values.some((v) => flow.taintOf(v) === Taint.Tainted)) {
-        const usedAsTensor = new RegExp(`\\b${param}\\s*\\.\\s*[A-Za-z_]`).test(file.textOf(childByField(fn, 'body') ?? fn));
-        found.push({ index, name: param, usedAsTensor });
-      }
-    });
-    if (found.length === 0) continue;
-    const c = file.textOf(clsName);
-    if (!retaining.has(c)) retaining.set(c, new Map());
-    retaining.get(c)!.set(file.textOf(name), found);
+  const units = unitsOf(file).map((u) => unitMeterData(file, u));
+  for (const u of units) {
+    for (const m of u.methods) {
+      const found = retainingParameters(file, m.fn);
+      if (found.length === 0) continue;
+      if (!retaining.has(m.cls)) retaining.set(m.cls, new Map());
+      retaining.get(m.cls)!.set(m.name, found);
+    }
   }
   const instances = new Map<string, Set<string>>();
   if (retaining.size > 0) {
-    const record = (target: SyntaxNode, value: SyntaxNode): void => {
-      const key = keyOf(file, target);
-      const fn = value.type === 'call' ? childByField(value, 'function') : null;
-      if (key === null || fn?.type !== 'identifier' || !retaining.has(file.textOf(fn))) return;
-      if (!instances.has(key)) instances.set(key, new Set());
-      instances.get(key)!.add(file.textOf(fn));
-    };
-    for (const asg of file.nodesOfType('assignment')) {
-      const left = childByField(asg, 'left');
-      const right = childByField(asg, 'right');
-      if (left === null || right === null) continue;
-      const targets = left.children.filter((c) => c.named);
-      const values = right.children.filter((c) => c.named && c.type !== 'comment');
-      if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && (right.type === 'expression_list' || right.type === 'tuple') && targets.length === values.length) {
-        targets.forEach((t, i) => record(t, values[i]));
-      } else {
-        record(left, right);
+    for (const u of units) {
+      for (const [key, cls] of u.instances) {
+        if (!retaining.has(cls)) continue;
+        if (!instances.has(key)) instances.set(key, new Set());
+        instances.get(key)!.add(cls);
       }
     }
   }
   facts = { retaining, instances };
   cache.set(file, facts);
   return facts;
+}
+
+/** Changes whenever which helper objects keep their arguments changes. */
+export function meterSignature(file: SourceFile): string {
+  return combine(file, 'meters', () => {
+    const f = meterFacts(file);
+    const parts: string[] = [];
+    for (const [cls, methods] of f.retaining) for (const [m, params] of methods) parts.push(`${cls}.${m}(${params.map((p) => `${p.index}${p.name}${p.usedAsTensor}`).join(',')})`);
+    for (const [key, classes] of f.instances) parts.push(`${key}=${[...classes].sort().join('/')}`);
+    return parts.sort();
+  });
 }
 
 /**

@@ -1,8 +1,9 @@
 // What in a file is a model (an nn.Module instance) and which calls run one: the heuristics the
 // autograd rules (MH001, MH002, MH004) share. Everything is derived once per SourceFile.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { qualifiedName } from './imports';
+import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
+import { importSignature, intern, NodeCache, unitsOf } from './unitcache';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -42,6 +43,7 @@ export function looksLikeModelName(name: string): boolean {
 const BARE_MODEL_NAME = new RegExp(`^(?:${MODEL_CORE})(?:${MODEL_SUFFIX})?$`, 'i');
 
 const WRAPPERS = /(^|\.)(DistributedDataParallel|DataParallel|DDP|FullyShardedDataParallel|FSDP|compile|deepcopy|AveragedModel|ModelEma\w*|ModelEMA|EMA)$/;
+const MODULE_BUILDERS = new Set(['from_pretrained', 'compile', 'deepcopy', 'create_model', 'load']);
 const MODULE_METHODS = new Set(['to', 'cuda', 'cpu', 'half', 'float', 'double', 'bfloat16', 'eval', 'train', 'requires_grad_', 'share_memory', 'to_empty']);
 const NOT_CALLABLE_MODULES = /(Loss|ModuleList|ModuleDict|ParameterList|ParameterDict|Parameter|Module)$/;
 
@@ -76,13 +78,87 @@ function classBases(file: SourceFile, cls: SyntaxNode): string {
   return sup === null ? '' : file.textOf(sup);
 }
 
+/** What one top-level statement contributes to the model facts; purely syntactic, so cached per unit. */
+interface UnitModelData {
+  readonly classes: readonly (readonly [string, string])[];
+  readonly markers: readonly string[];
+  readonly frozen: readonly string[];
+  readonly functions: readonly string[];
+  /** Assignments `key = <call or name>` that may bind a module. */
+  readonly candidates: readonly { readonly key: string; readonly rhs: SyntaxNode; readonly head: string }[];
+}
+
+/**
+ * For a call that may build a module, the first name of its callee ('' when the callee's own name
+ * already says so: a capitalised constructor, `.to(...)`, `from_pretrained`); anything else
+ * (`criterion(out, y)`) is decided later by whether the head is a model zoo (`models.resnet50()`).
+ */
+function callHead(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  const lastNode = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+  const last = lastNode === null ? '' : file.textOf(lastNode);
+  if (/^[A-Z]/.test(last) || MODULE_METHODS.has(last) || MODULE_BUILDERS.has(last)) return '';
+  return file.textOf(fn).split('.')[0];
+}
+
+const unitModelCache = new NodeCache<UnitModelData>();
+
+function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
+  return unitModelCache.get(unit, '', () => {
+    const classes: [string, string][] = [];
+    const markers: string[] = [];
+    const frozen: string[] = [];
+    const functions: string[] = [];
+    const candidates: { key: string; rhs: SyntaxNode; head: string }[] = [];
+    const stack = [unit];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      for (const c of n.children) stack.push(c);
+      if (n.type === 'class_definition') {
+        const name = childByField(n, 'name');
+        if (name !== null) classes.push([file.textOf(name), classBases(file, n)]);
+      } else if (n.type === 'function_definition') {
+        const name = childByField(n, 'name');
+        if (name !== null) functions.push(file.textOf(name));
+      } else if (n.type === 'call') {
+        const fn = childByField(n, 'function');
+        if (fn?.type !== 'attribute') continue;
+        const attr = childByField(fn, 'attribute');
+        const method = attr === null ? '' : file.textOf(attr);
+        if (method === 'eval' || method === 'train') {
+          const key = keyOf(file, childByField(fn, 'object'));
+          if (key !== null && positionalArguments(n).length <= 1) markers.push(key);
+        } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(n, 'arguments') ?? n))) {
+          const key = frozenTarget(file, childByField(fn, 'object'));
+          if (key !== null) frozen.push(key);
+        }
+      } else if (n.type === 'assignment') {
+        const left = childByField(n, 'left');
+        const right = childByField(n, 'right');
+        if (left?.type === 'attribute' && right !== null && file.textOf(right) === 'False') {
+          const attr = childByField(left, 'attribute');
+          if (attr !== null && file.textOf(attr) === 'requires_grad') {
+            const key = frozenTarget(file, childByField(left, 'object'));
+            if (key !== null) frozen.push(key);
+          }
+        }
+        const key = keyOf(file, left);
+        if (key !== null && right !== null && (right.type === 'call' || right.type === 'identifier' || right.type === 'attribute' || right.type === 'parenthesized_expression')) {
+          const head = right.type === 'call' ? callHead(file, right) : null;
+          if (head !== null || right.type !== 'call') candidates.push({ key, rhs: right, head: head ?? '' });
+        }
+      }
+    }
+    return { classes, markers, frozen, functions, candidates };
+  });
+}
+
 function computeFacts(file: SourceFile): ModelFacts {
+  const units = unitsOf(file).map((u) => unitModelData(file, u));
   // Classes: resolve bases defined in the same file transitively.
   const bases = new Map<string, string>();
-  for (const cls of file.nodesOfType('class_definition')) {
-    const name = childByField(cls, 'name');
-    if (name !== null) bases.set(file.textOf(name), classBases(file, cls));
-  }
+  for (const u of units) for (const [name, b] of u.classes) bases.set(name, b);
   const classIs = (test: RegExp): Set<string> => {
     const out = new Set<string>();
     const visit = (name: string, seen: Set<string>): boolean => {
@@ -98,35 +174,19 @@ function computeFacts(file: SourceFile): ModelFacts {
   };
   const moduleClasses = classIs(/\b(Module|LightningModule|PreTrainedModel|Sequential)\b|\bnn\./);
   const lightningClasses = classIs(/Lightning|\bCallback\b/);
-
   const markerReceivers = new Set<string>();
   const frozen = new Set<string>();
-  for (const call of file.nodesOfType('call')) {
-    const fn = childByField(call, 'function');
-    if (fn?.type !== 'attribute') continue;
-    const attr = childByField(fn, 'attribute');
-    const method = attr === null ? '' : file.textOf(attr);
-    if (method === 'eval' || method === 'train') {
-      const key = keyOf(file, childByField(fn, 'object'));
-      if (key !== null && positionalArguments(call).length <= 1) markerReceivers.add(key);
-    } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(call, 'arguments') ?? call))) {
-      const key = frozenTarget(file, childByField(fn, 'object'));
-      if (key !== null) frozen.add(key);
-    }
-  }
-  for (const asg of file.nodesOfType('assignment')) {
-    const left = childByField(asg, 'left');
-    const right = childByField(asg, 'right');
-    if (left?.type === 'attribute' && right !== null && file.textOf(right) === 'False') {
-      const attr = childByField(left, 'attribute');
-      if (attr !== null && file.textOf(attr) === 'requires_grad') {
-        const key = frozenTarget(file, childByField(left, 'object'));
-        if (key !== null) frozen.add(key);
-      }
-    }
+  const functions = new Set<string>();
+  for (const u of units) {
+    for (const m of u.markers) markerReceivers.add(m);
+    for (const f of u.frozen) frozen.add(f);
+    for (const f of u.functions) functions.add(f);
   }
 
   const assigned = new Set<string>();
+  // Local names bound to model zoos (`from torchvision import models`, `import timm`).
+  const builderHeads = new Set<string>();
+  for (const [local, b] of importBindings(file)) if (/^(torchvision|timm|torch\.hub)/.test(b.qualified)) builderHeads.add(local);
   const isModuleExpr = (expr: SyntaxNode | null, depth = 0): boolean => {
     if (expr === null || depth > 8) return false;
     const key = keyOf(file, expr);
@@ -135,9 +195,13 @@ function computeFacts(file: SourceFile): ModelFacts {
     if (expr.type !== 'call') return false;
     const fn = childByField(expr, 'function');
     if (fn === null) return false;
+    // Cheap syntactic filter before resolving names: constructors are capitalised, builders known.
+    const lastNode = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+    const last = lastNode === null ? '' : file.textOf(lastNode);
+    const head = fn.type === 'attribute' ? file.textOf(fn).split('.')[0] : last;
+    if (!/^[A-Z]/.test(last) && !MODULE_METHODS.has(last) && !MODULE_BUILDERS.has(last) && !builderHeads.has(head)) return false;
     if (fn.type === 'attribute') {
-      const attr = childByField(fn, 'attribute');
-      const method = attr === null ? '' : file.textOf(attr);
+      const method = last;
       const object = childByField(fn, 'object');
       if (MODULE_METHODS.has(method)) return isModuleExpr(object, depth + 1);
       if (method === 'from_pretrained') {
@@ -152,21 +216,29 @@ function computeFacts(file: SourceFile): ModelFacts {
     if (name.startsWith('torchvision.models.') || name === 'timm.create_model' || name === 'torch.hub.load') return true;
     return moduleClasses.has(name);
   };
-  const assignments = file.nodesOfType('assignment');
   for (let pass = 0; pass < 2; pass++) {
-    for (const asg of assignments) {
-      const left = childByField(asg, 'left');
-      const key = keyOf(file, left);
-      if (key === null || assigned.has(key)) continue;
-      if (isModuleExpr(childByField(asg, 'right'))) assigned.add(key);
+    for (const u of units) {
+      for (const { key, rhs, head } of u.candidates) {
+        if (head !== '' && !builderHeads.has(head)) continue;
+        if (!assigned.has(key) && isModuleExpr(rhs)) assigned.add(key);
+      }
     }
   }
-  const functions = new Set<string>();
-  for (const fn of file.nodesOfType('function_definition')) {
-    const name = childByField(fn, 'name');
-    if (name !== null) functions.add(file.textOf(name));
-  }
   return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen, functions };
+}
+
+const modelSignatures = new WeakMap<SourceFile, string>();
+
+/** Changes whenever the model facts (or the imports they were resolved through) change. */
+export function modelSignature(file: SourceFile): string {
+  let sig = modelSignatures.get(file);
+  if (sig === undefined) {
+    const f = modelFacts(file);
+    const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
+    sig = intern([importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.functions)].join('|'));
+    modelSignatures.set(file, sig);
+  }
+  return sig;
 }
 
 /** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
@@ -241,20 +313,10 @@ function inModuleClass(file: SourceFile, node: SyntaxNode): boolean {
  * `model.generate(...)` is not one: Hugging Face decorates generate() with no_grad itself.
  */
 export function forwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
-  let perFile = forwardCache.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    forwardCache.set(file, perFile);
-  }
-  let receiver = perFile.get(call);
-  if (receiver === undefined) {
-    receiver = computeForwardReceiver(file, call);
-    perFile.set(call, receiver);
-  }
-  return receiver;
+  return forwardCache.get(call, modelSignature(file), () => computeForwardReceiver(file, call));
 }
 
-const forwardCache = new WeakMap<SourceFile, Map<SyntaxNode, string | null>>();
+const forwardCache = new NodeCache<string | null>();
 
 export interface ScopeCalls {
   /** Forward passes whose nearest scope is this one. */
@@ -263,26 +325,49 @@ export interface ScopeCalls {
   readonly backwards: SyntaxNode[];
 }
 
+interface UnitCalls {
+  readonly byScope: Map<SyntaxNode, ScopeCalls>;
+  readonly moduleLevel: ScopeCalls;
+}
+
+const unitCallsCache = new NodeCache<UnitCalls>();
 const scopeCallsCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeCalls>>();
 
-/** Forward and backward calls grouped by scope, in one pass over the file's calls. */
+/** Forward and backward calls grouped by scope (cached per top-level statement). */
 export function callsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCalls> {
   let map = scopeCallsCache.get(file);
   if (map !== undefined) return map;
   map = new Map();
-  for (const call of file.nodesOfType('call')) {
-    const isForward = forwardReceiver(file, call) !== null;
-    const isBackward = !isForward && backwardTargets(file, call) !== null;
-    if (!isForward && !isBackward) continue;
-    const scope = scopeOf(call);
-    if (scope === null) continue;
-    let entry = map.get(scope);
-    if (entry === undefined) {
-      entry = { forwards: [], backwards: [] };
-      map.set(scope, entry);
-    }
-    (isForward ? entry.forwards : entry.backwards).push(call);
+  const sig = modelSignature(file);
+  const moduleLevel: ScopeCalls = { forwards: [], backwards: [] };
+  for (const unit of unitsOf(file)) {
+    const data = unitCallsCache.get(unit, sig, () => {
+      const byScope = new Map<SyntaxNode, ScopeCalls>();
+      const top: ScopeCalls = { forwards: [], backwards: [] };
+      const stack = [unit];
+      while (stack.length > 0) {
+        const n = stack.pop()!;
+        for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+        if (n.type !== 'call') continue;
+        const isForward = forwardReceiver(file, n) !== null;
+        const isBackward = !isForward && backwardTargets(file, n) !== null;
+        if (!isForward && !isBackward) continue;
+        const scope = scopeOf(n);
+        if (scope === null) continue;
+        let entry = scope.type === 'module' ? top : byScope.get(scope);
+        if (entry === undefined) {
+          entry = { forwards: [], backwards: [] };
+          byScope.set(scope, entry);
+        }
+        (isForward ? entry.forwards : entry.backwards).push(n);
+      }
+      return { byScope, moduleLevel: top };
+    });
+    for (const [scope, calls] of data.byScope) map.set(scope, calls);
+    moduleLevel.forwards.push(...data.moduleLevel.forwards);
+    moduleLevel.backwards.push(...data.moduleLevel.backwards);
   }
+  if (moduleLevel.forwards.length > 0 || moduleLevel.backwards.length > 0) map.set(file.root, moduleLevel);
   scopeCallsCache.set(file, map);
   return map;
 }
@@ -299,7 +384,7 @@ function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | nu
   const attr = childByField(fn, 'attribute');
   const object = childByField(fn, 'object');
   const objectKey = keyOf(file, object);
-  if (attr !== null && file.textOf(attr) === 'forward') {
+  if (attr !== null && /^forward(_\w+)?$/.test(file.textOf(attr))) {
     if (objectKey === 'self') return inModuleClass(file, call) ? 'self' : null;
     return objectKey !== null && isModelKey(file, objectKey) ? objectKey : null;
   }
@@ -386,7 +471,7 @@ export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean
   return method === 'requires_grad_' && !/False/.test(file.textOf(childByField(call, 'arguments') ?? call));
 }
 
-const gradientScopes = new WeakMap<SourceFile, Map<string, boolean>>();
+const gradientScopes = [new NodeCache<boolean>(), new NodeCache<boolean>()];
 
 /**
  * True when the scope (a function, with nested defs, or the module's top-level code) computes
@@ -394,44 +479,25 @@ const gradientScopes = new WeakMap<SourceFile, Map<string, boolean>>();
  * `inputsOnly`, only gradients with respect to inputs count (autograd.grad, requires_grad, `.grad`).
  */
 export function computesGradients(file: SourceFile, scope: SyntaxNode, inputsOnly = false): boolean {
-  let perFile = gradientScopes.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    gradientScopes.set(file, perFile);
-  }
-  const cacheKey = `${scope.start}:${scope.end}:${scope.type}:${inputsOnly}`;
-  let result = perFile.get(cacheKey);
-  if (result !== undefined) return result;
-  result = false;
-  const inScope = (n: SyntaxNode): boolean => (scope.type === 'module' ? topLevelCode(n) : scope.start <= n.start && n.end <= scope.end);
+  return gradientScopes[inputsOnly ? 1 : 0].get(scope, importSignature(file), () => scanGradients(file, scope, inputsOnly));
+}
+
+function scanGradients(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean): boolean {
   const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
-  for (const call of file.nodesOfType('call')) {
-    if (call.start < scope.start) continue;
-    if (call.start >= scope.end) break;
-    if (inScope(call) && isGradient(file, call)) {
-      result = true;
-      break;
+  const roots = scope.type === 'module' ? scope.children.filter((c) => c.type !== 'function_definition' && c.type !== 'class_definition' && c.type !== 'decorated_definition') : [scope];
+  const stack = [...roots];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'call' && isGradient(file, n)) return true;
+    if (n.type === 'attribute') {
+      const name = childByField(n, 'attribute');
+      const text = name === null ? '' : file.textOf(name);
+      if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) return true;
+      if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) return true;
     }
+    for (const c of n.children) stack.push(c);
   }
-  if (!result) {
-    for (const attr of file.nodesOfType('attribute')) {
-      if (attr.start < scope.start) continue;
-      if (attr.start >= scope.end) break;
-      const name = childByField(attr, 'attribute');
-      if (name === null || !inScope(attr)) continue;
-      const text = file.textOf(name);
-      if (text === 'grad' && attr.field !== 'function' && !/autograd$/.test(file.textOf(childByField(attr, 'object') ?? attr))) {
-        result = true;
-        break;
-      }
-      if (text === 'requires_grad' && attr.field === 'left' && attr.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(attr.parent, 'right') ?? attr))) {
-        result = true;
-        break;
-      }
-    }
-  }
-  perFile.set(cacheKey, result);
-  return result;
+  return false;
 }
 
 /** Not inside any def or class: module-level script code. */

@@ -6,7 +6,8 @@ import { enclosingLoops, positionalArguments, keywordArgument } from '../analysi
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsByScope, computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
-import { flowOf, Taint } from '../analysis/flow';
+import { factsSignature, flowOf, Taint } from '../analysis/flow';
+import { checkScopes, combine, NodeCache, type RelativeFinding } from '../analysis/unitcache';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -185,38 +186,44 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
 }
 
+const findingsCache = new NodeCache<RelativeFinding[]>();
+
 function check(file: SourceFile): RuleFinding[] {
-  const findings: RuleFinding[] = [];
-  const reported = new Set<SyntaxNode>();
-  for (const [scope, calls] of callsByScope(file)) {
-    for (const call of calls.forwards) {
+  const calls = callsByScope(file);
+  if (calls.size === 0) return [];
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), file.text.includes('\r\n') ? 'crlf' : 'lf']);
+  return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)?.forwards ?? []));
+}
+
+/** At most one finding per scope: its first forward pass in evaluation code without no_grad. */
+function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly SyntaxNode[]): RuleFinding[] {
+  if (forwards.length === 0) return [];
+  const info = scopeInfo(file, scope);
+  if (info.skip) return [];
+  if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) return [];
+  for (const call of forwards) {
     const receiver = forwardReceiver(file, call);
     if (receiver === null) continue;
-    if (reported.has(scope)) break;
-    const info = scopeInfo(file, scope);
-    if (info.skip) continue;
     const context = evalContext(file, info, call, receiver);
     if (context === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
     if (context.kind === 'name' && returnsGraph(file, scope)) continue;
-    if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) continue;
-    reported.add(scope);
     const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
     const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
-    findings.push({
-      start: call.start,
-      end: call.end,
-      message:
-        `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
-        `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).`,
-      fix: decoratorFix(file, scope),
-    });
-    }
+    return [
+      {
+        start: call.start,
+        end: call.end,
+        message:
+          `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
+          `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).`,
+        fix: decoratorFix(file, scope),
+      },
+    ];
   }
-  findings.sort((a, b) => a.start - b.start);
-  return findings;
+  return [];
 }
 
 export const missingNoGrad: Rule = {

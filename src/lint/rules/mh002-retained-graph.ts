@@ -5,9 +5,10 @@ import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
-import { dominates, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
-import { isConsumedByBackward } from '../analysis/consumers';
-import { retainedArguments } from '../analysis/meters';
+import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
+import { checkScopes, combine, NodeCache, nodesInScope, type RelativeFinding } from '../analysis/unitcache';
+import { meterSignature, retainedArguments } from '../analysis/meters';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -33,16 +34,21 @@ function containerKey(file: SourceFile, node: SyntaxNode | null): string | null 
   return keyOf(file, n);
 }
 
-function sinks(file: SourceFile): Sink[] {
+const SINK_TYPES = new Set(['augmented_assignment', 'assignment', 'call']);
+
+function sinks(file: SourceFile, scope: SyntaxNode): Sink[] {
   const out: Sink[] = [];
-  for (const n of file.nodesOfType('augmented_assignment')) {
+  const nodes = nodesInScope(scope, SINK_TYPES);
+  for (const n of nodes) {
+    if (n.type !== 'augmented_assignment') continue;
     const op = childByField(n, 'operator');
     const target = childByField(n, 'left');
     const value = childByField(n, 'right');
     if (target === null || value === null || op === null || !/^(\+|-|\*|\/)=$/.test(file.textOf(op))) continue;
     out.push({ node: n, kind: target.type === 'subscript' ? 'store' : 'accumulate', target, value });
   }
-  for (const n of file.nodesOfType('assignment')) {
+  for (const n of nodes) {
+    if (n.type !== 'assignment') continue;
     const target = childByField(n, 'left');
     const right = childByField(n, 'right');
     if (target === null || right === null) continue;
@@ -55,7 +61,8 @@ function sinks(file: SourceFile): Sink[] {
       if (left !== null && operand !== null && file.textOf(left) === file.textOf(target)) out.push({ node: n, kind: 'accumulate', target, value: operand });
     }
   }
-  for (const call of file.nodesOfType('call')) {
+  for (const call of nodes) {
+    if (call.type !== 'call') continue;
     const fn = childByField(call, 'function');
     if (fn?.type !== 'attribute') continue;
     const method = file.textOf(childByField(fn, 'attribute') ?? fn);
@@ -119,11 +126,16 @@ function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: s
   return scalarLike ? 'item' : 'detach';
 }
 
+const findingsCache = new NodeCache<RelativeFinding[]>();
+
 function check(file: SourceFile): RuleFinding[] {
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file)]);
+  return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
+}
+
+function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
-  for (const sink of sinks(file)) {
-    const scope = scopeOf(sink.node);
-    if (scope === null) continue;
+  for (const sink of sinks(file, scope)) {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
@@ -157,7 +169,7 @@ function check(file: SourceFile): RuleFinding[] {
     }
     findings.push({ start: sink.node.start, end: sink.node.end, message, fix });
   }
-  findings.push(...carriedState(file));
+  findings.push(...carriedState(file, scope));
   return findings;
 }
 
@@ -167,16 +179,17 @@ function check(file: SourceFile): RuleFinding[] {
  * all the previous ones (and backward needs retain_graph=True to run at all). A loop without its own
  * backward is an unrolled sequence inside one graph (seq2seq decoders, time steps in forward): fine.
  */
-function carriedState(file: SourceFile): RuleFinding[] {
+const ASSIGNMENTS = new Set(['assignment']);
+
+function carriedState(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
-  for (const asg of file.nodesOfType('assignment')) {
+  for (const asg of nodesInScope(scope, ASSIGNMENTS)) {
     const value = childByField(asg, 'right');
     const left = childByField(asg, 'left');
     if (value === null || left === null || value.type !== 'call' || forwardReceiver(file, value) === null) continue;
     const loop = enclosingLoops(asg)[0];
     const body = loop === undefined ? null : childByField(loop, 'body');
-    const scope = scopeOf(asg);
-    if (body === null || scope === null || gradOffAt(file, asg)) continue;
+    if (body === null || gradOffAt(file, asg)) continue;
     const flow = flowOf(file, scope);
     if (flow.taintOf(value) !== Taint.Tainted || !backwardInBody(file, body, scope)) continue;
     const targets = new Set(targetKeysOf(file, left));

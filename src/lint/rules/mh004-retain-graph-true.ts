@@ -4,8 +4,9 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
-import { backwardTargets, keyOf, scopeOf } from '../analysis/models';
-import { dominates, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { backwardTargets, keyOf } from '../analysis/models';
+import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { checkScopes, NodeCache, nodesInScope, type RelativeFinding } from '../analysis/unitcache';
 
 function retainGraphArgument(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
   const args = childByField(call, 'arguments');
@@ -139,18 +140,24 @@ function graphEscapes(flow: ScopeFlow, roots: readonly SyntaxNode[]): boolean {
   return false;
 }
 
+const findingsCache = new NodeCache<RelativeFinding[]>();
+const CALLS = new Set(['call']);
+
 function check(file: SourceFile): RuleFinding[] {
+  if (!file.text.includes('retain_graph')) return [];
+  return checkScopes(file, findingsCache, factsSignature(file), (scope) => checkScope(file, scope));
+}
+
+function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
-  if (!file.text.includes('retain_graph')) return findings;
-  for (const call of file.nodesOfType('call')) {
+  if (!file.textOf(scope).includes('retain_graph')) return findings;
+  for (const call of nodesInScope(scope, CALLS)) {
     const argument = retainGraphArgument(file, call);
     if (argument === null) continue;
     const targets = backwardTargets(file, call);
     if (targets === null || targets.length === 0) continue;
     const createGraph = keywordArgument(file, call, 'create_graph');
     if (createGraph !== null && file.textOf(createGraph) !== 'False') continue;
-    const scope = scopeOf(call);
-    if (scope === null) continue;
     const loops = enclosingLoops(call);
     if (anotherBackward(file, scope, call, loops)) continue;
     const flow = flowOf(file, scope);

@@ -1,0 +1,147 @@
+// Caches that survive edits. PythonDocument reuses the mirrored subtree of every top-level statement
+// an edit did not touch (the nodes are shifted in place), so results computed from one statement's
+// subtree can be kept on its nodes, as long as whatever else they depend on (imports, file-wide facts)
+// is unchanged: each entry carries the signature of those inputs and is recomputed when it differs.
+// Positions must never be cached as absolute offsets: keep nodes, or offsets relative to a node.
+import type { SourceFile, SyntaxNode } from '../syntax';
+import type { Fix, RuleFinding } from '../types';
+import { importBindings } from './imports';
+
+interface Entry<T> {
+  readonly signature: string;
+  readonly value: T;
+}
+
+/** A cache of values keyed by node and validated by a signature. */
+export class NodeCache<T> {
+  private readonly map = new WeakMap<SyntaxNode, Entry<T>>();
+
+  get(node: SyntaxNode, signature: string, compute: () => T): T {
+    const hit = this.map.get(node);
+    if (hit !== undefined && hit.signature === signature) return hit.value;
+    const value = compute();
+    this.map.set(node, { signature, value });
+    return value;
+  }
+}
+
+/** The file's top-level statements (the units PythonDocument reuses across edits). */
+export function unitsOf(file: SourceFile): readonly SyntaxNode[] {
+  return file.root.children;
+}
+
+const interned = new Map<string, string>();
+
+/** A short token for a long signature, so cache checks compare a few characters. */
+export function intern(signature: string): string {
+  let token = interned.get(signature);
+  if (token === undefined) {
+    if (interned.size > 10_000) interned.clear(); // tokens stay unique: the counter below never resets
+    token = `#${++internCounter}`;
+    interned.set(signature, token);
+  }
+  return token;
+}
+
+let internCounter = 0;
+
+const combined = new WeakMap<SourceFile, Map<string, string>>();
+
+/** The interned combination of several signatures, memoized per file version. */
+export function combine(file: SourceFile, name: string, parts: () => readonly string[]): string {
+  let perFile = combined.get(file);
+  if (perFile === undefined) {
+    perFile = new Map();
+    combined.set(file, perFile);
+  }
+  let sig = perFile.get(name);
+  if (sig === undefined) {
+    sig = intern(parts().join('|'));
+    perFile.set(name, sig);
+  }
+  return sig;
+}
+
+const importSignatures = new WeakMap<SourceFile, string>();
+
+/** Changes whenever an import binding changes. */
+export function importSignature(file: SourceFile): string {
+  let sig = importSignatures.get(file);
+  if (sig === undefined) {
+    const parts: string[] = [];
+    for (const [local, b] of importBindings(file)) parts.push(`${local}=${b.qualified}`);
+    sig = intern(parts.sort().join(','));
+    importSignatures.set(file, sig);
+  }
+  return sig;
+}
+
+/** A finding stored relative to an anchor node's start, so it stays right when the node shifts. */
+export interface RelativeFinding {
+  readonly anchor: SyntaxNode;
+  readonly start: number;
+  readonly end: number;
+  readonly message: string;
+  readonly fix: Fix | null;
+}
+
+export function toRelative(anchor: SyntaxNode, findings: readonly RuleFinding[]): RelativeFinding[] {
+  const base = anchor.start;
+  return findings.map((f) => ({
+    anchor,
+    start: f.start - base,
+    end: f.end - base,
+    message: f.message,
+    fix: f.fix ? { title: f.fix.title, edits: f.fix.edits.map((e) => ({ start: e.start - base, end: e.end - base, newText: e.newText })) } : null,
+  }));
+}
+
+export function fromRelative(findings: readonly RelativeFinding[]): RuleFinding[] {
+  return findings.map((f) => {
+    const base = f.anchor.start;
+    return {
+      start: f.start + base,
+      end: f.end + base,
+      message: f.message,
+      fix: f.fix ? { title: f.fix.title, edits: f.fix.edits.map((e) => ({ start: e.start + base, end: e.end + base, newText: e.newText })) } : null,
+    };
+  });
+}
+
+/** Every scope of the file: its function definitions, then the module itself. */
+export function scopesOf(file: SourceFile): SyntaxNode[] {
+  return [...file.nodesOfType('function_definition'), file.root];
+}
+
+/**
+ * Runs a per-scope check with reuse across edits: function scopes' findings are cached on the function
+ * node under `signature` (which must cover every file-wide input of the check); the module scope,
+ * whose code spans all statements, is always recomputed.
+ */
+export function checkScopes(file: SourceFile, cache: NodeCache<RelativeFinding[]>, signature: string, check: (scope: SyntaxNode) => RuleFinding[]): RuleFinding[] {
+  const out: RuleFinding[] = [];
+  for (const scope of scopesOf(file)) {
+    if (scope.type === 'module') out.push(...check(scope));
+    else out.push(...fromRelative(cache.get(scope, signature, () => toRelative(scope, check(scope)))));
+  }
+  out.sort((a, b) => a.start - b.start);
+  return out;
+}
+
+/** Nodes of the given types whose nearest scope is `scope` (nested defs, lambdas and classes excluded). */
+export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  const roots = scope.type === 'module' ? scope.children.filter((c) => !isDefinition(c)) : scope.children.filter((c) => c.field === 'body');
+  const stack = [...roots].reverse();
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (isDefinition(n)) continue;
+    if (types.has(n.type)) out.push(n);
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+  return out;
+}
+
+function isDefinition(n: SyntaxNode): boolean {
+  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
+}

@@ -1,0 +1,72 @@
+// MH001/MH002/MH004 keep per-statement caches across edits (see src/lint/analysis/unitcache.ts). After
+// any sequence of edits, an incrementally updated document must get exactly the findings (ranges,
+// messages, fixes) that a fresh parse of the same text gets.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { lintFile, defaultSettings, type Finding } from '../../../src/lint';
+import { getLinter } from './harness';
+
+const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
+const settings = { ...defaultSettings, select: ['MH001', 'MH002', 'MH004'] };
+
+function files(): string[] {
+  const out: string[] = [];
+  for (const dir of ['lint/MH001', 'lint/MH002', 'lint/MH004', 'corpus']) {
+    const full = path.join(root, dir);
+    if (!fs.existsSync(full)) continue;
+    for (const f of fs.readdirSync(full).sort()) if (f.endsWith('.py')) out.push(path.join(full, f));
+  }
+  return out;
+}
+
+function view(findings: readonly Finding[]): string[] {
+  return findings.map((f) => `${f.code}@${f.start}-${f.end} ${f.message} ${JSON.stringify(f.fix)}`);
+}
+
+/** Deterministic pseudo-random numbers. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 0x100000000;
+  };
+}
+
+// Edits that change file-wide facts (imports, eval markers, no_grad wrappers, models) as well as noise.
+const SNIPPETS = ['\nmodel.eval()\n', '\nwith torch.no_grad():\n    pass\n', ' ', 'x', '\n', '\nimport torch as th\n', '\nnet = nn.Linear(2, 2)\n', '#', '(', '\n    losses.append(loss)\n'];
+
+describe('MH001/MH002/MH004 incremental re-lint matches a fresh lint', () => {
+  for (const file of files()) {
+    it(path.relative(root, file), async () => {
+      const linter = await getLinter();
+      let text = fs.readFileSync(file, 'utf8');
+      const doc = linter.open(text);
+      const random = rng(text.length);
+      try {
+        for (let step = 0; step < 12; step++) {
+          const at = Math.floor(random() * text.length);
+          const lineStart = text.lastIndexOf('\n', at) + 1;
+          const insertAt = random() < 0.5 ? lineStart : at;
+          const deleteLength = random() < 0.2 ? Math.min(3, text.length - insertAt) : 0;
+          const snippet = SNIPPETS[Math.floor(random() * SNIPPETS.length)];
+          doc.update([{ rangeOffset: insertAt, rangeLength: deleteLength, text: snippet }]);
+          text = text.slice(0, insertAt) + snippet + text.slice(insertAt + deleteLength);
+          const incremental = view(lintFile(doc.source, settings));
+          const fresh = view(linter.lintText(text, settings));
+          assert.deepEqual(incremental, fresh, `after edit ${step + 1} at ${insertAt}`);
+          // Undo half of the edits so the text stays close to realistic code.
+          if (random() < 0.5) {
+            doc.update([{ rangeOffset: insertAt, rangeLength: snippet.length, text: '' }]);
+            text = text.slice(0, insertAt) + text.slice(insertAt + snippet.length);
+            assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), `after undoing edit ${step + 1}`);
+          }
+        }
+      } finally {
+        doc.dispose();
+      }
+    });
+  }
+});

@@ -19,7 +19,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
   context.subscriptions.push(log, vscode.commands.registerCommand('memhint.showLogs', () => log.show()));
   log.info(`memhint ${String((context.extension.packageJSON as { version?: string }).version)} activating (VS Code ${vscode.version}, ${vscode.workspace.isTrusted ? 'trusted' : 'restricted'} workspace)`);
 
-  const linter = await Linter.create(path.join(context.extensionPath, 'dist'));
+  let linter: Linter;
+  try {
+    linter = await Linter.create(path.join(context.extensionPath, 'dist'));
+  } catch (err) {
+    // Without the parser nothing else can work; say so where the user looks, then fail activation.
+    log.error('cannot load the Python parser (dist/*.wasm)', err);
+    void vscode.window.showErrorMessage('memhint: cannot load its Python parser; see "memhint: Show Logs".');
+    throw err;
+  }
   const reports = new ReportStore(context.storageUri ?? context.globalStorageUri, log);
   const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri);
   const actions = new MemhintCodeActions(diagnostics, linter);

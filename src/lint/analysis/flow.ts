@@ -95,9 +95,31 @@ export class ScopeFlow {
     const comp = this.comprehensionBinding(key, use);
     if (comp !== null) return this.taintOf(comp);
     const defs = this.reachingDefs(key, use);
+    // `if isinstance(loss, torch.Tensor): loss = loss.item()`: a conversion of the value itself, even in
+    // a branch, means the code makes sure it holds no graph from here on.
+    const nearest = defs[0];
+    if (nearest !== undefined && nearest.kind === 'assign' && nearest.value !== null && this.isConversionOf(nearest.value, key) && this.taintOfDef(nearest) === Taint.Clean) return Taint.Clean;
     let t = defs.length === 0 ? Taint.Unknown : Taint.Clean;
     for (const d of defs) t = Math.max(t, this.taintOfDef(d));
     return t;
+  }
+
+  /** `x.item()`, `float(x)`, `x.detach()`, `x.detach().cpu()`: a call on `key` itself. */
+  private isConversionOf(value: SyntaxNode, key: string): boolean {
+    if (value.type !== 'call') return false;
+    const fn = childByField(value, 'function');
+    if (fn === null) return false;
+    if (fn.type === 'identifier') {
+      const args = childByField(value, 'arguments')?.children.filter((c) => c.named) ?? [];
+      return args.length === 1 && keyOf(this.file, args[0]) === key;
+    }
+    if (fn.type !== 'attribute') return false;
+    let object = childByField(fn, 'object');
+    while (object?.type === 'call') {
+      const inner = childByField(object, 'function');
+      object = inner?.type === 'attribute' ? childByField(inner, 'object') : null;
+    }
+    return object !== null && keyOf(this.file, object) === key;
   }
 
   taintOfDef(d: Def): Taint {

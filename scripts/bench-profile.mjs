@@ -3,7 +3,7 @@
 // so that background load hits both alike. Prints the median of the per-round ratios of median step times
 // (wall and process CPU), and the ratio of the fastest steps, the figure least disturbed by other load.
 // The goal is <= 1.10x.
-//   node scripts/bench-profile.mjs [--rounds 5] [--steps 6] [--check]   (--check: exit 1 above the goal)
+//   node scripts/bench-profile.mjs [--rounds 9] [--steps 4] [--check]   (--check: exit 1 above the goal)
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
@@ -18,8 +18,8 @@ const option = (name, fallback) => {
   const i = argv.indexOf(name);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
 };
-const rounds = option('--rounds', 5);
-const steps = option('--steps', 6);
+const rounds = option('--rounds', 9);
+const steps = option('--steps', 4);
 const warmup = 2;
 const goal = 1.1;
 const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';

@@ -3,8 +3,8 @@
 //   node test/e2e/run.mjs [host] [untrusted] [ui]      (default: all three)
 // host:      mocha inside the extension host, trusted workspace (out/test/e2e/suite/index.js)
 // untrusted: mocha inside the extension host, workspace trust on (out/test/e2e/suite/untrusted/index.js)
-// ui:        Playwright drives the workbench like a person (test/e2e/ui/*.test.mjs); screenshots go to
-//            .e2e/screenshots/
+// ui:        Playwright drives the workbench like a person (test/e2e/ui/*.test.mjs), the extension
+//            installed as a user has it; screenshots go to .e2e/screenshots/
 // Needs: bash scripts/setup-e2e.sh, npm run build, npm run compile. Env: MEMHINT_E2E_GREP (mocha grep),
 // MEMHINT_E2E_VERBOSE=1 (workbench log), MEMHINT_E2E_KEEP=1 (keep .e2e/runs/* state), MEMHINT_TEST_PYTHON.
 import * as fs from 'node:fs';
@@ -62,7 +62,10 @@ async function runPhase(phase) {
   const server = await startCodeServer({
     stateDir: path.join(runDir, 'server'),
     trust: phase !== 'untrusted',
+    // UI runs use the extension as a user has it, installed (linked into the extensions dir): the
+    // development-mode payload only works with the smoke-test driver, which hides notification toasts.
     smokeTestDriver: phase !== 'ui',
+    extensions: phase === 'ui' ? [repoRoot] : [],
     // The UI tests profile from the palette: the CPU backend everywhere (a GPU machine would pick CUDA).
     settings: { 'memhint.profile.backend': 'cpu', 'memhint.profile.steps': 2 },
   });
@@ -95,12 +98,11 @@ async function runUiTests(server, workspace) {
   Object.assign(session, { server, browser, page, wb, workspace });
   page.on('pageerror', (err) => console.log('  [page error]', err.message));
   try {
-    // Dev mode without a tests path: the extension loads from the repo as in "Run Extension".
-    await wb.open(server.workbenchUrl(workspace, [
-      ['extensionDevelopmentPath', server.remoteUri(repoRoot)],
-      ['skipWelcome', 'true'],
-    ]));
-    await wb.waitForCommand('memhint: Show Logs');
+    await wb.open(server.workbenchUrl(workspace));
+    await wb.waitForCommand('memhint: Show Logs').catch(async (e) => {
+      await wb.screenshot('failed-open');
+      throw e;
+    });
     const mocha = new Mocha({ ui: 'bdd', reporter: 'spec', timeout: 90_000, color: false });
     if (process.env.MEMHINT_E2E_GREP) mocha.grep(process.env.MEMHINT_E2E_GREP);
     const dir = path.join(repoRoot, 'test/e2e/ui');

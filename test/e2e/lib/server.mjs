@@ -58,10 +58,12 @@ export async function freePort() {
  * @param {boolean} [opts.trust]  false: keep workspace trust on (untrusted-workspace tests)
  * @param {Record<string, unknown>} [opts.settings]  user settings on top of quietSettings
  * @param {Record<string, string>} [opts.env]  extra environment (inherited by the extension host)
+ * @param {string[]} [opts.extensions]  extension folders to install (linked into the extensions dir),
+ *   as a user's installed extensions: the payload's development mode needs the smoke-test driver
  * @param {boolean} [opts.smokeTestDriver]  VS Code's smoke-test driver: reports extension tests' exit
  *   code to the page (codeAutomationExit), but also hides notification toasts, so UI runs turn it off
  */
-export async function startCodeServer({ stateDir, trust = true, settings = {}, env = {}, smokeTestDriver = true }) {
+export async function startCodeServer({ stateDir, trust = true, settings = {}, env = {}, extensions = [], smokeTestDriver = true }) {
   assertInstalled();
   const port = await freePort();
   const dirs = {
@@ -70,6 +72,10 @@ export async function startCodeServer({ stateDir, trust = true, settings = {}, e
     home: path.join(stateDir, 'home'),
   };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
+  for (const dir of extensions) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    fs.symlinkSync(dir, path.join(dirs.extensions, `${manifest.publisher}.${manifest.name}-${manifest.version}`));
+  }
   const settingsFile = path.join(dirs.userData, 'User', 'settings.json');
   fs.mkdirSync(path.dirname(settingsFile), { recursive: true });
   fs.writeFileSync(settingsFile, JSON.stringify({ ...quietSettings, ...settings }, null, 2));

@@ -63,16 +63,28 @@ export class Workbench {
    * label matches exactly, so a prefix of another command's label cannot run the wrong one.
    */
   async runCommand(label, { timeoutMs = 15_000, keepOpen = false } = {}) {
-    await this.focusWorkbench();
-    await this.page.keyboard.press('F1');
+    await this.openPalette({ timeoutMs });
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor({ timeout: timeoutMs });
     await input.fill(`>${label}`);
     const row = this.paletteRow(label);
     await row.waitFor({ timeout: timeoutMs });
     await row.click();
     // A command that opens its own picker (keepOpen) reuses the widget: it does not hide in between.
     if (!keepOpen) await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
+  }
+
+  /**
+   * F1. When nothing in the workbench has focus (all editors closed) the key reaches no one: then the
+   * title bar, a neutral place, is clicked first, as a person would click into the window.
+   */
+  async openPalette({ timeoutMs = 15_000 } = {}) {
+    await this.focusWorkbench();
+    const input = this.page.locator('.quick-input-widget .quick-input-box input');
+    await this.page.keyboard.press('F1');
+    if (await input.waitFor({ timeout: 3000 }).then(() => true, () => false)) return;
+    await this.page.locator('.part.titlebar .titlebar-container, .part.activitybar').first().click({ position: { x: 5, y: 5 } });
+    await this.page.keyboard.press('F1');
+    await input.waitFor({ timeout: timeoutMs });
   }
 
   /** Lists the command labels the palette offers for a filter text. */
@@ -121,8 +133,10 @@ export class Workbench {
     await editor.focus();
   }
 
+  /** Closes what a previous step may have left open (quick input, code-action menu, hover). */
   async focusWorkbench() {
     if (await this.quickInputVisible()) await this.closeQuickInput();
+    if (await this.page.locator('.action-widget:not(.action-list-submenu-panel)').first().isVisible()) await this.page.keyboard.press('Escape');
   }
 
   /** Hides the bottom panel (Problems, Output...) if it is open: more room for editors and webviews. */
@@ -214,7 +228,7 @@ export class Workbench {
   async codeActions({ timeoutMs = 10_000 } = {}) {
     await this.focusEditor();
     await this.page.keyboard.press(`${mod}+.`);
-    const widget = this.page.locator('.action-widget');
+    const widget = this.page.locator('.action-widget:not(.action-list-submenu-panel)').first();
     await widget.waitFor({ timeout: timeoutMs });
     await widget.locator('.monaco-list-row.action').first().waitFor({ timeout: timeoutMs });
     return (await widget.locator('.monaco-list-row.action').allInnerTexts()).map((t) => t.trim());
@@ -225,7 +239,7 @@ export class Workbench {
     const row = this.page.locator('.action-widget .monaco-list-row.action', { hasText: title }).first();
     await row.waitFor({ timeout: timeoutMs });
     await row.click();
-    await this.page.locator('.action-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
+    await this.page.locator('.action-widget:not(.action-list-submenu-panel)').first().waitFor({ state: 'hidden', timeout: timeoutMs });
   }
 
   /** Texts of the visible notification toasts. */
@@ -344,12 +358,22 @@ export class Workbench {
     await this.page.keyboard.press('Enter');
     await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: timeoutMs });
     await this.page.locator(`.monaco-workbench[class*="${themeClass}"]`).waitFor({ timeout: timeoutMs });
+    // The colours follow the class: wait until the editor area's background is the new theme's.
+    await this.page.waitForFunction(() => {
+      const wb = document.querySelector('.monaco-workbench');
+      const bg = getComputedStyle(document.querySelector('.part.editor') ?? document.body).backgroundColor;
+      const [r, g, b] = (bg.match(/\d+(\.\d+)?/g) ?? ['0', '0', '0']).map(Number);
+      const dark = (r + g + b) / 3 < 128;
+      return wb?.classList.contains('vs-dark') || wb?.classList.contains('hc-black') ? dark : !dark;
+    }, null, { timeout: timeoutMs });
   }
 
   /** Saves a screenshot under .e2e/screenshots/<name>.png and returns its path. */
   async screenshot(name) {
     fs.mkdirSync(screenshotsDir, { recursive: true });
     const file = path.join(screenshotsDir, `${name}.png`);
+    // Two animation frames: what the DOM says is painted before the picture is taken.
+    await this.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     await this.page.screenshot({ path: file });
     return file;
   }

@@ -9,7 +9,7 @@ describe('probe: workbench UI', () => {
   it('shows a file created on disk in the explorer (remote file system and watcher work)', async () => {
     const { page, workspace } = session;
     fs.writeFileSync(path.join(workspace, 'e2e_probe.py'), 'import torch\n');
-    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'e2e_probe.py' }).waitFor({ timeout: 20_000 });
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'e2e_probe.py' }).waitFor({ timeout: 60_000 });
   });
 
   it('runs "memhint: Show Logs" from the palette and shows the memhint log channel', async () => {

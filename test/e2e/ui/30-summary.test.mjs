@@ -37,10 +37,12 @@ describe('UI: memory summary webview', function () {
     it(`is readable in ${theme}`, async () => {
       const { wb } = session;
       await wb.setColorTheme(theme);
+      // The summary alone in the window, as someone reading it would arrange it.
+      await wb.runCommand('View: Close All Editors');
       await wb.runCommand('memhint: Show Memory Summary');
       const frame = await wb.webview(title);
       await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 20_000 });
-      const samples = await wb.contrast(frame, ['h2', 'table.lines tbody td', 'table.lines th', 'button']);
+      const samples = await wb.contrast(frame, ['h2', 'h1', 'p.env', 'table.lines th', 'table.lines tbody td', 'button:not([disabled])']);
       for (const s of samples) assert.ok(s.ratio >= 4.5, `${s.selector} contrast ${s.ratio.toFixed(2)} (${s.color} on ${s.background}) in ${theme}`);
       const bodyIsDark = samples[0].backgroundLuminance < 0.2;
       assert.equal(bodyIsDark, kind === 'dark', `the webview follows the ${kind} theme (${samples[0].background})`);

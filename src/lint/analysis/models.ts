@@ -397,7 +397,10 @@ export function isLightningNoGradHook(file: SourceFile, fn: SyntaxNode): boolean
   const name = file.textOf(childByField(fn, 'name') ?? fn);
   if (!/^(validation|test|predict|val)_|^on_(validation|test|predict)/.test(name)) return false;
   const cls = enclosingClass(fn);
-  return cls !== null && modelFacts(file).lightningClasses.has(className(file, cls) ?? '');
+  if (cls === null) return false;
+  if (modelFacts(file).lightningClasses.has(className(file, cls) ?? '')) return true;
+  // The hook names themselves: a LightningModule subclassed through a base class from another file.
+  return /^(validation_step|test_step|predict_step|validation_step_end|test_step_end|validation_epoch_end|test_epoch_end)$|^on_(validation|test|predict)_/.test(name);
 }
 
 // ---- Gradient computations ---------------------------------------------------------------------

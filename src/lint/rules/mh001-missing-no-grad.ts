@@ -143,6 +143,23 @@ function evalContext(file: SourceFile, info: ScopeInfo, call: SyntaxNode, receiv
   return info.evalName ? { kind: 'name' } : null;
 }
 
+/**
+ * A method named like evaluation code without a loop of its own (`def evaluate(self, batch)`) is
+ * usually a per-batch hook that a framework or a caller elsewhere runs, often under no_grad.
+ */
+function frameworkMethod(scope: SyntaxNode): boolean {
+  if (scope.type !== 'function_definition' || enclosingClass(scope) === null) return false;
+  const body = childByField(scope, 'body');
+  const stack = body === null ? [] : [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'for_statement' || n.type === 'while_statement') return false;
+    if (n.type === 'function_definition' || n.type === 'class_definition') continue;
+    for (const c of n.children) stack.push(c);
+  }
+  return true;
+}
+
 /** The function returns a value with autograd history: its caller may well backpropagate it. */
 function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
   const flow = flowOf(file, scope);
@@ -209,7 +226,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly Synt
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
-    if (context.kind === 'name' && returnsGraph(file, scope)) continue;
+    if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
     const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
     const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
     return [

@@ -141,11 +141,24 @@ export async function runProfileCommand(args: string[]): Promise<number> {
     process.stderr.write(`memhint profile: script not found: ${script}\n`);
     return 1;
   }
+  // The child runs in its own process group, so Ctrl-C must be passed on explicitly.
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const outcome = await runProfile(parsed.options, {
     // The user's prints go to stderr so that stdout carries only the report.
     onStdout: (chunk) => process.stderr.write(chunk),
     onStderr: (chunk) => process.stderr.write(chunk),
+    signal: abort.signal,
+  }).finally(() => {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
   });
+  if (outcome.failure?.kind === 'cancelled') {
+    process.stderr.write('memhint profile: cancelled\n');
+    return 130;
+  }
   if (outcome.report) {
     const rendered = parsed.format === 'json' ? `${JSON.stringify(outcome.report, null, 2)}\n` : formatReport(outcome.report);
     if (parsed.out) fs.writeFileSync(parsed.out, rendered);

@@ -50,9 +50,11 @@ export interface RunnerHooks {
   /** The user's stdout / stderr, as the script wrote them. */
   readonly onStdout?: (chunk: Buffer) => void;
   readonly onStderr?: (chunk: Buffer) => void;
+  /** Aborting ends the child and its process group (Ctrl-C in the CLI); the outcome is `cancelled`. */
+  readonly signal?: AbortSignal;
 }
 
-export type FailureKind = HarnessErrorKind | 'spawn' | 'crash' | 'timeout' | 'protocol';
+export type FailureKind = HarnessErrorKind | 'spawn' | 'crash' | 'timeout' | 'protocol' | 'cancelled';
 
 export interface ProfileFailure {
   readonly kind: FailureKind;
@@ -195,8 +197,16 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
     timedOut = true;
     killTree(child.pid);
   }, options.timeoutMs);
+  let cancelled = false;
+  const cancel = (): void => {
+    cancelled = true;
+    killTree(child.pid);
+  };
+  if (hooks.signal?.aborted) cancel();
+  else hooks.signal?.addEventListener('abort', cancel, { once: true });
   const { code, signal } = await exited;
   clearTimeout(timer);
+  hooks.signal?.removeEventListener('abort', cancel);
   // The pipe is not inheritable, so it closes when the harness exits; a bounded wait guards the rest.
   await Promise.race([protocolDone, new Promise((r) => setTimeout(r, 2000))]);
 
@@ -214,6 +224,8 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
   const se = spawnError as Error | null;
   if (se) {
     failure = { ...base, kind: 'spawn', message: `cannot start ${options.python}: ${se.message}` };
+  } else if (cancelled) {
+    failure = { ...base, kind: 'cancelled', message: 'the profile was cancelled' };
   } else if (timedOut) {
     failure = { ...base, kind: 'timeout', message: `the profile did not finish within ${Math.round(options.timeoutMs / 1000)} s and was stopped` };
   } else if (protocolError) {

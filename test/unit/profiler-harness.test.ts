@@ -261,6 +261,17 @@ describe('profiler harness (real torch, cpu)', function () {
       assert.ok(Date.now() - started < 30_000);
     });
 
+    it('cancellation ends the child', async () => {
+      const abort = new AbortController();
+      const outcome = await runProfile(options({ script: ERRORS, scriptArgs: ['hang'] }), {
+        signal: abort.signal,
+        onMessage: (m) => {
+          if (m.type === 'progress' || m.type === 'hello') setTimeout(() => abort.abort(), 200);
+        },
+      });
+      assert.equal(outcome.failure?.kind, 'cancelled');
+    });
+
     it('a missing interpreter', async () => {
       const { failure } = await runProfile(options({ python: '/nonexistent/python3' }));
       assert.equal(failure?.kind, 'spawn');

@@ -1,8 +1,9 @@
 // End-to-end tests of the step profiler with real torch on CPU: the Python harness in a child process,
 // driven by the TypeScript launcher. Figures are checked byte-exact against analytic ground truth.
 import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import * as path from 'node:path';
-import { runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
+import { findHarnessRoot, runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
 import type { LineStats, ProfileReport } from '../../src/profiler/report';
 
 const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
@@ -213,6 +214,22 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.equal(oom.requestedBytes, 2 ** 31 * 4);
     assert.ok(oom.liveAtOom.byLine.some((g) => g.line === 14 && g.bytes === 40), 'the live `t` is listed');
     assert.ok(oom.advice.some((a) => /batch size/i.test(a)));
+  });
+
+  it('reads the requested size from CPU and CUDA allocation failures', async () => {
+    const messages = [
+      ["DefaultCPUAllocator: can't allocate memory: you tried to allocate 8589934592 bytes. Error code 12", 8589934592],
+      ['CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.35 GiB total capacity)', 20 * 1024 ** 2],
+      ['CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 139 GiB', 1.5 * 1024 ** 3],
+      ['something else entirely', null],
+    ] as const;
+    const code = `import json, sys\nfrom memhint_harness.oom import requested_bytes\nprint(json.dumps([requested_bytes(m) for m in json.loads(sys.argv[1])]))`;
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(PYTHON, ['-c', code, JSON.stringify(messages.map((m) => m[0]))], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, out) =>
+        error ? reject(new Error(error.message)) : resolve(out),
+      ),
+    );
+    assert.deepEqual(JSON.parse(stdout), messages.map((m) => m[1]));
   });
 
   describe('failures end with a clear error', () => {

@@ -79,7 +79,7 @@ const calleeCache = new WeakMap<SourceFile, Map<SyntaxNode, string | null>>();
 /** The dotted name of what a call calls, resolved through imports, or null. Cached per file: every rule asks. */
 export function calleeName(file: SourceFile, call: SyntaxNode): string | null {
   let names = calleeCache.get(file);
-  if (names === undefined) calleeCache.set(file, (names = new Map()));
+  if (names === undefined) calleeCache.set(file, (names = new Map<SyntaxNode, string | null>()));
   const hit = names.get(call);
   if (hit !== undefined) return hit;
   const fn = childByField(call, 'function');

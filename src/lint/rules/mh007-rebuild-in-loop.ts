@@ -142,10 +142,9 @@ export const rebuildInLoop: Rule = {
   check(file) {
     const findings: RuleFinding[] = [];
     for (const call of file.nodesOfType('call')) {
-      // Cheap structural test first: only calls inside some loop can be rebuilt per step.
-      if (enclosingLoops(call).length === 0) continue;
       const kind = constructionKind(file, call);
-      if (kind === null) continue;
+      // Name test first (cheap); the ancestor walk only for candidates, so deep nesting stays linear.
+      if (kind === null || enclosingLoops(call).length === 0) continue;
       const loop = enclosingStepLoop(file, call);
       if (loop === null || isConditional(call, loop)) continue;
       const name = boundName(file, call);

@@ -76,8 +76,9 @@
   // ---- timeline ---------------------------------------------------------------------------------
   function timeline(model) {
     const tl = model.timeline;
-    const W = 900;
-    const H = 260;
+    // Drawn at the panel's own width so labels keep their size in a narrow side panel.
+    const W = Math.max(420, Math.min(1400, Math.floor(app.clientWidth || 900)));
+    const H = W < 640 ? 220 : 260;
     const pad = { l: 70, r: 16, t: 12, b: 30 };
     const end = Math.max(tl.endMs, 1);
     const top = Math.max(tl.maxBytes, 1) * 1.08;
@@ -227,8 +228,8 @@
     return section(
       'leaks',
       'Memory kept across steps',
-      h('table', { class: 'small leaks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Line'), h('th', { class: 'num', scope: 'col' }, 'Per step'), h('th', { class: 'num', scope: 'col' }, 'Graph nodes/step'), h('th', { scope: 'col' }, 'Why'), h('th', { scope: 'col' }, 'Code'))),
-        h('tbody', {}, model.leaks.map((l) => h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num' + (l.bytesPerStep > 0 ? ' bad' : '') }, bytes(l.bytesPerStep)), h('td', { class: 'num' + (l.graphNodesPerStep > 0 ? ' bad' : '') }, String(l.graphNodesPerStep)), h('td', { class: 'why' }, (l.reason === 'autograd_graph' ? 'keeps an autograd graph' : 'storage survives the next step') + (l.heldBy ? ' — held by ' + l.heldBy : '')), h('td', { class: 'code' }, h('code', {}, l.code)))))),
+      h('div', { class: 'scroll' }, h('table', { class: 'small leaks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Line'), h('th', { class: 'num', scope: 'col' }, 'Per step'), h('th', { class: 'num', scope: 'col' }, 'Graph nodes/step'), h('th', { scope: 'col' }, 'Why'), h('th', { scope: 'col' }, 'Code'))),
+        h('tbody', {}, model.leaks.map((l) => h('tr', { class: 'row', tabindex: 0, onclick: () => reveal(l.file, l.line), onkeydown: (e) => e.key === 'Enter' && reveal(l.file, l.line) }, h('td', { class: 'loc' }, l.displayFile + ':' + l.line), h('td', { class: 'num' + (l.bytesPerStep > 0 ? ' bad' : '') }, bytes(l.bytesPerStep)), h('td', { class: 'num' + (l.graphNodesPerStep > 0 ? ' bad' : '') }, String(l.graphNodesPerStep)), h('td', { class: 'why' }, (l.reason === 'autograd_graph' ? 'keeps an autograd graph' : 'storage survives the next step') + (l.heldBy ? ' — held by ' + l.heldBy : '')), h('td', { class: 'code' }, h('code', {}, l.code))))))),
     );
   }
 
@@ -314,6 +315,17 @@
       toast = h('div', { class: 'callout ' + (msg.type === 'error' ? 'bad' : 'good'), role: 'status' }, msg.type === 'error' ? msg.message : 'Saved to ' + msg.path);
       render();
     }
+  });
+
+  let resizeTimer = null;
+  let lastWidth = app.clientWidth;
+  window.addEventListener('resize', () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => {
+      if (Math.abs(app.clientWidth - lastWidth) < 40) return;
+      lastWidth = app.clientWidth;
+      if (state.model) render();
+    }, 150);
   });
 
   render();

@@ -69,6 +69,19 @@ export class ProfileController {
       void vscode.window.showInformationMessage('memhint: a profile is already running.');
       return { status: 'failed', error: 'already running' };
     }
+    // Claimed before the first await, so a second invocation meanwhile is refused rather than racing.
+    const abort = new AbortController();
+    this.running = abort;
+    void vscode.commands.executeCommand('setContext', 'memhint.profiling', true);
+    try {
+      return await this.prepareAndRun(abort, uri, functionName);
+    } finally {
+      this.running = null;
+      void vscode.commands.executeCommand('setContext', 'memhint.profiling', false);
+    }
+  }
+
+  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileOutcome> {
     const target = await this.pickTarget(uri, functionName);
     if (target === null) return { status: 'no-target' };
     const document = target.document;
@@ -91,9 +104,6 @@ export class ProfileController {
     const what = target.function === null ? path.basename(request.script) : `${target.function}()`;
     this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : ''} with ${request.python} (${interpreter.source}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
 
-    const abort = new AbortController();
-    this.running = abort;
-    void vscode.commands.executeCommand('setContext', 'memhint.profiling', true);
     try {
       const result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `memhint: profiling ${what}`, cancellable: true },
@@ -139,9 +149,6 @@ export class ProfileController {
       this.log.error('profile failed', errorText(err));
       void vscode.window.showErrorMessage(`memhint: profiling failed: ${message}`, 'Show Logs').then((c) => c && this.log.show());
       return { status: 'failed', error: message };
-    } finally {
-      this.running = null;
-      void vscode.commands.executeCommand('setContext', 'memhint.profiling', false);
     }
   }
 

@@ -287,7 +287,8 @@ export function loopIterable(file: SourceFile, loop: SyntaxNode): { iterable: Sy
   let enumerated = false;
   while (it !== null && it.type === 'call') {
     const name = calleeName(file, it);
-    if (name === null || !ITERABLE_WRAPPERS.has(name)) break;
+    // `metric_logger.log_every(data_loader, print_freq, header)`: torchvision's reference scripts.
+    if (name === null || (!ITERABLE_WRAPPERS.has(name) && !name.endsWith('.log_every'))) break;
     if (name === 'enumerate') enumerated = true;
     it = positionalArguments(it)[0] ?? null;
   }

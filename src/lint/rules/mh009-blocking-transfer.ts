@@ -25,7 +25,7 @@ const DATALOADERS = new Set([
 const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 const COMPREHENSIONS = new Set(['list_comprehension', 'dictionary_comprehension', 'set_comprehension', 'generator_expression']);
 const DTYPE = /^torch\.(float|half|bfloat|double|int|long|short|uint|bool|complex|cfloat|chalf)\w*$/;
-const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track)$/;
+const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track|[\w.]+\.log_every)$/;
 
 type Pinned = 'yes' | 'no' | 'unknown';
 
@@ -239,7 +239,7 @@ function batchRoot(file: SourceFile, node: SyntaxNode, names: ReadonlySet<string
 }
 
 /** Is `receiver` (an identifier) a comprehension variable over batch data? (`{k: v.to(d) for k, v in batch.items()}`) */
-function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlySet<string>, stop: SyntaxNode): boolean {
+function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlySet<string>, stop: SyntaxNode, depth = 0): boolean {
   const name = file.textOf(receiver);
   for (let p = receiver.parent; p !== null && p !== stop; p = p.parent) {
     if (!COMPREHENSIONS.has(p.type)) continue;
@@ -257,7 +257,12 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
         if ((m === 'items' || m === 'values') && fn !== null && fn.type === 'attribute') right = childByField(fn, 'object');
         else return false;
       }
-      return right !== null && batchRoot(file, right, names) !== null;
+      if (right === null) return false;
+      if (batchRoot(file, right, names) !== null) return true;
+      // `[{k: v.to(d) for k, v in t.items()} for t in targets]`: t ranges over batch data itself.
+      let inner = right;
+      while (inner.type === 'subscript' || inner.type === 'attribute') inner = childByField(inner, inner.type === 'subscript' ? 'value' : 'object') ?? inner;
+      return inner.type === 'identifier' && inner !== receiver && depth < 4 && comprehensionOverBatch(file, inner, names, stop, depth + 1);
     }
   }
   return false;
@@ -298,7 +303,22 @@ function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
     return first !== undefined && isCudaDevice(file, first, depth + 1);
   }
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
-  return values !== null && values.some((v) => isCudaDevice(file, v, depth + 1));
+  if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
+  return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+}
+
+/** `args.device` with `parser.add_argument("--device", default="cuda")` in the file. */
+function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
+  const name = childByField(attr, 'attribute');
+  if (name === null) return false;
+  const flags = new Set([`--${file.textOf(name)}`, `--${file.textOf(name).replace(/_/g, '-')}`]);
+  for (const call of callsNamed(file, 'add_argument')) {
+    const first = positionalArguments(call)[0];
+    if (first === undefined || first.type !== 'string' || !flags.has(file.textOf(first).slice(1, -1))) continue;
+    const dflt = keywordArgument(file, call, 'default');
+    return dflt !== null && /^['"]cuda/.test(file.textOf(dflt));
+  }
+  return false;
 }
 
 /** Host-to-device copies of batch data in a loop body lacking `non_blocking`, in document order. */

@@ -5,7 +5,7 @@
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { factsSignature, flowOf, Taint, type ScopeFlow } from './flow';
 import { combine, NodeCache, nodesInScope, scopesOf } from './unitcache';
-import { backwardTargets, callsByScope, computesGradients, keyOf } from './models';
+import { backwardTargets, callsByScope, computesGradients, hasTaintSource, keyOf } from './models';
 
 interface Consumed {
   /** Keys reached from a backward (or a returned value), per scope. */
@@ -33,7 +33,7 @@ function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption
     const c: ScopeConsumption = { keys: new Set(), attributes: new Set(), free: new Set() };
     const flow = flowOf(file, scope);
     for (const call of callsByScope(file).get(scope)?.backwards ?? []) trace(c, flow, backwardTargets(file, call) ?? []);
-    if (scope.type === 'function_definition' && !computesGradients(file, scope)) {
+    if (scope.type === 'function_definition' && hasTaintSource(file, scope) && !computesGradients(file, scope)) {
       for (const ret of nodesInScope(scope, RETURNS)) {
         const value = ret.children.find((n) => n.named && n.type !== 'comment');
         // Only a returned value that may carry history can be backpropagated by the caller.

@@ -372,6 +372,17 @@ export function callsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCal
   return map;
 }
 
+/**
+ * Whether any value in the scope can carry autograd history: only forward passes, names that are
+ * backpropagated, and tensors created with requires_grad / create_graph start one (see flow.ts).
+ */
+export function hasTaintSource(file: SourceFile, scope: SyntaxNode): boolean {
+  const calls = callsByScope(file).get(scope);
+  if (calls !== undefined && (calls.forwards.length > 0 || calls.backwards.length > 0)) return true;
+  const text = file.textOf(scope);
+  return text.includes('requires_grad') || text.includes('create_graph');
+}
+
 function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;

@@ -3,7 +3,7 @@
 import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
-import { backwardTargets, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
+import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
 import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
@@ -135,6 +135,7 @@ function check(file: SourceFile): RuleFinding[] {
 
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
+  if (!hasTaintSource(file, scope)) return findings; // nothing here can carry history
   for (const sink of sinks(file, scope)) {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);

@@ -139,6 +139,13 @@ export class Workbench {
     if (await this.page.locator('.action-widget:not(.action-list-submenu-panel)').first().isVisible()) await this.page.keyboard.press('Escape');
   }
 
+  /** Saves the active editor (Ctrl+S) and waits until its tab is no longer dirty. */
+  async save({ timeoutMs = 15_000 } = {}) {
+    await this.focusEditor();
+    await this.page.keyboard.press(`${mod}+S`);
+    await this.page.locator('.tabs-container .tab.active.dirty').waitFor({ state: 'detached', timeout: timeoutMs });
+  }
+
   /** Hides the bottom panel (Problems, Output...) if it is open: more room for editors and webviews. */
   async closePanel() {
     await this.focusWorkbench();
@@ -373,7 +380,9 @@ export class Workbench {
     fs.mkdirSync(screenshotsDir, { recursive: true });
     const file = path.join(screenshotsDir, `${name}.png`);
     // Two animation frames: what the DOM says is painted before the picture is taken.
-    await this.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    // Webviews are frames of their own (painted separately): each gets its two frames too.
+    await Promise.all(this.page.frames().map((f) =>
+      f.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))).catch(() => {})));
     await this.page.screenshot({ path: file });
     return file;
   }

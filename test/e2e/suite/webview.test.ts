@@ -17,10 +17,18 @@ describe('memory summary webview', function () {
   before(async () => {
     api = await memhint();
     undo.push(await setSetting('python', testPython), await setSetting('profile.backend', 'cpu'), await setSetting('profile.steps', 2));
-    // CodeLens-style invocation: file and function as arguments, no editor needed.
-    const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep', workspaceFile('e2e_loop.py'), 'train_step');
-    assert.equal(outcome.status, 'done', outcome.error);
-    report = outcome.report!;
+    // A report of e2e_loop.py from an earlier suite is reused (from where the extension persisted it);
+    // else this profiles it, CodeLens-style: file and function as arguments, no editor needed.
+    const stored = api.state().report?.file;
+    const previous = stored && fs.existsSync(stored) ? (JSON.parse(fs.readFileSync(stored, 'utf8')) as ProfileReport) : null;
+    if (previous !== null && previous.target.script === workspaceFile('e2e_loop.py').fsPath && previous.lines.length > 1) {
+      report = previous;
+      await vscode.commands.executeCommand('memhint.openReport', vscode.Uri.file(stored!));
+    } else {
+      const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep', workspaceFile('e2e_loop.py'), 'train_step');
+      assert.equal(outcome.status, 'done', outcome.error);
+      report = outcome.report!;
+    }
   });
 
   after(async () => {

@@ -47,5 +47,7 @@ describe('UI: diagnostics in the Problems panel and quick fixes', () => {
     }
     assert.equal(left.filter((p) => /MH003/.test(p.code + p.aria)).length, 0, JSON.stringify(left));
     assert.equal(left.filter((p) => /MH002/.test(p.code + p.aria)).length, 2);
+    await wb.save();
+    assert.match(fs.readFileSync(path.join(session.workspace, file), 'utf8'), /zero_grad\(set_to_none=True\)|zero_grad\(\)\n/);
   });
 });

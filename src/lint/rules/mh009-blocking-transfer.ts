@@ -60,7 +60,19 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   while (v !== null && v.type === 'call') {
     if (isDataLoader(file, v)) return { calls: [v], pinned: pinnedOf(file, v) };
     const name = calleeName(file, v);
-    if (name === null || !WRAPPERS.test(name)) return null;
+    if (name !== null && !WRAPPERS.test(name)) {
+      // `train_loader = create_dataloader(...)`: what a local factory function returns.
+      const returned = returnedValues(file, v);
+      if (returned === null) return null;
+      const loaders: Loader[] = [];
+      for (const r of returned) {
+        const l = loaderOf(file, r, depth + 1);
+        if (l === null) return null;
+        loaders.push(l);
+      }
+      return merge(loaders);
+    }
+    if (name === null) return null;
     v = positionalArguments(v)[0] ?? null;
   }
   if (v === null) return null;
@@ -107,9 +119,37 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   return merge(loaders);
 }
 
+/** Return values of the unique local function a call invokes by name, or null. */
+function returnedValues(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null {
+  const fn = childByField(call, 'function');
+  if (fn === null || fn.type !== 'identifier') return null;
+  const name = file.textOf(fn);
+  const defs = file.nodesOfType('function_definition').filter((d) => {
+    const n = childByField(d, 'name');
+    return n !== null && file.textOf(n) === name;
+  });
+  if (defs.length !== 1) return null;
+  const out: SyntaxNode[] = [];
+  for (const ret of file.nodesOfType('return_statement')) {
+    if (enclosingFunction(ret) !== defs[0]) continue;
+    const value = ret.children.find((c) => c.named && c.type !== 'comment');
+    if (value === undefined) return null;
+    out.push(value);
+  }
+  return out.length === 0 ? null : out;
+}
+
+function isTrue(file: SourceFile, node: SyntaxNode): boolean {
+  if (file.textOf(node) === 'True') return true;
+  // `pin_memory=PIN_MEMORY` with `PIN_MEMORY = True`
+  if (node.type !== 'identifier') return false;
+  const values = valuesOf(file, node);
+  return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'True');
+}
+
 function pinnedOf(file: SourceFile, call: SyntaxNode): Pinned {
   const pin = keywordArgument(file, call, 'pin_memory');
-  if (pin !== null) return file.textOf(pin) === 'True' ? 'yes' : 'unknown';
+  if (pin !== null) return isTrue(file, pin) ? 'yes' : 'unknown';
   const args = argumentNodes(call);
   if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
   if (positionalArguments(call).length >= 8) return 'unknown'; // pin_memory is the 8th positional parameter

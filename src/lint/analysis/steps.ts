@@ -250,8 +250,10 @@ function classifyCall(file: SourceFile, call: SyntaxNode): CallKind {
   if (fn !== null && (fn.type === 'identifier' || fn.type === 'attribute')) {
     // Lower-case callables only: `Net()` constructs a model, `net(x)` runs it.
     if (/^[a-z_]/.test(method) && !NOT_FORWARD.test(method) && (FORWARD_NAME.test(method) || LOSS_NAME.test(method))) return 'forward';
-    const name = calleeName(file, call);
-    if (name !== null && FUNCTIONAL_LOSS.test(name)) return 'forward';
+    if (/loss|entropy|kl_div/.test(method)) {
+      const name = calleeName(file, call);
+      if (name !== null && FUNCTIONAL_LOSS.test(name)) return 'forward';
+    }
   }
   return null;
 }

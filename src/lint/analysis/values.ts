@@ -4,7 +4,7 @@
 // cannot see (imports, attributes of unknown objects, *args) makes the answer null: callers that need
 // precision treat null as "unknown" and stay silent.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { calleeMethod } from './imports';
+import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
 
 const MAX_DEPTH = 6;
@@ -20,8 +20,6 @@ interface Facts {
   /** Targets by bound name; attribute targets under their full text (`self.loader`). */
   readonly targets: Map<string, Target[]>;
   readonly functions: Map<string, SyntaxNode[]>;
-  /** Calls by the last segment of their callee, built on first use. */
-  callsByMethod: Map<string, SyntaxNode[]> | null;
 }
 
 const cache = new WeakMap<SourceFile, Facts>();
@@ -55,7 +53,7 @@ function facts(file: SourceFile): Facts {
     if (list === undefined) functions.set(file.textOf(name), [def]);
     else list.push(def);
   }
-  const result: Facts = { targets, functions, callsByMethod: null };
+  const result: Facts = { targets, functions };
   cache.set(file, result);
   return result;
 }
@@ -149,23 +147,6 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
 }
 
 /** What the file's call sites pass for parameter `name` of `def` (and its default where one is omitted). */
-/** Calls whose callee's last segment is `method` (`f(...)`, `obj.f(...)`), in document order. */
-export function callsNamed(file: SourceFile, method: string): readonly SyntaxNode[] {
-  const f = facts(file);
-  if (f.callsByMethod === null) {
-    const map = new Map<string, SyntaxNode[]>();
-    for (const call of file.nodesOfType('call')) {
-      const m = calleeMethod(file, call);
-      if (m === null) continue;
-      const list = map.get(m);
-      if (list === undefined) map.set(m, [call]);
-      else list.push(call);
-    }
-    f.callsByMethod = map;
-  }
-  return f.callsByMethod.get(method) ?? [];
-}
-
 function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth: number): SyntaxNode[] | null {
   const defName = childByField(def, 'name');
   if (defName === null) return null;

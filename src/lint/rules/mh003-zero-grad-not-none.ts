@@ -5,6 +5,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { keywordArgument, positionalArguments } from '../analysis/context';
 import { appendArgument, hasSplat, statementOfCall } from '../analysis/call-edits';
+import { callsNamed } from '../analysis/calls';
 import { torchAtLeast, type Rule, type RuleFinding } from '../types';
 
 const ZEROING_METHODS = new Set(['zero_', 'fill_']);
@@ -89,7 +90,8 @@ export const zeroGradNotNone: Rule = {
     const bareIsZeroing = target !== null && !torchAtLeast(target, 2, 0) && torchAtLeast(target, 1, 7);
     let customZeroGrad: boolean | null = null;
 
-    for (const call of file.nodesOfType('call')) {
+    const candidates = [...callsNamed(file, 'zero_grad'), ...callsNamed(file, 'zero_'), ...callsNamed(file, 'fill_')];
+    for (const call of candidates) {
       const method = calleeMethod(file, call);
       const fn = childByField(call, 'function');
       if (method === null || fn === null || fn.type !== 'attribute') continue;

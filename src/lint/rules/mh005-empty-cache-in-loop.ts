@@ -1,5 +1,6 @@
 // MH005 empty-cache-in-loop: `torch.cuda.empty_cache()` inside the per-step loop.
-import { calleeMethod, calleeName } from '../analysis/imports';
+import { calleeName } from '../analysis/imports';
+import { callsNamed } from '../analysis/calls';
 import { enclosingStepLoop, isOccasionalInLoop } from '../analysis/steps';
 import { removeStatement, statementOfCall } from '../analysis/call-edits';
 import type { Rule, RuleFinding } from '../types';
@@ -14,8 +15,7 @@ export const emptyCacheInLoop: Rule = {
   check(file) {
     const findings: RuleFinding[] = [];
     if (!file.text.includes('empty_cache')) return findings; // one memchr-speed scan saves walking every call
-    for (const call of file.nodesOfType('call')) {
-      if (calleeMethod(file, call) !== 'empty_cache') continue;
+    for (const call of callsNamed(file, 'empty_cache')) {
       const name = calleeName(file, call);
       if (name === null || !EMPTY_CACHE.has(name)) continue;
       const loop = enclosingStepLoop(file, call);

@@ -1,5 +1,6 @@
 // MH006 gc-collect-in-loop: `gc.collect()` inside the per-step loop.
-import { calleeMethod, calleeName } from '../analysis/imports';
+import { calleeName } from '../analysis/imports';
+import { callsNamed } from '../analysis/calls';
 import { enclosingStepLoop, isOccasionalInLoop } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -11,8 +12,8 @@ export const gcCollectInLoop: Rule = {
   check(file) {
     const findings: RuleFinding[] = [];
     if (!file.text.includes('collect')) return findings;
-    for (const call of file.nodesOfType('call')) {
-      if (calleeMethod(file, call) !== 'collect' || calleeName(file, call) !== 'gc.collect') continue;
+    for (const call of callsNamed(file, 'collect')) {
+      if (calleeName(file, call) !== 'gc.collect') continue;
       const loop = enclosingStepLoop(file, call);
       if (loop === null || isOccasionalInLoop(file, call, loop)) continue;
       findings.push({

@@ -2,6 +2,7 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingLoops } from '../analysis/context';
+import { callsMatching } from '../analysis/calls';
 import { enclosingStepLoop, nestedStepLoops } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -70,24 +71,30 @@ function qualifiedOfExpr(file: SourceFile, node: SyntaxNode): string | null {
 }
 
 /** Last segments worth resolving: classes, factories, and names imported from torchvision. */
+const LIBRARIES = /^(torch\.optim|transformers|bitsandbytes|apex|timm|deepspeed|torch_optimizer|torchvision)/;
 const FACTORIES = new Set(['create_model', 'create_optimizer', 'create_optimizer_v2', 'from_pretrained', 'from_config']);
 
 function constructionKind(file: SourceFile, call: SyntaxNode): Kind | null {
   const method = calleeMethod(file, call);
-  if (method === null) return null;
-  if (!/^[A-Z]/.test(method) && !FACTORIES.has(method)) {
-    // lower-case constructors only come from torchvision.models (`models.resnet50()`)
-    let head = childByField(call, 'function');
+  const fn = childByField(call, 'function');
+  if (method === null || fn === null) return null;
+  if (method !== 'GradScaler' && !FACTORIES.has(method) && !(fn.type === 'identifier' && localModuleClasses(file).has(method))) {
+    // Everything else must come from an optimizer or model library: check the head's import before
+    // resolving the whole name (`nn.Linear(...)`, `torch.zeros(...)` are the common case and cheap to drop).
+    let head: SyntaxNode | null = fn;
     while (head !== null && head.type === 'attribute') head = childByField(head, 'object');
-    if (head === null || head.type !== 'identifier' || importBindings(file).get(file.textOf(head))?.qualified.startsWith('torchvision') !== true) return null;
+    if (head === null || head.type !== 'identifier') return null;
+    const origin = importBindings(file).get(file.textOf(head))?.qualified ?? '';
+    const lower = !/^[A-Z]/.test(method);
+    if (lower && !origin.startsWith('torchvision')) return null; // lower-case builders: torchvision.models only
+    if (!lower && !LIBRARIES.test(origin) && !(fn.type === 'attribute' && file.textOf(fn).includes('optim'))) return null;
   }
   const name = calleeName(file, call);
   if (name === null) return null;
   if (SCALERS.has(name)) return 'scaler';
   if (!LR_SCHEDULER.test(name) && OPTIMIZER_PATTERNS.some((p) => p.test(name))) return 'optimizer';
   if (MODEL_PATTERNS.some((p) => p.test(name))) return 'model';
-  const fn = childByField(call, 'function');
-  if (fn !== null && fn.type === 'identifier' && !importBindings(file).has(name) && localModuleClasses(file).has(name)) return 'model';
+  if (fn.type === 'identifier' && !importBindings(file).has(name) && localModuleClasses(file).has(name)) return 'model';
   return null;
 }
 
@@ -141,7 +148,10 @@ export const rebuildInLoop: Rule = {
   summary: 'An optimizer, model or GradScaler constructed inside the per-step loop.',
   check(file) {
     const findings: RuleFinding[] = [];
-    for (const call of file.nodesOfType('call')) {
+    let torchvision = false;
+    for (const b of importBindings(file).values()) if (b.qualified.startsWith('torchvision')) torchvision = true;
+    // Classes, factories, and (only where torchvision is imported) lower-case builders.
+    for (const call of callsMatching(file, (m) => /^[A-Z]/.test(m) || FACTORIES.has(m) || torchvision)) {
       const kind = constructionKind(file, call);
       // Name test first (cheap); the ancestor walk only for candidates, so deep nesting stays linear.
       if (kind === null || enclosingLoops(call).length === 0) continue;

@@ -6,6 +6,7 @@
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
 import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
+import { callsNamed } from '../analysis/calls';
 import { argumentNodes, appendArgument, normalizeEdits, prependArgument } from '../analysis/call-edits';
 import { torchAtLeast, type Fix, type Rule, type RuleFinding, type TextEdit } from '../types';
 
@@ -248,9 +249,11 @@ export const deprecatedAmp: Rule = {
       const target = site.call ?? node;
       findings.push({ start: target.start, end: target.end, message: message(d), fix });
     };
-    for (const call of file.nodesOfType('call')) {
-      const fn = childByField(call, 'function');
-      if (fn !== null && (fn.type === 'identifier' || fn.type === 'attribute')) consider(fn);
+    for (const name of candidates) {
+      for (const call of callsNamed(file, name)) {
+        const fn = childByField(call, 'function');
+        if (fn !== null && (fn.type === 'identifier' || fn.type === 'attribute')) consider(fn);
+      }
     }
     for (const dec of file.nodesOfType('decorator')) {
       const expr = dec.children.find((c) => c.named && c.type !== 'comment');

@@ -7,7 +7,8 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
-import { callsNamed, subscriptValues, valuesOf } from '../analysis/values';
+import { subscriptValues, valuesOf } from '../analysis/values';
+import { callsMatching, callsNamed } from '../analysis/calls';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
@@ -424,11 +425,27 @@ function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
   }
 }
 
-function containsBetween(text: string, needles: readonly string[], start: number, end: number): boolean {
-  return needles.some((n) => {
-    const i = text.indexOf(n, start);
-    return i >= 0 && i + n.length <= end;
-  });
+const copySites = new WeakMap<SourceFile, number[]>();
+
+/** Offsets of `.to(` / `.cuda(` in the text, found once per file; a loop body then costs a binary search. */
+function hasCopyBetween(file: SourceFile, start: number, end: number): boolean {
+  let sites = copySites.get(file);
+  if (sites === undefined) {
+    sites = [];
+    for (const needle of ['.to(', '.cuda(']) {
+      for (let i = file.text.indexOf(needle); i >= 0; i = file.text.indexOf(needle, i + 1)) sites.push(i);
+    }
+    sites.sort((a, b) => a - b);
+    copySites.set(file, sites);
+  }
+  let lo = 0;
+  let hi = sites.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sites[mid] < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < sites.length && sites[lo] < end;
 }
 
 export const blockingTransfer: Rule = {
@@ -438,12 +455,15 @@ export const blockingTransfer: Rule = {
   summary: 'Batch copies to the GPU that block: no `non_blocking=True` from a pinned loader, or a CUDA training loader without `pin_memory=True`.',
   check(file) {
     const findings: RuleFinding[] = [];
-    if (!file.text.includes('Loader') || !file.nodesOfType('call').some((c) => isDataLoader(file, c))) return findings;
+    if (!file.text.includes('Loader')) return findings;
+    const aliases = new Set<string>();
+    for (const b of importBindings(file).values()) if (b.qualified.endsWith('Loader')) aliases.add(b.local);
+    if (!callsMatching(file, (m) => m.endsWith('Loader') || aliases.has(m)).some((c) => isDataLoader(file, c))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
     for (const loop of file.nodesOfType('for_statement')) {
       // Cheap text test before any name resolution: the body must copy something.
       const body = childByField(loop, 'body');
-      if (body === null || !containsBetween(file.text, ['.to(', '.cuda('], body.start, body.end)) continue;
+      if (body === null || !hasCopyBetween(file, body.start, body.end)) continue;
       const found = loaderOfLoop(file, loop);
       if (found === null || found.loader.pinned === 'unknown') continue;
       const transfers = transfersIn(file, loop, found.enumerated);

@@ -1,0 +1,64 @@
+// Calls grouped by the last segment of their callee (`empty_cache`, `zero_grad`, `DataLoader`), so a
+// rule looks at the handful of calls it cares about instead of every call in the file.
+//
+// The grouping is cached per top-level statement node. The document mirror reuses the nodes of
+// statements an edit did not touch, so after a one-character edit only the edited statement is
+// regrouped; every other statement's groups are reused as they are.
+import type { SourceFile, SyntaxNode } from '../syntax';
+import { calleeMethod } from './imports';
+
+type Groups = Map<string, SyntaxNode[]>;
+
+const byUnit = new WeakMap<SyntaxNode, Groups>();
+const byFile = new WeakMap<SourceFile, Map<string, readonly SyntaxNode[]>>();
+
+function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
+  let groups = byUnit.get(unit);
+  if (groups !== undefined) return groups;
+  groups = new Map<string, SyntaxNode[]>();
+  const stack: SyntaxNode[] = [unit];
+  const calls: SyntaxNode[] = [];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'call') calls.push(n);
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+  for (const call of calls) {
+    const m = calleeMethod(file, call);
+    if (m === null) continue;
+    const list = groups.get(m);
+    if (list === undefined) groups.set(m, [call]);
+    else list.push(call);
+  }
+  byUnit.set(unit, groups);
+  return groups;
+}
+
+/** Calls whose callee ends in `method` (`method(...)`, `x.method(...)`), in document order. */
+export function callsNamed(file: SourceFile, method: string): readonly SyntaxNode[] {
+  let memo = byFile.get(file);
+  if (memo === undefined) byFile.set(file, (memo = new Map<string, readonly SyntaxNode[]>()));
+  const hit = memo.get(method);
+  if (hit !== undefined) return hit;
+  const out: SyntaxNode[] = [];
+  for (const unit of file.root.children) {
+    const list = unitGroups(file, unit).get(method);
+    if (list !== undefined) for (const c of list) out.push(c);
+  }
+  memo.set(method, out);
+  return out;
+}
+
+/** Calls whose callee's last segment satisfies `pred` (tested once per distinct name), in document order. */
+export function callsMatching(file: SourceFile, pred: (method: string) => boolean): SyntaxNode[] {
+  const verdicts = new Map<string, boolean>();
+  const out: SyntaxNode[] = [];
+  for (const unit of file.root.children) {
+    for (const [method, list] of unitGroups(file, unit)) {
+      let ok = verdicts.get(method);
+      if (ok === undefined) verdicts.set(method, (ok = pred(method)));
+      if (ok) for (const c of list) out.push(c);
+    }
+  }
+  return out.sort((a, b) => a.start - b.start);
+}

@@ -72,6 +72,9 @@ function qualifiedOfExpr(file: SourceFile, node: SyntaxNode): string | null {
 
 /** Last segments worth resolving: classes, factories, and names imported from torchvision. */
 const LIBRARIES = /^(torch\.optim|transformers|bitsandbytes|apex|timm|deepspeed|torch_optimizer|torchvision)/;
+/** torchvision.models builder names (`resnet50`, `vit_b_16`, `fasterrcnn_resnet50_fpn`, `get_model`). */
+const TORCHVISION_BUILDER =
+  /^(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet|convnext|vit_|swin|maxvit|inception|googlenet|alexnet|squeezenet|shufflenet|mnasnet|fasterrcnn|maskrcnn|keypointrcnn|retinanet|fcos|ssd|ssdlite|deeplabv3|fcn_|lraspp|r3d|r2plus1d|mc3|s3d|mvit|swin3d|raft|get_model$)/;
 const FACTORIES = new Set(['create_model', 'create_optimizer', 'create_optimizer_v2', 'from_pretrained', 'from_config']);
 
 function constructionKind(file: SourceFile, call: SyntaxNode): Kind | null {
@@ -151,7 +154,7 @@ export const rebuildInLoop: Rule = {
     let torchvision = false;
     for (const b of importBindings(file).values()) if (b.qualified.startsWith('torchvision')) torchvision = true;
     // Classes, factories, and (only where torchvision is imported) lower-case builders.
-    for (const call of callsMatching(file, (m) => /^[A-Z]/.test(m) || FACTORIES.has(m) || torchvision)) {
+    for (const call of callsMatching(file, (m) => /^[A-Z]/.test(m) || FACTORIES.has(m) || (torchvision && TORCHVISION_BUILDER.test(m)))) {
       const kind = constructionKind(file, call);
       // Name test first (cheap); the ancestor walk only for candidates, so deep nesting stays linear.
       if (kind === null || enclosingLoops(call).length === 0) continue;

@@ -348,6 +348,17 @@ function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
   return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
 }
 
+/** A name whose every value is a non-CUDA device literal (`device = "cpu"`, `torch.device("mps")`). */
+function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
+  if (target.type !== 'identifier' && target.type !== 'attribute') return false;
+  const values = valuesOf(file, target);
+  if (values === null || values.length === 0) return false;
+  return values.every((v) => {
+    const d = literalDevice(file, v);
+    return d !== null && d !== 'cuda';
+  });
+}
+
 /** `args.device` with `parser.add_argument("--device", default="cuda")` in the file. */
 function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   const name = childByField(attr, 'attribute');
@@ -402,6 +413,7 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): T
       if (DTYPE.test(file.textOf(target))) return;
       const literal = literalDevice(file, target);
       if (literal !== null && literal !== 'cuda') return; // 'cpu', 'mps': not a host-to-CUDA copy
+      if (literal === null && isNeverCuda(file, target)) return; // `device = torch.device("cpu")`
       cuda = isCudaDevice(file, target);
     }
     out.push({ call: n, wholeBatch: root !== null && receiver.type === 'identifier' && whole.has(root), cuda });

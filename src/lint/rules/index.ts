@@ -2,21 +2,25 @@
 import type { Rule } from '../types';
 import { rule as mh001 } from './mh001-missing-no-grad';
 import { rule as mh002 } from './mh002-retained-graph';
+import { rule as mh003 } from './mh003-zero-grad-not-none';
 import { rule as mh004 } from './mh004-retain-graph-true';
 import { rule as mh005 } from './mh005-empty-cache-in-loop';
 import { rule as mh006 } from './mh006-gc-collect-in-loop';
 import { rule as mh007 } from './mh007-rebuild-in-loop';
 import { rule as mh008 } from './mh008-deprecated-amp';
+import { rule as mh009 } from './mh009-blocking-transfer';
 
 export const allRules: readonly Rule[] = [
   // rules are registered here, one import per file, sorted by code
   mh001,
   mh002,
+  mh003,
   mh004,
   mh005,
   mh006,
   mh007,
   mh008,
+  mh009,
 ];
 
 export function ruleByCode(code: string): Rule | undefined {

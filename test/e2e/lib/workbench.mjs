@@ -74,15 +74,17 @@ export class Workbench {
   }
 
   /**
-   * F1. When nothing in the workbench has focus (all editors closed) the key reaches no one: then the
-   * title bar, a neutral place, is clicked first, as a person would click into the window.
+   * F1. When the key reaches no one (focus in a webview, or nowhere after all editors closed), the
+   * active tab (or the empty editor area) is clicked first, as a person would click into the window.
    */
   async openPalette({ timeoutMs = 15_000 } = {}) {
     await this.focusWorkbench();
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
     await this.page.keyboard.press('F1');
     if (await input.waitFor({ timeout: 3000 }).then(() => true, () => false)) return;
-    await this.page.locator('.part.titlebar .titlebar-container, .part.activitybar').first().click({ position: { x: 5, y: 5 } });
+    const activeTab = this.page.locator('.tabs-container .tab.active').first();
+    if (await activeTab.isVisible()) await activeTab.click();
+    else await this.page.locator('.part.editor').first().click({ position: { x: 20, y: 20 } });
     await this.page.keyboard.press('F1');
     await input.waitFor({ timeout: timeoutMs });
   }

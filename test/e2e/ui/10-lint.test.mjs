@@ -35,7 +35,12 @@ describe('UI: diagnostics in the Problems panel and quick fixes', () => {
     assert.ok(fix, `a rule fix among ${actions.join(' | ')}`);
     await wb.screenshot('quick-fix-menu-dark');
     await wb.applyCodeAction(fix);
-    const lines = await wb.visibleLines();
+    // The edit lands just after the menu closes: poll the rendered lines.
+    let lines = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await session.page.waitForTimeout(200)) {
+      lines = await wb.visibleLines();
+      if (lines.some((l) => /zero_grad\(set_to_none=True\)|zero_grad\(\)/.test(l)) && !lines.some((l) => l.includes('set_to_none=False'))) break;
+    }
     assert.ok(lines.some((l) => /zero_grad\(set_to_none=True\)|zero_grad\(\)/.test(l)), lines.join('\n'));
     assert.ok(!lines.some((l) => l.includes('set_to_none=False')));
     const problems = await wb.problems();

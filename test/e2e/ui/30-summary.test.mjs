@@ -53,6 +53,9 @@ describe('UI: memory summary webview', function () {
   it('comes back with its content after a window reload', async () => {
     const { wb } = session;
     await wb.setColorTheme('Dark Modern');
+    // VS Code in a browser keeps the window's layout in IndexedDB, written a moment after a change;
+    // a reload straight away can come back to an empty window (no editors at all), which is not ours.
+    await session.page.waitForTimeout(3000);
     await wb.reload();
     const frame = await wb.webview(title, { timeoutMs: 60_000 });
     await frame.locator('table.lines tbody tr').first().waitFor({ timeout: 30_000 });

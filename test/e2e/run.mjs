@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import Mocha from 'mocha';
 import { launchBrowser, newPage } from './lib/browser.mjs';
 import { runExtensionHostTests } from './lib/host.mjs';
-import { repoRoot } from './lib/paths.mjs';
+import { repoRoot, screenshotsDir } from './lib/paths.mjs';
 import { assertInstalled, startCodeServer, tail } from './lib/server.mjs';
 import { session } from './ui/session.mjs';
 import { Workbench } from './lib/workbench.mjs';
@@ -93,6 +93,10 @@ async function runInServer(phase, server, workspace) {
 }
 
 async function runUiTests(server, workspace) {
+  // Pictures of an earlier run's failures would read as this run's.
+  if (fs.existsSync(screenshotsDir)) {
+    for (const f of fs.readdirSync(screenshotsDir)) if (f.startsWith('failed-')) fs.rmSync(path.join(screenshotsDir, f));
+  }
   const { context, page } = await newPage(browser);
   const wb = new Workbench(page);
   Object.assign(session, { server, browser, page, wb, workspace });

@@ -4,7 +4,8 @@
     memhint profile examples/train.py::train_step                # memory per line of one step
     memhint profile examples/train.py::train_step --setup make_inputs
 
-It contains two deliberate memory mistakes, marked MISTAKE below, that memhint finds.
+It contains two deliberate memory mistakes, marked MISTAKE below: `memhint lint` flags the first (MH002),
+`memhint profile` measures both (the retained graph, and 16 MiB of gradients kept per step).
 """
 import argparse
 import time

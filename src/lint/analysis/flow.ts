@@ -54,6 +54,8 @@ export class ScopeFlow {
     readonly scope: SyntaxNode,
     /** Parameters assumed to hold tensors with history (to ask "would this method keep its argument?"). */
     private readonly taintedParams: ReadonlySet<string> = new Set(),
+    /** Module-level functions of this file whose return value carries history (`loss = train_step(...)`). */
+    private readonly graphReturning: ReadonlySet<string> = new Set(),
   ) {
     this.collect();
   }
@@ -260,6 +262,7 @@ export class ScopeFlow {
       if (q !== null && q.startsWith('torch.')) return this.torchCallTaint(q, call);
       // criterion(out, y), loss_fn(...): a loss of tensors with history has history.
       if (/criterion|loss/i.test(name)) return this.argsTaint(call);
+      if (this.graphReturning.has(name) && !gradOffAt(file, call)) return Taint.Tainted;
     }
     // Unknown functions: their result may or may not depend on their arguments' graphs.
     return Taint.Unknown;
@@ -504,9 +507,52 @@ export function factsSignature(file: SourceFile): string {
  * its statement and the file-wide model/grad facts unchanged.
  */
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
-  const flow = flowCache.get(scope, factsSignature(file), () => new ScopeFlow(file, scope));
+  const returning = graphReturningFunctions(file);
+  const flow = flowCache.get(scope, `${factsSignature(file)}|${[...returning].join(',')}`, () => new ScopeFlow(file, scope, new Set(), returning));
   flow.file = file;
   return flow;
+}
+
+const baseFlowCache = new NodeCache<ScopeFlow>();
+const returningCache = new WeakMap<SourceFile, ReadonlySet<string>>();
+
+/**
+ * Names of module-level functions whose `return` value carries autograd history in the function's
+ * own (intra-procedural) flow, e.g. a `train_step` that returns its loss. One level deep on purpose:
+ * callers of such functions see a tensor with history; deeper chains stay Unknown (no false alarms).
+ */
+export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
+  let names = returningCache.get(file);
+  if (names !== undefined) return names;
+  const found = new Set<string>();
+  const signature = factsSignature(file);
+  for (const top of file.root.children) {
+    const fn = top.type === 'decorated_definition' ? childByField(top, 'definition') : top;
+    if (fn === null || fn.type !== 'function_definition') continue;
+    const nameNode = childByField(fn, 'name');
+    if (nameNode === null || !file.textOf(fn).includes('return')) continue;
+    const flow = baseFlowCache.get(fn, signature, () => new ScopeFlow(file, fn));
+    flow.file = file;
+    if (returnsHistory(flow, fn)) found.add(file.textOf(nameNode));
+  }
+  names = found;
+  returningCache.set(file, names);
+  return names;
+}
+
+function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {
+  const stack = [...fn.children];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'lambda' || n.type === 'class_definition') continue;
+    if (n.type === 'return_statement') {
+      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      if (value !== null && value.type !== 'tuple' && value.type !== 'expression_list' && flow.taintOf(value) === Taint.Tainted) return true;
+      continue;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
 }
 
 /** The flow of the scope a node is in, or null in class bodies. */

@@ -5,7 +5,7 @@ import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
-import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, NodeCache, nodesInScope, type RelativeFinding } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
@@ -114,6 +114,29 @@ function appendCall(file: SourceFile, expr: SyntaxNode, method: string): { start
     : { start: expr.start, end: expr.end, newText: `(${text}).${method}()` };
 }
 
+/** The scope calls a function of this file that returns a tensor with history (`loss = train_step(...)`). */
+function callsGraphReturning(file: SourceFile, scope: SyntaxNode): boolean {
+  const names = graphReturningFunctions(file);
+  if (names.size === 0) return false;
+  const text = file.textOf(scope);
+  for (const name of names) if (new RegExp(`\\b${name}\\s*\\(`).test(text)) return true;
+  return false;
+}
+
+/** The text of `node` after applying edits that lie inside it. */
+function editedText(file: SourceFile, node: SyntaxNode, edits: readonly { start: number; end: number; newText: string }[]): string {
+  let text = file.textOf(node);
+  for (const e of [...edits].sort((a, b) => b.start - a.start)) {
+    if (e.start < node.start || e.end > node.end) continue;
+    text = text.slice(0, e.start - node.start) + e.newText + text.slice(e.end - node.start);
+  }
+  return text;
+}
+
+function shorten(text: string): string {
+  return text.length > 48 ? `${text.slice(0, 45)}...` : text;
+}
+
 /** `.item()` when the accumulator is a Python number meant for logging, `.detach()` otherwise. */
 function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: string, leaves: readonly SyntaxNode[]): 'item' | 'detach' {
   const defs = flow.reachingDefs(key, sink.node).filter((d) => d.kind === 'assign');
@@ -129,13 +152,13 @@ function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: s
 const findingsCache = new NodeCache<RelativeFinding[]>();
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file)]);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(',')]);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
-  if (!hasTaintSource(file, scope)) return findings; // nothing here can carry history
+  if (!hasTaintSource(file, scope) && !callsGraphReturning(file, scope)) return findings; // nothing here can carry history
   for (const sink of sinks(file, scope)) {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);
@@ -150,10 +173,14 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     let fix: Fix | null = null;
     if (sink.kind === 'accumulate') {
       const method = accumulatorMethod(file, flow, sink, key, leaves);
+      const fixable = leaves.length > 0 && leaves.every((l) => !NOT_A_TENSOR.has(l.type));
+      const edits = fixable ? leaves.map((l) => appendCall(file, l, method)) : [];
+      // Show the value as the fix would leave it (`loss.item() * x.size(0)`), never `a * b.item()`.
+      const suggested = fixable ? shorten(editedText(file, sink.value, edits)) : PRIMARY.has(sink.value.type) ? `${short}.item()` : `(${short}).item()`;
       message =
         `\`${file.textOf(sink.node).split('\n')[0]}\` adds a tensor with autograd history to \`${key}\`, which outlives the iteration: every step's graph stays linked and alive. ` +
-        `Accumulate \`${short}.item()\` (or \`.detach()\`) instead.`;
-      if (leaves.length > 0 && leaves.every((l) => !NOT_A_TENSOR.has(l.type))) fix = { title: `Accumulate with .${method}()`, edits: leaves.map((l) => appendCall(file, l, method)) };
+        `Accumulate \`${suggested}\` (or \`.${method === 'item' ? 'detach' : 'item'}()\`) instead.`;
+      if (fixable) fix = { title: `Accumulate with .${method}()`, edits };
     } else if (sink.kind === 'meter') {
       const method = sink.asTensor === true ? 'detach' : 'item';
       message =

@@ -158,16 +158,6 @@ export function firstNamedChild(node: SyntaxNode): SyntaxNode | null {
   return null;
 }
 
-/** Parent chain, nearest first (excluding the node itself). */
-export function* ancestors(node: SyntaxNode): Generator<SyntaxNode> {
-  for (let p = node.parent; p !== null; p = p.parent) yield p;
-}
-
-export function findAncestor(node: SyntaxNode, pred: (n: SyntaxNode) => boolean): SyntaxNode | null {
-  for (let p = node.parent; p !== null; p = p.parent) if (pred(p)) return p;
-  return null;
-}
-
 /** Pre-order walk; return false from `visit` to skip a node's children. */
 export function walk(node: SyntaxNode, visit: (n: SyntaxNode) => boolean | void): void {
   const stack: SyntaxNode[] = [node];
@@ -178,21 +168,7 @@ export function walk(node: SyntaxNode, visit: (n: SyntaxNode) => boolean | void)
   }
 }
 
-export function descendantsOfType(node: SyntaxNode, type: string): SyntaxNode[] {
-  const out: SyntaxNode[] = [];
-  walk(node, (n) => {
-    if (n.type === type && n !== node) out.push(n);
-  });
-  return out;
-}
-
 export function contains(outer: SyntaxNode, inner: SyntaxNode): boolean {
   return outer.start <= inner.start && inner.end <= outer.end;
 }
 
-/** The statement-level ancestor (or self) directly inside a block or the module. */
-export function enclosingStatement(node: SyntaxNode): SyntaxNode {
-  let n = node;
-  while (n.parent !== null && n.parent.type !== 'block' && n.parent.type !== 'module') n = n.parent;
-  return n;
-}

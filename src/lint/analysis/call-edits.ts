@@ -1,13 +1,13 @@
 // Text edits on calls and statements that keep the Python valid: adding an argument, removing a
 // statement without leaving an empty block.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import type { TextEdit } from '../types';
 
 /** Argument nodes of an argument_list (positional, keyword and splats), without punctuation/comments. */
 export function argumentNodes(call: SyntaxNode): SyntaxNode[] | null {
   const args = childByField(call, 'arguments');
   if (args === null || args.type !== 'argument_list') return null;
-  return args.children.filter((c) => c.named && c.type !== 'comment');
+  return namedChildren(args);
 }
 
 /** True when the call passes `*args` or `**kwargs` (what they hold is unknown). */

@@ -41,10 +41,6 @@ export function enclosingLoops(node: SyntaxNode): SyntaxNode[] {
   return loops;
 }
 
-export function isInLoop(node: SyntaxNode): boolean {
-  return enclosingLoops(node).length > 0;
-}
-
 /** The call expressions in a `with` statement's items (`with torch.no_grad(), amp.autocast():`). */
 export function withItemCalls(withStmt: SyntaxNode): SyntaxNode[] {
   const calls: SyntaxNode[] = [];

@@ -2,7 +2,7 @@
 // assignments reach a use, and whether a value may carry autograd history ("taint"). Flow is
 // approximated by text order: the nearest preceding definition wins, definitions in branches that do
 // not enclose the use are merged with the ones before them.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from './models';
 import { combine, NodeCache } from './unitcache';
@@ -546,7 +546,7 @@ function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {
     const n = stack.pop()!;
     if (n.type === 'function_definition' || n.type === 'lambda' || n.type === 'class_definition') continue;
     if (n.type === 'return_statement') {
-      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      const value = firstNamedChild(n);
       if (value !== null && value.type !== 'tuple' && value.type !== 'expression_list' && flow.taintOf(value) === Taint.Tainted) return true;
       continue;
     }

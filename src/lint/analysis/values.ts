@@ -3,7 +3,7 @@
 // and of local functions' returns, and parameters through the call sites in this file. Anything it
 // cannot see (imports, attributes of unknown objects, *args) makes the answer null: callers that need
 // precision treat null as "unknown" and stay silent.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
 
@@ -39,7 +39,7 @@ function facts(file: SourceFile): Facts {
     if (left.type === 'identifier') add(file.textOf(left), { assign, index: null, left });
     else if (left.type === 'attribute') add(file.textOf(left).replace(/\s+/g, ''), { assign, index: null, left });
     else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
-      const parts = left.children.filter((c) => c.named && c.type !== 'comment');
+      const parts = namedChildren(left);
       parts.forEach((p, index) => {
         if (p.type === 'identifier') add(file.textOf(p), { assign, index, left: p });
       });
@@ -116,10 +116,10 @@ function collect(parts: readonly (SyntaxNode[] | null)[]): SyntaxNode[] | null {
 }
 
 function elements(node: SyntaxNode): SyntaxNode[] | null {
-  let n: SyntaxNode | undefined = node;
-  while (n !== undefined && n.type === 'parenthesized_expression') n = n.children.find((c) => c.named && c.type !== 'comment');
-  if (n === undefined) return null;
-  if (n.type === 'tuple' || n.type === 'list' || n.type === 'expression_list') return n.children.filter((c) => c.named && c.type !== 'comment');
+  let n: SyntaxNode | null = node;
+  while (n !== null && n.type === 'parenthesized_expression') n = firstNamedChild(n);
+  if (n === null) return null;
+  if (n.type === 'tuple' || n.type === 'list' || n.type === 'expression_list') return namedChildren(n);
   return null;
 }
 
@@ -138,8 +138,8 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
   const out: SyntaxNode[] = [];
   for (const ret of file.nodesOfType('return_statement')) {
     if (enclosingFunction(ret) !== defs[0]) continue;
-    const value = ret.children.find((c) => c.named && c.type !== 'comment');
-    const parts = value === undefined ? null : elements(value);
+    const value = firstNamedChild(ret);
+    const parts = value === null ? null : elements(value);
     if (parts === null || parts[t.index] === undefined) return null;
     out.push(parts[t.index]);
   }

@@ -1,6 +1,6 @@
 // MH001 missing-no-grad: a forward pass in evaluation/inference code while autograd records. Every
 // intermediate activation is then kept for a backward pass that never comes.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
@@ -170,7 +170,7 @@ function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
     const n = stack.pop()!;
     if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
     if (n.type === 'return_statement' || n.type === 'yield') {
-      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      const value = firstNamedChild(n);
       if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
     }
     for (const c of n.children) stack.push(c);

@@ -1,6 +1,6 @@
 // MH002 retained-graph: a tensor with autograd history kept across iterations or stored, so every
 // step's graph (and, before backward, its saved activations) stays alive.
-import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
@@ -72,7 +72,7 @@ function sinks(file: SourceFile, scope: SyntaxNode): Sink[] {
     if (!STORE_METHODS.has(method)) continue;
     const object = childByField(fn, 'object');
     const args = childByField(call, 'arguments');
-    const values = args === null ? [] : args.children.filter((c) => c.named && c.type !== 'comment');
+    const values = args === null ? [] : namedChildren(args);
     const value = method === 'insert' ? values[1] : values[0];
     if (object === null || value === undefined || value.type === 'keyword_argument') continue;
     out.push({ node: call, kind: 'append', target: object, value });

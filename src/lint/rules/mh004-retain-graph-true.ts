@@ -1,7 +1,7 @@
 // MH004 retain-graph-true: `backward(retain_graph=True)` keeps the graph's saved activations after the
 // backward pass. Flagged only when nothing can backpropagate through that graph again: no later
 // backward in the scope or loop, no history shared across iterations, no graph handed elsewhere.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, keyOf } from '../analysis/models';
@@ -127,7 +127,7 @@ function graphEscapes(flow: ScopeFlow, roots: readonly SyntaxNode[]): boolean {
     const n = stack.pop()!;
     if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
     if ((n.type === 'return_statement' || n.type === 'yield') && flow.scope.type === 'function_definition') {
-      const value = n.children.find((c) => c.named && c.type !== 'comment') ?? null;
+      const value = firstNamedChild(n);
       if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
     }
     if (n.type === 'assignment') {

@@ -4,7 +4,7 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
-import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
 import { argumentNodes, appendArgument, normalizeEdits, prependArgument } from '../analysis/call-edits';
@@ -256,8 +256,8 @@ export const deprecatedAmp: Rule = {
       }
     }
     for (const dec of file.nodesOfType('decorator')) {
-      const expr = dec.children.find((c) => c.named && c.type !== 'comment');
-      if (expr !== undefined && (expr.type === 'identifier' || expr.type === 'attribute')) consider(expr);
+      const expr = firstNamedChild(dec);
+      if (expr !== null && (expr.type === 'identifier' || expr.type === 'attribute')) consider(expr);
     }
     for (const assign of file.nodesOfType('assignment')) {
       const right = childByField(assign, 'right');

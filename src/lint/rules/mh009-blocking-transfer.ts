@@ -4,7 +4,7 @@
 //  (b) a DataLoader whose batches a training loop moves to CUDA, built without `pin_memory`: every copy
 //      goes through a pageable staging buffer and cannot be asynchronous at all.
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
 import { subscriptValues, valuesOf } from '../analysis/values';
@@ -133,8 +133,8 @@ function returnedValues(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null
   const out: SyntaxNode[] = [];
   for (const ret of file.nodesOfType('return_statement')) {
     if (enclosingFunction(ret) !== defs[0]) continue;
-    const value = ret.children.find((c) => c.named && c.type !== 'comment');
-    if (value === undefined) return null;
+    const value = firstNamedChild(ret);
+    if (value === null) return null;
     out.push(value);
   }
   return out.length === 0 ? null : out;

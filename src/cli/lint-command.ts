@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Linter, parseTorchVersion, unknownRuleSelectors, type Finding, type LintSettings } from '../lint';
-import { ConfigError, findProjectConfig, isExcluded, settingsForFile, type Overrides } from '../lint/config';
+import { ConfigError, emptyConfig, findProjectConfig, isExcluded, settingsForFile, type Overrides } from '../lint/config';
 import { fixUntilStable } from '../lint/fix';
 import { collectPythonFiles, readSource } from './files';
 import { formatText, toJson, toSarif, type FileFindings } from './report';
@@ -82,9 +82,9 @@ export async function runLintCommand(argv: readonly string[]): Promise<number> {
     };
     let settings: LintSettings;
     try {
-      const config = values['no-config'] ? null : findProjectConfig(filename);
-      if (config !== null && isExcluded(config, filename) && !positionals.includes(filename)) continue;
-      settings = config === null ? { select: overrides.select ?? null, ignore: overrides.ignore ?? [], targetTorch: overrides.targetTorch ?? null } : settingsForFile(config, filename, overrides);
+      const config = values['no-config'] ? emptyConfig : findProjectConfig(filename);
+      if (isExcluded(config, filename) && !positionals.includes(filename)) continue;
+      settings = settingsForFile(config, filename, overrides);
     } catch (err) {
       if (err instanceof ConfigError) throw new UsageError(err.message);
       throw err;

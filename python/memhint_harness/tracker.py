@@ -549,6 +549,9 @@ class Tracker:
                 return self.trace_local
             if top.line:
                 self._close_line(top)
+            if self.line_hook is not None:
+                # May stop profiling (deadlines): before this line is counted, since it will not run.
+                self.line_hook(frame)
             top.line = frame.f_lineno
             live = self.live_bytes
             top.start = top.self_max = top.incl_max = live
@@ -557,8 +560,6 @@ class Tracker:
                 self.funcs[(top.file, top.line)] = top.func
                 if self.cuda_lines:
                     self._cuda_line_start(top)
-            if self.line_hook is not None:
-                self.line_hook(frame)
         elif event == "return":
             self.poll()
             stack = self.stack

@@ -162,8 +162,15 @@ describe('lint fuzz (never throws, bounded time, ranges inside the text)', funct
     } catch (err) {
       assert.fail(`lint threw on input (${text.length} chars): ${String(err)}\n---\n${text.slice(0, 500)}`);
     }
-    const ms = cpuMs() - t0;
+    let ms = cpuMs() - t0;
     const bound = Math.max(budget, (text.length / 1024) * PER_KB_MS);
+    // process.cpuUsage counts every thread of the process, so one major GC (its helper threads) can land
+    // inside a 2 ms lint. A slow input is slow on every try; a GC pause is not: re-measure, keep the fastest.
+    for (let retry = 0; retry < 2 && ms >= bound; retry++) {
+      const t1 = cpuMs();
+      linter.lintText(text, { ...defaultSettings, targetTorch: target });
+      ms = Math.min(ms, cpuMs() - t1);
+    }
     lints++;
     if (ms > slowest) {
       slowest = ms;

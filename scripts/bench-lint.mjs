@@ -1,5 +1,6 @@
 // Lint throughput (lines/s) of memhint vs @astral-sh/ruff-wasm-nodejs on the same files in the same run,
-// plus the median time to re-lint a ~1,500-line file after a one-character edit (incremental path).
+// plus tree-sitter's parse alone (the ceiling of any linter on it), and the median time to re-lint a ~1,500-line
+// file after a one-character edit (incremental path).
 // Usage: npm run bench:lint [-- --corpus DIR] [--json]
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
@@ -28,26 +29,49 @@ if (corpus.length === 0) throw new Error('empty corpus');
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
-/** Lines per second of `lintOne` over the corpus: median of several timed passes after warm-up. */
-function throughput(lintOne) {
-  for (let i = 0; i < 3; i++) for (const t of corpus) lintOne(t);
-  const rates = [];
-  for (let pass = 0; pass < 7; pass++) {
-    const t0 = performance.now();
-    let lines = 0;
-    while (performance.now() - t0 < 300) {
-      for (const t of corpus) lintOne(t);
-      lines += corpusLines;
+/** Seconds for one pass of `lintOne` over the whole corpus. */
+function passSeconds(lintOne) {
+  const t0 = performance.now();
+  for (const t of corpus) lintOne(t);
+  return (performance.now() - t0) / 1000;
+}
+
+/**
+ * Lines per second of each linter, and the median of per-round ratios to the first. Both run to a
+ * steady state first: ruff-wasm's module is large and V8 tiers it up over several passes (its first
+ * pass is ~20x slower than its tenth), so a short warm-up would flatter memhint. Rounds then alternate
+ * the linters (order rotated every round) so that background load hits all alike.
+ */
+function throughputs(linters, { warmupPasses = 12, rounds = 11 } = {}) {
+  for (let i = 0; i < warmupPasses; i++) for (const lint of linters) passSeconds(lint);
+  const rates = linters.map(() => []);
+  const ratios = linters.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    const seconds = new Array(linters.length);
+    for (let k = 0; k < linters.length; k++) {
+      const i = (k + r) % linters.length;
+      seconds[i] = passSeconds(linters[i]);
     }
-    rates.push(lines / ((performance.now() - t0) / 1000));
+    seconds.forEach((s, i) => {
+      rates[i].push(corpusLines / s);
+      ratios[i].push(s / seconds[0]);
+    });
+    if (process.env.BENCH_DEBUG) process.stderr.write(`round ${r}: ${seconds.map((s) => (s * 1000).toFixed(0)).join(' / ')} ms\n`);
   }
-  return median(rates);
+  return rates.map((r, i) => ({ linesPerSecond: median(r), ratioToFirst: median(ratios[i]) }));
 }
 
 const linter = await Linter.create();
-const memhintRate = throughput((t) => linter.lintText(t));
 const workspace = new ruff.Workspace(ruff.Workspace.defaultSettings(), ruff.PositionEncoding.Utf16);
-const ruffRate = throughput((t) => workspace.check(t));
+const parser = linter.parser.parser;
+// The floor under any linter built on web-tree-sitter: parsing alone, no rules, no mirror.
+const [memhint, ruffWasm, parseOnly] = throughputs([
+  (t) => linter.lintText(t),
+  (t) => workspace.check(t),
+  (t) => parser.parse(t).delete(),
+]);
+const memhintRate = memhint.linesPerSecond;
+const ruffRate = ruffWasm.linesPerSecond;
 
 // Incremental: a ~1,500-line file made of corpus files, edited one character at a time.
 let big = '';
@@ -73,7 +97,9 @@ const result = {
   corpus: { files: corpus.length, lines: corpusLines },
   memhintLinesPerSecond: Math.round(memhintRate),
   ruffWasmLinesPerSecond: Math.round(ruffRate),
-  ratio: +(memhintRate / ruffRate).toFixed(2),
+  ratio: +ruffWasm.ratioToFirst.toFixed(2),
+  treeSitterParseOnlyLinesPerSecond: Math.round(parseOnly.linesPerSecond),
+  parseOnlyRatio: +(ruffWasm.ratioToFirst / parseOnly.ratioToFirst).toFixed(2),
   relint: { fileLines: big.split('\n').length, medianMs: +median(times).toFixed(3), p90Ms: +[...times].sort((a, b) => a - b)[Math.floor(times.length * 0.9)].toFixed(3) },
 };
 if (args.includes('--json')) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
@@ -82,5 +108,6 @@ else {
   process.stdout.write(`memhint    ${result.memhintLinesPerSecond.toLocaleString('en')} lines/s\n`);
   process.stdout.write(`ruff-wasm  ${result.ruffWasmLinesPerSecond.toLocaleString('en')} lines/s (${ruff.Workspace.version()})\n`);
   process.stdout.write(`ratio      ${result.ratio}x (memhint / ruff-wasm; goal >= 1)\n`);
+  process.stdout.write(`tree-sitter parse alone ${result.treeSitterParseOnlyLinesPerSecond.toLocaleString('en')} lines/s (${result.parseOnlyRatio}x ruff-wasm; the ceiling of any linter on web-tree-sitter)\n`);
   process.stdout.write(`re-lint after 1-char edit of a ${result.relint.fileLines}-line file: median ${result.relint.medianMs} ms, p90 ${result.relint.p90Ms} ms (goal <= 2 ms)\n`);
 }

@@ -21,11 +21,13 @@ export class PythonDocument {
   private tree: TS.Tree;
   private units: Unit[];
   private file: SourceFile;
+  private readonly tables: NodeTables;
 
   constructor(
     private readonly py: PythonParser,
     text: string,
   ) {
+    this.tables = nodeTables(py.language);
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
@@ -93,17 +95,23 @@ export class PythonDocument {
         if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
       }
     }
-    const reconciler = new Reconciler(spans, changed);
+    const reconciler = new Reconciler(spans, changed, this.tables);
     const units: Unit[] = [];
     const cursor = this.tree.rootNode.walk();
     try {
       if (cursor.gotoFirstChild()) {
         do {
           const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex}`);
-          const node = old === undefined ? copySubtree(cursor, root) : reconciler.reconcile(cursor, old.node, root, 0);
-          // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
-          const unit = old !== undefined && node === old.node ? old : { node, index: indexSubtree(node) };
-          root.children.push(node);
+          let unit: Unit;
+          if (old === undefined) {
+            const index: NodeIndex = new Map();
+            unit = { node: copySubtree(cursor, root, this.tables, index), index };
+          } else {
+            const node = reconciler.reconcile(cursor, old.node, root, 0);
+            // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
+            unit = node === old.node ? old : { node, index: indexSubtree(node) };
+          }
+          root.children.push(unit.node);
           units.push(unit);
         } while (cursor.gotoNextSibling());
       }
@@ -132,6 +140,7 @@ class Reconciler {
   constructor(
     private readonly spans: readonly EditSpan[],
     private readonly changed: readonly (readonly [number, number])[],
+    private readonly tables: NodeTables,
   ) {}
 
   reconcile(cursor: TS.TreeCursor, old: SyntaxNode, parent: SyntaxNode, depth: number): SyntaxNode {
@@ -146,7 +155,7 @@ class Reconciler {
         return old;
       }
     }
-    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent);
+    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent, this.tables);
     const node: SyntaxNode = {
       type,
       named: cursor.nodeIsNamed,
@@ -165,7 +174,7 @@ class Reconciler {
     if (cursor.gotoFirstChild()) {
       do {
         const match = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex}`);
-        node.children.push(match === undefined ? copySubtree(cursor, node) : this.reconcile(cursor, match, node, depth + 1));
+        node.children.push(match === undefined ? copySubtree(cursor, node, this.tables) : this.reconcile(cursor, match, node, depth + 1));
       } while (cursor.gotoNextSibling());
       cursor.gotoParent();
     }
@@ -225,38 +234,85 @@ function shift(node: SyntaxNode, delta: number): void {
   }
 }
 
-/** Copies the subtree under the cursor into plain objects; the cursor ends where it started. */
-function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null): SyntaxNode {
-  const make = (p: SyntaxNode | null): SyntaxNode => ({
-    type: cursor.nodeType,
-    named: cursor.nodeIsNamed,
-    field: cursor.currentFieldName,
-    missing: cursor.nodeIsMissing,
-    start: cursor.startIndex,
-    end: cursor.endIndex,
-    children: [],
-    parent: p,
-  });
+/** Per-language lookups that turn the cursor's numeric ids into the mirror's strings without a wasm call. */
+interface NodeTables {
+  readonly types: readonly string[];
+  readonly named: readonly boolean[];
+  readonly fields: readonly (string | null)[];
+}
+
+const tablesByLanguage = new WeakMap<TS.Language, NodeTables>();
+
+function nodeTables(language: TS.Language): NodeTables {
+  let tables = tablesByLanguage.get(language);
+  if (tables === undefined) {
+    const types: string[] = [];
+    const named: boolean[] = [];
+    for (let id = 0; id < language.nodeTypeCount; id++) {
+      types.push(language.types[id] ?? 'ERROR');
+      named.push(language.nodeTypeIsNamed(id));
+    }
+    tables = { types, named, fields: language.fields.map((f) => f ?? null) };
+    tablesByLanguage.set(language, tables);
+  }
+  return tables;
+}
+
+const ERROR_TYPE_ID = 65535;
+/** Shared by every leaf: no node gets children after it is built, so one frozen array serves all. */
+const NO_CHILDREN: SyntaxNode[] = Object.freeze([] as SyntaxNode[]) as SyntaxNode[];
+
+type MutableNode = { -readonly [K in keyof SyntaxNode]: SyntaxNode[K] };
+
+/**
+ * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Each
+ * wasm call marshals the cursor, so per node it asks only for the type and field ids, the offsets
+ * and the moves (names and namedness come from per-language tables; MISSING is asked of empty
+ * nodes only). `index` (by type, document order) is filled on the way.
+ */
+function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, index?: NodeIndex): SyntaxNode {
+  const { types, named, fields } = tables;
+  const make = (p: SyntaxNode | null): MutableNode => {
+    const typeId = cursor.nodeTypeId;
+    const type = typeId === ERROR_TYPE_ID ? 'ERROR' : types[typeId] ?? cursor.nodeType;
+    const node: MutableNode = {
+      type,
+      named: typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed),
+      field: fields[cursor.currentFieldId] ?? null,
+      missing: false,
+      start: cursor.startIndex,
+      end: cursor.endIndex,
+      children: NO_CHILDREN,
+      parent: p,
+    };
+    if (node.start === node.end) node.missing = cursor.nodeIsMissing;
+    if (index !== undefined) {
+      const list = index.get(type);
+      if (list === undefined) index.set(type, [node]);
+      else list.push(node);
+    }
+    return node;
+  };
   const top = make(parent);
+  if (!cursor.gotoFirstChild()) return top;
   // Iterative descent: deeply nested expressions must not overflow the JS stack.
-  const stack: SyntaxNode[] = [top];
-  if (cursor.gotoFirstChild()) {
-    for (;;) {
-      const p = stack[stack.length - 1];
-      const node = make(p);
-      p.children.push(node);
-      if (cursor.gotoFirstChild()) {
-        stack.push(node);
-        continue;
-      }
-      while (!cursor.gotoNextSibling()) {
-        cursor.gotoParent();
-        if (stack.length === 1) return top; // back at the subtree's own node
-        stack.pop();
-      }
+  const stack: MutableNode[] = [top];
+  top.children = [];
+  for (;;) {
+    const p = stack[stack.length - 1];
+    const node = make(p);
+    p.children.push(node);
+    if (cursor.gotoFirstChild()) {
+      node.children = [];
+      stack.push(node);
+      continue;
+    }
+    while (!cursor.gotoNextSibling()) {
+      cursor.gotoParent();
+      stack.pop();
+      if (stack.length === 0) return top; // back at the subtree's own node
     }
   }
-  return top;
 }
 
 /** Every node of a subtree by type, in document order. */

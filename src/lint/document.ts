@@ -22,6 +22,8 @@ export class PythonDocument {
   private units: Unit[];
   private file: SourceFile;
   private readonly tables: NodeTables;
+  /** Whether the last tree parsed as a module; when the whole file is one ERROR, its children carry fields. */
+  private rootIsModule = false;
 
   constructor(
     private readonly py: PythonParser,
@@ -87,44 +89,116 @@ export class PythonDocument {
 
   private mirror(text: string, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[] = [], lineStarts?: number[]): SourceFile {
     const root: SyntaxNode = { type: 'module', named: true, field: null, missing: false, start: 0, end: text.length, children: [], parent: null };
-    // Old units keyed by where their start sits after the edits; candidates for whole or partial reuse.
-    const oldUnits = new Map<string, Unit>();
-    if (spans.length > 0) {
-      for (const unit of this.units) {
-        const start = mapOffset(unit.node.start, spans);
-        if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
-      }
-    }
-    const reconciler = new Reconciler(spans, changed, this.tables);
-    const units: Unit[] = [];
-    const cursor = this.tree.rootNode.walk();
-    try {
-      if (cursor.gotoFirstChild()) {
-        do {
-          const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex}`);
-          let unit: Unit;
-          if (old === undefined) {
-            const index: NodeIndex = new Map();
-            unit = { node: copySubtree(cursor, root, this.tables, index), index };
-          } else {
-            const node = reconciler.reconcile(cursor, old.node, root, 0);
-            // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
-            unit = node === old.node ? old : { node, index: indexSubtree(node) };
-          }
-          root.children.push(unit.node);
-          units.push(unit);
-        } while (cursor.gotoNextSibling());
-      }
-    } finally {
-      cursor.delete();
+    const units = (spans.length === 1 ? this.mirrorAround(root, spans[0], changed) : null) ?? this.mirrorAll(root, spans, changed);
+    for (const unit of units) {
+      unit.node.parent = root;
+      root.children.push(unit.node);
     }
     this.units = units;
+    this.rootIsModule = this.tree.rootNode.type === 'module';
     return new SourceFile(
       text,
       root,
       units.map((u) => u.index),
       lineStarts,
     );
+  }
+  /** Every top-level statement from the cursor: old ones reused where the edits left them intact. */
+  private mirrorAll(root: SyntaxNode, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[]): Unit[] {
+    const units: Unit[] = [];
+    const cursor = this.tree.rootNode.walk();
+    try {
+      if (cursor.gotoFirstChild()) {
+        const next = this.unitMatcher(root, spans, changed, this.units);
+        do units.push(next(cursor));
+        while (cursor.gotoNextSibling());
+      }
+    } finally {
+      cursor.delete();
+    }
+    return units;
+  }
+
+  /**
+   * One edit: the statements wholly before it (and before every changed range) are the old ones,
+   * unchanged; those wholly after it are the old ones shifted. Only the statements in between are read
+   * from the tree, so a keystroke costs the edited statement, not a walk over every statement.
+   * Null when the new tree does not line up with that expectation (then everything is walked).
+   */
+  private mirrorAround(root: SyntaxNode, span: EditSpan, changed: readonly (readonly [number, number])[]): Unit[] | null {
+    const old = this.units;
+    if (!this.rootIsModule || this.tree.rootNode.type !== 'module') return null;
+    const delta = span.newEnd - span.oldEnd;
+    let lo = span.start;
+    let hi = span.newEnd;
+    for (const [s, e] of changed) {
+      lo = Math.min(lo, s);
+      hi = Math.max(hi, e);
+    }
+    let before = 0;
+    while (before < old.length && old[before].node.end < lo) before++;
+    let after = old.length;
+    while (after > before && old[after - 1].node.start > span.oldEnd && old[after - 1].node.start + delta > hi) after--;
+    const tail = old.slice(after);
+    const tailStart = tail.length > 0 ? tail[0].node.start + delta : -1;
+    const units = old.slice(0, before);
+    const cursor = this.tree.rootNode.walk();
+    try {
+      // First check that the new tree lines up, touching nothing, so that the fallback starts clean.
+      const prefixEnd = before > 0 ? old[before - 1].node.end : 0;
+      const toFirstMiddle = (): boolean => (before === 0 ? cursor.gotoFirstChild() : cursor.gotoFirstChildForIndex(prefixEnd) && cursor.startIndex >= prefixEnd);
+      let middle = 0;
+      if (!toFirstMiddle()) return old.length === 0 && tail.length === 0 ? [] : null;
+      for (;;) {
+        if (tail.length > 0 && cursor.startIndex >= tailStart) {
+          if (cursor.startIndex !== tailStart || cursor.nodeType !== tail[0].node.type) return null;
+          break;
+        }
+        middle++;
+        if (!cursor.gotoNextSibling()) {
+          if (tail.length > 0) return null;
+          break;
+        }
+      }
+      // Changed ranges cannot describe zero-width nodes (an empty ERROR appearing or vanishing at the
+      // top level), so the statement count must agree as well.
+      if (this.tree.rootNode.childCount !== before + middle + tail.length) return null;
+      cursor.reset(this.tree.rootNode);
+      toFirstMiddle();
+      const next = this.unitMatcher(root, [span], changed, old.slice(before, after));
+      for (let i = 0; i < middle; i++) {
+        units.push(next(cursor));
+        cursor.gotoNextSibling();
+      }
+    } finally {
+      cursor.delete();
+    }
+    if (delta !== 0) for (const unit of tail) shift(unit.node, delta);
+    for (const unit of tail) units.push(unit);
+    return units;
+  }
+
+  /** Mirrors the top-level statement under the cursor, reusing a matching old one (whole or in part). */
+  private unitMatcher(root: SyntaxNode, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[], candidates: readonly Unit[]): (cursor: TS.TreeCursor) => Unit {
+    // Old units keyed by where their start sits after the edits; candidates for whole or partial reuse.
+    const oldUnits = new Map<string, Unit>();
+    if (spans.length > 0) {
+      for (const unit of candidates) {
+        const start = mapOffset(unit.node.start, spans);
+        if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
+      }
+    }
+    const reconciler = new Reconciler(spans, changed, this.tables);
+    return (cursor) => {
+      const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex}`);
+      if (old === undefined) {
+        const index: NodeIndex = new Map();
+        return { node: copySubtree(cursor, root, this.tables, index), index };
+      }
+      const node = reconciler.reconcile(cursor, old.node, root, 0);
+      // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
+      return node === old.node ? old : { node, index: indexSubtree(node) };
+    };
   }
 }
 

@@ -3,8 +3,8 @@
 // a leak. Computed once per file: the data dependencies of every backward-like call, and of the
 // returned values of functions that do not backpropagate themselves (their caller may).
 import type { SourceFile, SyntaxNode } from '../syntax';
-import { factsSignature, flowOf, Taint, type ScopeFlow } from './flow';
-import { combine, NodeCache, nodesInScope, scopesOf } from './unitcache';
+import { flowOf, flowSignature, Taint, type ScopeFlow } from './flow';
+import { combine, ModuleCodeCache, NodeCache, nodesInScope, scopesOf } from './unitcache';
 import { backwardTargets, callsByScope, computesGradients, hasTaintSource, keyOf } from './models';
 
 interface Consumed {
@@ -24,6 +24,7 @@ interface ScopeConsumption {
 
 const cache = new WeakMap<SourceFile, Consumed>();
 const scopeCache = new NodeCache<ScopeConsumption>();
+const moduleCache = new ModuleCodeCache<ScopeConsumption>();
 const MAX_KEYS = 4000;
 const RETURNS = new Set(['return_statement', 'yield']);
 
@@ -42,7 +43,7 @@ function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption
     }
     return c;
   };
-  return scope.type === 'module' ? compute() : scopeCache.get(scope, factsSignature(file), compute);
+  return scope.type === 'module' ? moduleCache.get(file, flowSignature(file), compute) : scopeCache.get(scope, flowSignature(file), compute);
 }
 
 function consumed(file: SourceFile): Consumed {

@@ -5,7 +5,7 @@
 import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from './models';
-import { combine, NodeCache } from './unitcache';
+import { combine, ModuleCodeCache, NodeCache } from './unitcache';
 import { gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
 
 /** Clean < Unknown < Tainted; `max` merges. */
@@ -39,6 +39,21 @@ const CLEAN_BUILTINS = new Set(['float', 'int', 'bool', 'len', 'str', 'repr', 'r
 const PROPAGATING_BUILTINS = new Set(['sum', 'max', 'min', 'abs', 'list', 'tuple', 'zip', 'enumerate', 'reversed', 'sorted', 'iter', 'next', 'map', 'filter', 'dict', 'set']);
 const CLEAN_TORCH = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|linspace|logspace|eye|randn|rand|randint|randperm|normal|zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like|argmax|argmin|argsort|isnan|isinf|isfinite|eq|ne|lt|gt|le|ge|equal|numel|is_tensor|no_grad|inference_mode|manual_seed|device|Generator|get_rng_state|save|load|sign|bucketize|searchsorted|autograd\.grad)$/;
 
+class DefAt implements Def {
+  constructor(
+    readonly key: string,
+    readonly kind: DefKind,
+    readonly stmt: SyntaxNode,
+    readonly value: SyntaxNode | null,
+    private readonly at: SyntaxNode,
+    private readonly atEnd: boolean,
+  ) {}
+
+  get effective(): number {
+    return this.atEnd ? this.at.end : this.at.start;
+  }
+}
+
 const COMPREHENSIONS = new Set(['list_comprehension', 'generator_expression', 'set_comprehension', 'dictionary_comprehension']);
 const MAX_DEPTH = 40;
 
@@ -51,7 +66,8 @@ export class ScopeFlow {
   constructor(
     /** Updated when a cached flow is reused for a later version of the document. */
     public file: SourceFile,
-    readonly scope: SyntaxNode,
+    /** Updated too: a module flow is reused while the module's own code is unchanged (ModuleCodeCache). */
+    public scope: SyntaxNode,
     /** Parameters assumed to hold tensors with history (to ask "would this method keep its argument?"). */
     private readonly taintedParams: ReadonlySet<string> = new Set(),
     /** Module-level functions of this file whose return value carries history (`loss = train_step(...)`). */
@@ -295,14 +311,15 @@ export class ScopeFlow {
 
   // ---- collection ---------------------------------------------------------------------------
 
-  private add(key: string | null, kind: DefKind, stmt: SyntaxNode, value: SyntaxNode | null, effective: number): void {
+  /** `effective` is an edge of a node, not an offset, so a flow stays right when its nodes are shifted by an edit. */
+  private add(key: string | null, kind: DefKind, stmt: SyntaxNode, value: SyntaxNode | null, effective: SyntaxNode, atEnd = true): void {
     if (key === null) return;
     let list = this.defs.get(key);
     if (list === undefined) {
       list = [];
       this.defs.set(key, list);
     }
-    list.push({ key, kind, stmt, value, effective });
+    list.push(new DefAt(key, kind, stmt, value, effective, atEnd));
   }
 
   private collect(): void {
@@ -312,7 +329,7 @@ export class ScopeFlow {
       const params = childByField(scope, 'parameters');
       for (const p of params?.children ?? []) {
         const name = p.type === 'identifier' ? p : p.type === 'typed_parameter' ? (p.children.find((c) => c.type === 'identifier') ?? null) : childByField(p, 'name');
-        if (name?.type === 'identifier') this.add(file.textOf(name), 'param', scope, null, scope.start);
+        if (name?.type === 'identifier') this.add(file.textOf(name), 'param', scope, null, scope, false);
       }
     }
     const body = scope.type === 'function_definition' ? childByField(scope, 'body') : scope;
@@ -331,26 +348,27 @@ export class ScopeFlow {
         case 'augmented_assignment': {
           const left = childByField(n, 'left');
           const stmt = statementOf(n);
-          if (left?.type === 'subscript') this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, childByField(n, 'right'), stmt.end);
-          else this.add(keyOf(file, left), 'aug', stmt, childByField(n, 'right'), stmt.end);
+          if (left?.type === 'subscript') this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, childByField(n, 'right'), stmt);
+          else this.add(keyOf(file, left), 'aug', stmt, childByField(n, 'right'), stmt);
           break;
         }
         case 'for_statement': {
           const left = childByField(n, 'left');
           const body = childByField(n, 'body');
-          if (left !== null) for (const t of targetKeys(file, left)) this.add(t, 'for', n, childByField(n, 'right'), body?.start ?? n.end);
+          if (left !== null) for (const t of targetKeys(file, left)) this.add(t, 'for', n, childByField(n, 'right'), body ?? n, body === null);
           break;
         }
         case 'with_item': {
           const value = childByField(n, 'value');
           const alias = value?.type === 'as_pattern' ? childByField(value, 'alias') : null;
           const withStmt = n.parent?.parent ?? n;
-          if (alias !== null) for (const t of targetKeys(file, alias)) this.add(t, 'with', withStmt, null, childByField(withStmt, 'body')?.start ?? n.end);
+          const withBody = childByField(withStmt, 'body');
+          if (alias !== null) for (const t of targetKeys(file, alias)) this.add(t, 'with', withStmt, null, withBody ?? n, withBody === null);
           break;
         }
         case 'named_expression': {
           const name = childByField(n, 'name');
-          if (name !== null) this.add(file.textOf(name), 'assign', n, childByField(n, 'value'), n.end);
+          if (name !== null) this.add(file.textOf(name), 'assign', n, childByField(n, 'value'), n);
           break;
         }
         case 'call':
@@ -372,7 +390,7 @@ export class ScopeFlow {
     const left = childByField(n, 'left');
     if (left === null) return;
     if (left.type === 'subscript') {
-      this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, value, stmt.end);
+      this.add(keyOf(file, childByField(left, 'value')), 'store', stmt, value, stmt);
       return;
     }
     if ((left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') && value !== null && (value.type === 'expression_list' || value.type === 'tuple')) {
@@ -380,12 +398,12 @@ export class ScopeFlow {
       const values = value.children.filter((c) => c.named && c.type !== 'comment');
       if (targets.length === values.length) {
         targets.forEach((t, i) => {
-          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, values[i], stmt.end);
+          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, values[i], stmt);
         });
         return;
       }
     }
-    for (const k of targetKeys(file, left)) this.add(k, 'assign', stmt, value, stmt.end);
+    for (const k of targetKeys(file, left)) this.add(k, 'assign', stmt, value, stmt);
   }
 
   private collectCall(call: SyntaxNode): void {
@@ -399,7 +417,7 @@ export class ScopeFlow {
       const values = args === null ? [] : args.children.filter((c) => c.named && c.type !== 'comment');
       const value = method === 'insert' ? (values[1] ?? null) : (values[0] ?? null);
       const stmt = statementOf(call);
-      this.add(keyOf(file, childByField(fn, 'object')), 'store', stmt, value, stmt.end);
+      this.add(keyOf(file, childByField(fn, 'object')), 'store', stmt, value, stmt);
       return;
     }
     const targets = backwardTargets(file, call);
@@ -507,13 +525,22 @@ export function factsSignature(file: SourceFile): string {
  * its statement and the file-wide model/grad facts unchanged.
  */
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
-  const returning = graphReturningFunctions(file);
-  const flow = flowCache.get(scope, `${factsSignature(file)}|${[...returning].join(',')}`, () => new ScopeFlow(file, scope, new Set(), returning));
+  const signature = flowSignature(file);
+  const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file));
+  const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(scope, signature, compute);
   flow.file = file;
+  flow.scope = scope;
   return flow;
 }
 
-const baseFlowCache = new NodeCache<ScopeFlow>();
+const moduleFlowCache = new ModuleCodeCache<ScopeFlow>();
+
+/** Everything a scope's flow depends on beyond its own statements. */
+export function flowSignature(file: SourceFile): string {
+  return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(',')]);
+}
+
+const returningFnCache = new NodeCache<boolean>();
 const returningCache = new WeakMap<SourceFile, ReadonlySet<string>>();
 
 /**
@@ -531,9 +558,8 @@ export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
     if (fn === null || fn.type !== 'function_definition') continue;
     const nameNode = childByField(fn, 'name');
     if (nameNode === null || !file.textOf(fn).includes('return')) continue;
-    const flow = baseFlowCache.get(fn, signature, () => new ScopeFlow(file, fn));
-    flow.file = file;
-    if (returnsHistory(flow, fn)) found.add(file.textOf(nameNode));
+    const returns = returningFnCache.get(fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn));
+    if (returns) found.add(file.textOf(nameNode));
   }
   names = found;
   returningCache.set(file, names);

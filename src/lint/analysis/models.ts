@@ -64,10 +64,20 @@ export interface ModelFacts {
 
 const factsCache = new WeakMap<SourceFile, ModelFacts>();
 
+/** Facts by the units' tokens and the imports: an edit that changes no unit's contribution reuses them. */
+const factsByContent = new Map<string, ModelFacts>();
+
 export function modelFacts(file: SourceFile): ModelFacts {
   let facts = factsCache.get(file);
   if (facts === undefined) {
-    facts = computeFacts(file);
+    // The facts hold strings only, so they can be shared by any version with the same contributions.
+    const content = `${importSignature(file)}|${unitsOf(file).map((u) => unitModelData(file, u).token).join(',')}`;
+    facts = factsByContent.get(content);
+    if (facts === undefined) {
+      facts = computeFacts(file);
+      if (factsByContent.size >= 8) factsByContent.delete(factsByContent.keys().next().value!);
+      factsByContent.set(content, facts);
+    }
     factsCache.set(file, facts);
   }
   return facts;
@@ -86,6 +96,8 @@ interface UnitModelData {
   readonly functions: readonly string[];
   /** Assignments `key = <call or name>` that may bind a module. */
   readonly candidates: readonly { readonly key: string; readonly rhs: SyntaxNode; readonly head: string }[];
+  /** All of the above as text (interned): equal tokens mean equal contributions. */
+  readonly token: string;
 }
 
 /**
@@ -150,7 +162,8 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
         }
       }
     }
-    return { classes, markers, frozen, functions, candidates };
+    const token = intern(JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
+    return { classes, markers, frozen, functions, candidates, token };
   });
 }
 

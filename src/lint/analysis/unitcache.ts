@@ -113,16 +113,71 @@ export function scopesOf(file: SourceFile): SyntaxNode[] {
   return [...file.nodesOfType('function_definition'), file.root];
 }
 
+function isDefinitionUnit(n: SyntaxNode): boolean {
+  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
+}
+
+const moduleCodeOf = new WeakMap<SourceFile, readonly SyntaxNode[]>();
+
+/** The module's own code: its top-level statements that are not definitions (in order). */
+export function moduleCode(file: SourceFile): readonly SyntaxNode[] {
+  let code = moduleCodeOf.get(file);
+  if (code === undefined) {
+    code = file.root.children.filter((u) => !isDefinitionUnit(u));
+    moduleCodeOf.set(file, code);
+  }
+  return code;
+}
+
+/**
+ * A cache for results computed over the module's own code. The module node is new in every version,
+ * but the statements are reused across edits: an entry is valid while every top-level statement that
+ * is not a definition is the same (reused) node and the signature, which must cover every other
+ * input, is unchanged. A few entries are kept for documents edited in turn.
+ */
+export class ModuleCodeCache<T> {
+  private entries: { code: readonly SyntaxNode[]; signature: string; value: T }[] = [];
+
+  get(file: SourceFile, signature: string, compute: () => T): T {
+    const code = moduleCode(file);
+    for (let i = 0; i < this.entries.length; i++) {
+      const e = this.entries[i];
+      if (e.signature !== signature || e.code.length !== code.length || !e.code.every((n, k) => n === code[k])) continue;
+      if (i > 0) this.entries.unshift(...this.entries.splice(i, 1));
+      return e.value;
+    }
+    const value = compute();
+    this.entries.unshift({ code, signature, value });
+    if (this.entries.length > 4) this.entries.pop();
+    return value;
+  }
+}
+
+/** Findings stored per top-level statement (their anchor), so they stay right when statements shift. */
+function toRelativeByUnit(file: SourceFile, findings: readonly RuleFinding[]): RelativeFinding[] {
+  const units = file.root.children;
+  return findings.flatMap((f) => {
+    const unit = units.find((u) => u.start <= f.start && f.start <= u.end);
+    return unit === undefined ? [] : toRelative(unit, [f]);
+  });
+}
+
+/** Where a per-scope check keeps its findings: on each function node, and for the module's own code. */
+export class ScopeFindingsCache {
+  readonly functions = new NodeCache<RelativeFinding[]>();
+  readonly module = new ModuleCodeCache<RelativeFinding[]>();
+}
+
 /**
  * Runs a per-scope check with reuse across edits: function scopes' findings are cached on the function
- * node under `signature` (which must cover every file-wide input of the check); the module scope,
- * whose code spans all statements, is always recomputed.
+ * node, the module scope's while its own code is unchanged (see ModuleCodeCache), both under
+ * `signature`, which must cover every file-wide input of the check.
  */
-export function checkScopes(file: SourceFile, cache: NodeCache<RelativeFinding[]>, signature: string, check: (scope: SyntaxNode) => RuleFinding[]): RuleFinding[] {
+export function checkScopes(file: SourceFile, cache: ScopeFindingsCache, signature: string, check: (scope: SyntaxNode) => RuleFinding[]): RuleFinding[] {
   const out: RuleFinding[] = [];
   for (const scope of scopesOf(file)) {
-    if (scope.type === 'module') out.push(...check(scope));
-    else out.push(...fromRelative(cache.get(scope, signature, () => toRelative(scope, check(scope)))));
+    if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, signature, () => toRelativeByUnit(file, check(scope)))));
+    else out.push(...fromRelative(cache.functions.get(scope, signature, () => toRelative(scope, check(scope)))));
   }
   out.sort((a, b) => a.start - b.start);
   return out;
@@ -142,6 +197,4 @@ export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): Syn
   return out;
 }
 
-function isDefinition(n: SyntaxNode): boolean {
-  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
-}
+const isDefinition = isDefinitionUnit;

@@ -7,7 +7,7 @@ import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsByScope, computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
-import { checkScopes, combine, NodeCache, type RelativeFinding } from '../analysis/unitcache';
+import { checkScopes, combine, ScopeFindingsCache } from '../analysis/unitcache';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -203,7 +203,7 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
 }
 
-const findingsCache = new NodeCache<RelativeFinding[]>();
+const findingsCache = new ScopeFindingsCache();
 
 function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);

@@ -1,4 +1,6 @@
 import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { getLinter } from './harness';
 import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/syntax';
 
@@ -6,7 +8,8 @@ import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/synt
 function dump(root: SyntaxNode): string {
   const parts: string[] = [];
   walk(root, (n) => {
-    parts.push(`${n.type}@${n.start}-${n.end}${n.field ? ':' + n.field : ''}`);
+    parts.push(`${n.type}@${n.start}-${n.end}${n.field ? ':' + n.field : ''}${n.named ? '' : '~'}${n.missing ? '!' : ''}`);
+    for (const c of n.children) assert.equal(c.parent, n, `parent of ${c.type}@${c.start}`);
   });
   return parts.join(' ');
 }
@@ -79,6 +82,32 @@ describe('PythonDocument', () => {
       assert.equal(dump(doc.source.root), dump(fresh.source.root), `after edit ${i}`);
       assert.deepEqual(doc.source.lineStarts, computeLineStarts(text), `line starts after edit ${i}`);
       for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition']) {
+        assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after edit ${i}`);
+      }
+      fresh.dispose();
+    }
+    doc.dispose();
+  });
+
+  it('keeps many top-level statements identical to a fresh parse (edits before, inside, across and after them)', async function () {
+    this.timeout(120000);
+    const linter = await getLinter();
+    const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
+    let text = fs.readdirSync(fixtures).sort().slice(0, 4).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
+    const pieces = ['1', 'x', ' ', '\n', '(', ')', ':', '"""', '#', 'else:\n', '\n\n', '    ', 'def f():\n    return 1\n', '@dec\n', '\\\n', '[', ']', 'if x:\n'];
+    let seed = 777;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    const doc = linter.open(text);
+    for (let i = 0; i < 250; i++) {
+      const at = rand(text.length + 1);
+      // Mostly small edits; some delete whole lines or statements, so edits span statement boundaries.
+      const del = rand(5) === 0 ? Math.min(rand(400), text.length - at) : rand(3) === 0 ? Math.min(rand(4), text.length - at) : 0;
+      const ins = rand(5) === 0 ? '' : pieces[rand(pieces.length)];
+      doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
+      text = text.slice(0, at) + ins + text.slice(at + del);
+      const fresh = linter.open(text);
+      assert.equal(dump(doc.source.root), dump(fresh.source.root), `after edit ${i} at ${at} (-${del} +${JSON.stringify(ins)})`);
+      for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition', 'assignment']) {
         assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after edit ${i}`);
       }
       fresh.dispose();

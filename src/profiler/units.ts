@@ -1,4 +1,5 @@
-// Byte sizes for the command line (`--budget 24GiB`) and for human-readable reports.
+// Byte sizes as the CLI (`--budget 24GiB`) and the editor's settings read them, and as every report
+// prints them. One rule everywhere: `KiB`/`MiB`/`GiB` (and bare `k`/`m`/`g`) are binary, `kB`/`MB`/`GB` decimal.
 
 const UNITS: Record<string, number> = {
   b: 1,
@@ -16,7 +17,7 @@ const UNITS: Record<string, number> = {
   tib: 1024 ** 4,
 };
 
-/** Parses `24GiB`, `512 MB`, `1.5g`, `4096` (bytes). Returns null when the text is not a size. */
+/** Parses `24GiB`, `512 MB` (10^6), `1.5g` (2^30), `4096` (bytes). Returns null when the text is not a size. */
 export function parseByteSize(text: string): number | null {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   if (!match) return null;
@@ -26,16 +27,31 @@ export function parseByteSize(text: string): number | null {
   return Number.isFinite(value) ? Math.round(value) : null;
 }
 
-/** `4.0 MiB`, `512 B`, `-1.2 GiB`: binary units, one decimal above bytes. */
-export function formatBytes(bytes: number): string {
-  const sign = bytes < 0 ? '-' : '';
+const BINARY = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'] as const;
+
+/**
+ * `1288490189` -> `1.2 GiB`: binary units, two or three significant digits; `signed` adds `+` to
+ * positive values (deltas). The one formatter of the CLI report and the editor.
+ */
+export function formatBytes(bytes: number, options: { signed?: boolean } = {}): string {
+  if (!Number.isFinite(bytes)) return String(bytes);
+  const sign = bytes < 0 ? '-' : options.signed === true && bytes > 0 ? '+' : '';
   let value = Math.abs(bytes);
-  if (value < 1024) return `${sign}${value} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let unit = -1;
-  while (value >= 1024 && unit < units.length - 1) {
+  let unit = 0;
+  while (value >= 1024 && unit < BINARY.length - 1) {
     value /= 1024;
-    unit += 1;
+    unit++;
   }
-  return `${sign}${value.toFixed(1)} ${units[unit]}`;
+  if (unit === 0) return `${sign}${Math.round(value)} B`;
+  // 1023.96 KiB would print as "1024 KiB": carry into the next unit instead.
+  let text = value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
+  if (Number(text) >= 1024 && unit < BINARY.length - 1) {
+    unit++;
+    text = (value / 1024).toFixed(2);
+  }
+  return `${sign}${trimZeros(text)} ${BINARY[unit]}`;
+}
+
+function trimZeros(text: string): string {
+  return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }

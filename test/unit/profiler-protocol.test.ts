@@ -163,7 +163,7 @@ describe('profiler targets and sizes', () => {
 
   it('formats bytes', () => {
     assert.equal(formatBytes(512), '512 B');
-    assert.equal(formatBytes(4 * 1024 * 1024), '4.0 MiB');
+    assert.equal(formatBytes(4 * 1024 * 1024), '4 MiB');
     assert.equal(formatBytes(-1536), '-1.5 KiB');
   });
 });
@@ -175,15 +175,15 @@ describe('profiler text report', () => {
   it('prints the source with per-step columns', () => {
     const row = text.split('\n').find((l) => l.includes('out = model(x)') && l.trimStart().startsWith('3'));
     assert.ok(row, text);
-    assert.match(row, /1\.0 MiB.*4\.0 MiB/, 'alloc per step (2 MiB / 2 steps) and backward per step');
+    assert.match(row, /1 MiB.*4 MiB/, 'alloc per step (2 MiB / 2 steps) and backward per step');
   });
 
   it('summarises the peak, leaks, budget and notes', () => {
-    assert.match(text, /Live at peak: 3\.0 MiB \(forward at \/work\/train\.py:3\)/);
-    assert.match(text, /parameter 2\.0 MiB, temporary 1\.0 MiB/);
+    assert.match(text, /Live at peak: 3 MiB \(forward at \/work\/train\.py:3\)/);
+    assert.match(text, /parameter 2 MiB, temporary 1 MiB/);
     assert.match(text, /train\.py:9 +keeps the autograd graph alive \(\+7 nodes per step\)/);
-    assert.match(text, /train\.py:10 +4\.0 KiB per step, held by `keep` in main\(\) \(list\)/);
-    assert.match(text, /Budget 1\.0 KiB EXCEEDED first at \/work\/train\.py:3/);
+    assert.match(text, /train\.py:10 +4 KiB per step, held by `keep` in main\(\) \(list\)/);
+    assert.match(text, /Budget 1 KiB EXCEEDED first at \/work\/train\.py:3/);
     assert.match(text, /- a note/);
   });
 });

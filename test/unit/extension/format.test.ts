@@ -27,7 +27,7 @@ describe('extension/format', () => {
 
   it('parses sizes as users write them', () => {
     assert.equal(parseBytes('64 MiB'), 64 * 1024 ** 2);
-    assert.equal(parseBytes('64MB'), 64 * 1024 ** 2);
+    assert.equal(parseBytes('64MB'), 64 * 1000 ** 2, 'MB is decimal, as for the CLI --budget');
     assert.equal(parseBytes('1.5 GiB'), 1.5 * 1024 ** 3);
     assert.equal(parseBytes('512k'), 512 * 1024);
     assert.equal(parseBytes('100'), 100);

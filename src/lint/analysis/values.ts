@@ -6,6 +6,7 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
+import { NodeCache, unitsOf } from './unitcache';
 
 const MAX_DEPTH = 6;
 
@@ -16,46 +17,86 @@ interface Target {
   readonly left: SyntaxNode;
 }
 
-interface Facts {
+/** One top-level statement's assignment targets and function definitions, by name. */
+interface UnitFacts {
   /** Targets by bound name; attribute targets under their full text (`self.loader`). */
   readonly targets: Map<string, Target[]>;
   readonly functions: Map<string, SyntaxNode[]>;
 }
 
+/** The file's targets and functions by name, merged lazily per name from the per-statement facts. */
+class Facts {
+  private readonly targetMemo = new Map<string, Target[]>();
+  private readonly functionMemo = new Map<string, SyntaxNode[]>();
+
+  constructor(private readonly units: readonly UnitFacts[]) {}
+
+  targets(key: string): Target[] {
+    return this.merged(this.targetMemo, key, (u) => u.targets.get(key));
+  }
+
+  functions(name: string): SyntaxNode[] {
+    return this.merged(this.functionMemo, name, (u) => u.functions.get(name));
+  }
+
+  private merged<T>(memo: Map<string, T[]>, key: string, part: (u: UnitFacts) => T[] | undefined): T[] {
+    let list = memo.get(key);
+    if (list === undefined) {
+      list = [];
+      for (const u of this.units) {
+        const p = part(u);
+        if (p !== undefined) for (const x of p) list.push(x);
+      }
+      memo.set(key, list);
+    }
+    return list;
+  }
+}
+
 const cache = new WeakMap<SourceFile, Facts>();
+// Purely syntactic, so kept on each top-level statement across edits (its nodes shift in place).
+const unitCache = new NodeCache<UnitFacts>();
 
 function facts(file: SourceFile): Facts {
-  const hit = cache.get(file);
-  if (hit !== undefined) return hit;
+  let f = cache.get(file);
+  if (f === undefined) {
+    f = new Facts(unitsOf(file).map((u) => unitCache.get(u, '', () => unitFacts(file, u))));
+    cache.set(file, f);
+  }
+  return f;
+}
+
+function unitFacts(file: SourceFile, unit: SyntaxNode): UnitFacts {
   const targets = new Map<string, Target[]>();
-  const add = (key: string, t: Target): void => {
-    const list = targets.get(key);
-    if (list === undefined) targets.set(key, [t]);
-    else list.push(t);
+  const functions = new Map<string, SyntaxNode[]>();
+  const add = <T>(map: Map<string, T[]>, key: string, value: T): void => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [value]);
+    else list.push(value);
   };
-  for (const assign of file.nodesOfType('assignment')) {
+  const stack = [unit];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+    if (n.type === 'function_definition') {
+      const name = childByField(n, 'name');
+      if (name !== null) add(functions, file.textOf(name), n);
+      continue;
+    }
+    if (n.type !== 'assignment') continue;
+    const assign = n;
     const left = childByField(assign, 'left');
     if (left === null) continue;
-    if (left.type === 'identifier') add(file.textOf(left), { assign, index: null, left });
-    else if (left.type === 'attribute') add(file.textOf(left).replace(/\s+/g, ''), { assign, index: null, left });
+    if (left.type === 'identifier') add(targets, file.textOf(left), { assign, index: null, left });
+    else if (left.type === 'attribute') add(targets, file.textOf(left).replace(/\s+/g, ''), { assign, index: null, left });
     else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
       const parts = namedChildren(left);
       parts.forEach((p, index) => {
-        if (p.type === 'identifier') add(file.textOf(p), { assign, index, left: p });
+        if (p.type === 'identifier') add(targets, file.textOf(p), { assign, index, left: p });
       });
     }
   }
-  const functions = new Map<string, SyntaxNode[]>();
-  for (const def of file.nodesOfType('function_definition')) {
-    const name = childByField(def, 'name');
-    if (name === null) continue;
-    const list = functions.get(file.textOf(name));
-    if (list === undefined) functions.set(file.textOf(name), [def]);
-    else list.push(def);
-  }
-  const result: Facts = { targets, functions };
-  cache.set(file, result);
-  return result;
+  return { targets, functions };
 }
 
 /** Parameter names of a def in order (empty string for splats and unnamed entries). */
@@ -91,13 +132,13 @@ export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxN
   if (depth > MAX_DEPTH) return null;
   const f = facts(file);
   if (node.type === 'attribute') {
-    const list = f.targets.get(file.textOf(node).replace(/\s+/g, '')) ?? [];
+    const list = f.targets(file.textOf(node).replace(/\s+/g, ''));
     if (list.length === 0) return null;
     return collect(list.map((t) => rhsOf(file, f, t)));
   }
   if (node.type !== 'identifier') return null;
   const key = file.textOf(node);
-  const all = (f.targets.get(key) ?? []).filter((t) => t.left.type === 'identifier');
+  const all = f.targets(key).filter((t) => t.left.type === 'identifier');
   for (const scope of [...enclosingFunctions(node), null]) {
     const here = all.filter((t) => enclosingFunction(t.assign) === scope);
     if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t)));
@@ -133,8 +174,8 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
   if (right.type !== 'call') return null;
   const fn = childByField(right, 'function');
   if (fn === null || fn.type !== 'identifier') return null;
-  const defs = f.functions.get(file.textOf(fn));
-  if (defs === undefined || defs.length !== 1) return null;
+  const defs = f.functions(file.textOf(fn));
+  if (defs.length !== 1) return null;
   const out: SyntaxNode[] = [];
   for (const ret of file.nodesOfType('return_statement')) {
     if (enclosingFunction(ret) !== defs[0]) continue;

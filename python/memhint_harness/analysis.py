@@ -33,9 +33,19 @@ class Registry:
         params = []
         for module in list(self.modules):
             try:
-                for p in module.parameters(recurse=False):
-                    params.append(p)
-                for b in module.buffers(recurse=False):
+                cls = type(module)
+                if cls.parameters is _MODULE_PARAMETERS and cls.named_parameters is _MODULE_NAMED_PARAMETERS \
+                        and cls._named_members is _MODULE_NAMED_MEMBERS:
+                    # What parameters(recurse=False) yields, without its generator stack (per module, per step).
+                    params.extend(p for p in module._parameters.values() if p is not None)
+                else:
+                    params.extend(module.parameters(recurse=False))
+                if cls.buffers is _MODULE_BUFFERS and cls.named_buffers is _MODULE_NAMED_BUFFERS \
+                        and cls._named_members is _MODULE_NAMED_MEMBERS:
+                    buffers = _distinct(b for b in module._buffers.values() if b is not None)
+                else:
+                    buffers = module.buffers(recurse=False)
+                for b in buffers:
                     yield "parameter", b
             except Exception:
                 continue
@@ -56,6 +66,25 @@ class Registry:
             yield "parameter", p
             if p.grad is not None:
                 yield "gradient", p.grad
+
+
+_Module = torch.nn.Module
+_MODULE_PARAMETERS = _Module.parameters
+_MODULE_NAMED_PARAMETERS = _Module.named_parameters
+_MODULE_BUFFERS = _Module.buffers
+_MODULE_NAMED_BUFFERS = _Module.named_buffers
+_MODULE_NAMED_MEMBERS = getattr(_Module, "_named_members", None)
+
+
+def _distinct(values):
+    """Drops repeats of one object, as Module._named_members does."""
+    seen = set()
+    result = []
+    for value in values:
+        if id(value) not in seen:
+            seen.add(id(value))
+            result.append(value)
+    return result
 
 
 class State:
@@ -128,11 +157,12 @@ class State:
     def epoch_boundary(self, starting_epoch, complete=True):
         """Called when epoch `starting_epoch` begins: storages from two epochs back that are still alive and
         are not model or optimizer state have leaked. At the end of a run that stopped elsewhere than at the
-        next call (`complete` False) the user's loop did not finish its iteration, so nothing is concluded."""
+        next call (`complete` False) the user's loop did not finish its iteration, so nothing is concluded.
+        Returns whether it checked (and so stamped the state kinds)."""
         tracker = self.tracker
         tracker.poll()
         if starting_epoch in self.checked_epochs or not complete:
-            return
+            return False
         self.checked_epochs.append(starting_epoch)
         # What is model/optimizer state *now*: a gradient replaced by a new one and kept in a list is a leak.
         current = self.stamp_state_kinds()
@@ -147,6 +177,7 @@ class State:
             self._count_graphs(starting_epoch, current)
         if starting_epoch == self.final_epoch and self.leaked_cdatas:
             self._name_holders()
+        return True
 
     final_epoch = None
 

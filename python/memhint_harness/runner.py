@@ -77,44 +77,64 @@ class Runner:
 
     def _measure(self, body, index, profiled, inputs):
         tracker = self.tracker
-        self.state.epoch_boundary(tracker.epoch + 1)
-        for tensor in _tensors_in(inputs):
-            tracker.register_existing(tensor, hint="input", site=tracker.current_site())
-        self.state.stamp_state_kinds()
-        log = StepLog()
-        log.index = profiled if profiled is not None else index
-        log.warmup = profiled is None
-        hooks = self.saved_hooks() if self.saved_hooks is not None else None
-        if hooks is not None:
-            hooks.__enter__()
-        tracker.step_begin(profiled)
-        log.live_start = tracker.live_bytes
-        log.start = tracker.now_ms()
+        # The harness's own work around the step runs untraced: each of its calls would be a trace event.
+        trace = tracker.pause_tracing()
+        try:
+            if not self.state.epoch_boundary(tracker.epoch + 1):
+                self.state.stamp_state_kinds()
+            # Registering the inputs after the stamp changes no kind: state tensors were registered by it.
+            for tensor in _tensors_in(inputs):
+                tracker.register_existing(tensor, hint="input", site=tracker.current_site())
+            log = StepLog()
+            log.index = profiled if profiled is not None else index
+            log.warmup = profiled is None
+            hooks = self.saved_hooks() if self.saved_hooks is not None else None
+            if hooks is not None:
+                hooks.__enter__()
+            tracker.step_begin(profiled)
+            log.live_start = tracker.live_bytes
+            log.start = tracker.now_ms()
+        finally:
+            tracker.resume_tracing(trace)
         try:
             return body()
         finally:
             log.end = tracker.now_ms()
-            events = tracker.step_end()
-            if hooks is not None:
-                hooks.__exit__(None, None, None)
-            log.live_end = tracker.live_bytes
-            if events is not None:
-                log.allocated = sum(delta for _, delta in events if delta > 0)
-                log.freed = -sum(delta for _, delta in events if delta < 0)
-                log.peak = tracker.step_peak
-                log.peak_at = tracker.step_peak_at
-                self.state.stamp_state_kinds()
-                self.state.consider_peak(log, events, tracker)
-            self.steps.append(log)
-            self.channel.send("progress", step=log.index, warmup=log.warmup, ms=log.end - log.start,
-                              liveBytes=tracker.live_bytes, of=self.options.steps)
-            if index + 1 >= self.total_calls:
-                # Stop at the next call, so the last step's leaks are seen across a full iteration of the
-                # user's loop; a script that goes on to other work is stopped after a grace period.
-                self.done = True
-                durations = [step.end - step.start for step in self.steps]
-                grace = max(2.0 * sum(durations) / len(durations) / 1000.0, 1.0)
-                self.stop_deadline = time.perf_counter() + grace
+            trace = tracker.pause_tracing()
+            try:
+                self._step_done(log, index, hooks)
+            finally:
+                tracker.resume_tracing(trace)
+
+    def _step_done(self, log, index, hooks):
+        tracker = self.tracker
+        events = tracker.step_end()
+        if hooks is not None:
+            hooks.__exit__(None, None, None)
+        log.live_end = tracker.live_bytes
+        if events is not None:
+            allocated = freed = 0
+            for _, delta in events:
+                if delta > 0:
+                    allocated += delta
+                else:
+                    freed -= delta
+            log.allocated = allocated
+            log.freed = freed
+            log.peak = tracker.step_peak
+            log.peak_at = tracker.step_peak_at
+            self.state.stamp_state_kinds()
+            self.state.consider_peak(log, events, tracker)
+        self.steps.append(log)
+        self.channel.send("progress", step=log.index, warmup=log.warmup, ms=log.end - log.start,
+                          liveBytes=tracker.live_bytes, of=self.options.steps)
+        if index + 1 >= self.total_calls:
+            # Stop at the next call, so the last step's leaks are seen across a full iteration of the
+            # user's loop; a script that goes on to other work is stopped after a grace period.
+            self.done = True
+            durations = [step.end - step.start for step in self.steps]
+            grace = max(2.0 * sum(durations) / len(durations) / 1000.0, 1.0)
+            self.stop_deadline = time.perf_counter() + grace
 
     # ------------------------------------------------------------------ line hook
 

@@ -5,6 +5,8 @@ by its StorageImpl address (`_cdata`, stable across `resize_`) and see its death
 reference (`_weak_ref` / `_expired`): unlike a weakref on the Python tensor, that stays exact when only
 C++ (autograd's saved variables, a view's base) keeps the storage alive.
 """
+from operator import methodcaller
+
 import torch
 
 
@@ -20,12 +22,13 @@ class StorageApi:
         # The C function itself, for the tracker's hot loop.
         self.expired_raw = self._expired
         self._free = storage_cls._free_weak_ref if self.weak_refs else None
+        # methodcaller: a C-level call, no Python frame per tensor on the tracker's hot path.
         if self.untyped:
-            self.storage_of = _untyped_storage
+            self.storage_of = methodcaller("untyped_storage")
         elif hasattr(probe, "_storage"):
-            self.storage_of = _private_untyped_storage  # torch 1.13: no TypedStorage wrapper per call
+            self.storage_of = methodcaller("_storage")  # torch 1.13: no TypedStorage wrapper per call
         else:
-            self.storage_of = _typed_storage
+            self.storage_of = methodcaller("storage")
         # Probe once so a torch with an unexpected storage API degrades instead of failing per op.
         storage = self.storage_of(probe)
         storage._cdata
@@ -52,14 +55,3 @@ class StorageApi:
         if handle is not None:
             self._free(handle)
 
-
-def _untyped_storage(tensor):
-    return tensor.untyped_storage()
-
-
-def _private_untyped_storage(tensor):
-    return tensor._storage()
-
-
-def _typed_storage(tensor):
-    return tensor.storage()

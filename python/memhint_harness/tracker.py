@@ -16,9 +16,16 @@ the previous node finished: exact on CPU, where the engine runs nodes one by one
 import sys
 import threading
 import time
+import weakref
 from itertools import compress
+from operator import attrgetter
+from time import perf_counter
 
 import torch
+
+_Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+_get_ident = threading.get_ident
 
 try:
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -65,7 +72,8 @@ class Frame:
     """One active user frame on the traced stack."""
 
     # The frame's id, not the frame: holding a frame object would keep its locals (tensors) alive.
-    __slots__ = ("frame", "file", "func", "line", "start", "self_max", "incl_max")
+    # `acc` caches the LineAcc of (file, line), looked up at the first charge of the line.
+    __slots__ = ("frame", "file", "func", "line", "start", "self_max", "incl_max", "acc")
 
     def __init__(self, frame, file, func, live):
         self.frame = id(frame)
@@ -75,6 +83,15 @@ class Frame:
         self.start = live
         self.self_max = live
         self.incl_max = live
+        self.acc = None
+
+
+def _device_flag(device_type):
+    """Whether a tensor is on the tracked device, without building a torch.device per tensor."""
+    flag = {"cpu": "is_cpu", "cuda": "is_cuda"}.get(device_type)
+    if flag is not None and hasattr(torch.Tensor, flag):
+        return attrgetter(flag)
+    return lambda tensor: tensor.device.type == device_type
 
 
 class StopProfiling(BaseException):
@@ -123,12 +140,19 @@ class Tracker:
         self.cuda_series = ([], [], []) if cuda_lines else None
         self.cuda_max_allocated = 0
         self.cuda_max_reserved = 0
-        self._code_cache = {}
+        self._code_cache = {}  # code object -> is it the user's
+        self._stack_accs = None  # distinct LineAccs of the stack's lines, bottom to top (None: recompute)
+        self.disabled = False
+        self.internal_error = None
+        self.returning = False
+        self.line_hook = None
+        # Hot-path shortcuts: C functions and attribute names looked up once.
+        self._expired = storage_api.expired_raw
+        self._storage_of = storage_api.storage_of
+        self._on_device = _device_flag(device_type)
+        self.trace_call = self._make_trace_call()
 
     # ----------------------------------------------------------------- robustness
-
-    disabled = False
-    internal_error = None
 
     def guard(self, fn, *args):
         """Runs bookkeeping; on a harness bug, stops measuring (the report says so) instead of failing the user."""
@@ -146,6 +170,19 @@ class Tracker:
         self.disabled = True
         sys.settrace(None)
 
+    def pause_tracing(self):
+        """Switches the tracer off for harness work between user code; returns what resume_tracing needs."""
+        if not _SWITCH_TRACE:
+            return None
+        trace = sys.gettrace()
+        if trace is not None:
+            sys.settrace(None)
+        return trace
+
+    def resume_tracing(self, trace):
+        if trace is not None and not self.disabled:
+            sys.settrace(trace)
+
     def disable_in_child(self):
         """A forked child (DataLoader worker) inherits the mode and the tracer: measure nothing there."""
         self.disabled = True
@@ -154,7 +191,7 @@ class Tracker:
     # ----------------------------------------------------------------- time, sites
 
     def now_ms(self):
-        return (time.perf_counter() - self.t0) * 1000.0
+        return (perf_counter() - self.t0) * 1000.0
 
     def _acc(self, key):
         acc = self.lines.get(key)
@@ -164,7 +201,7 @@ class Tracker:
 
     def current_site(self):
         # During backward() the main thread waits in the backward() line; autograd threads report to it.
-        if self.stack and (self.in_backward or threading.get_ident() == self.main_thread):
+        if self.stack and (self.in_backward or _get_ident() == self.main_thread):
             top = self.stack[-1]
             return (top.file, top.line, top.func)
         return None
@@ -179,15 +216,18 @@ class Tracker:
         check runs at every traced line, around backward() and at step boundaries."""
         if self.pending:
             self.flush_pending()
-        expired = self.api.expired_raw
-        dead = list(compress(list(self.young.values()), map(expired, self.young_handles.values())))
+        expired = self._expired
+        # list() runs compress to the end before _forget changes the dicts; both dicts share a key order.
+        dead = list(compress(self.young.values(), map(expired, self.young_handles.values())))
         if full and self.old:
-            dead.extend(compress(list(self.old.values()), map(expired, self.old_handles.values())))
-        for rec in dead:
-            self._forget(rec)
-            self.api.free(rec.handle)
-            self._on_free(rec, rec.nbytes)
-        if self.returning and threading.get_ident() == self.main_thread:
+            dead.extend(compress(self.old.values(), map(expired, self.old_handles.values())))
+        if dead:
+            free = self.api.free
+            for rec in dead:
+                self._forget(rec)
+                free(rec.handle)
+                self._on_free(rec, rec.nbytes)
+        if self.returning and _get_ident() == self.main_thread:
             self._pop_returned()
 
     def _remember(self, rec):
@@ -218,9 +258,9 @@ class Tracker:
         self.live_bytes -= nbytes
         if self.events is not None:
             self.events.append((rec, -nbytes))
-            self.timeline.append((self.now_ms(), self.live_bytes))
+            self.timeline.append(((perf_counter() - self.t0) * 1000.0, self.live_bytes))
         if self.in_backward and not self.current_node:
-            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, -nbytes, self.in_step))
+            self.bw_pending.setdefault(_get_ident(), []).append((rec, -nbytes, self.in_step))
             return
         if not self.in_step:
             return
@@ -235,26 +275,41 @@ class Tracker:
     def _charge_stack(self, nbytes, freed, self_too):
         # Another thread (CUDA's autograd device threads) charges the main stack only during backward(),
         # while the main thread waits in the backward() line.
-        if not self.stack or (not self.in_backward and threading.get_ident() != self.main_thread):
+        if not self.stack or (not self.in_backward and _get_ident() != self.main_thread):
             return
-        slot = 1 if freed else 0
-        stack = self.stack
-        top = stack[-1]
-        if self_too:
-            c = self._acc((top.file, top.line)).self_c
-            c[slot] += nbytes
-            if not freed:
+        accs = self._stack_accs
+        if accs is None:
+            accs = self._collect_stack_accs()
+        top, distinct = accs
+        if freed:
+            if self_too:
+                top.self_c[1] += nbytes
+            for acc in distinct:
+                acc.incl_c[1] += nbytes
+        else:
+            if self_too:
+                c = top.self_c
+                c[0] += nbytes
                 c[3] += 1
+            for acc in distinct:
+                c = acc.incl_c
+                c[0] += nbytes
+                c[3] += 1
+
+    def _collect_stack_accs(self):
+        """The top frame's LineAcc and the distinct LineAccs of the stack's lines (a recursive line once).
+        Cached until a frame is pushed or popped or a frame moves to another line."""
+        distinct = []
         seen = set()
-        for fr in stack:
-            key = (fr.file, fr.line)
-            if key in seen:
-                continue
-            seen.add(key)
-            c = self._acc(key).incl_c
-            c[slot] += nbytes
-            if not freed:
-                c[3] += 1
+        for fr in self.stack:
+            acc = fr.acc
+            if acc is None:
+                acc = fr.acc = self._acc((fr.file, fr.line))
+            if id(acc) not in seen:
+                seen.add(id(acc))
+                distinct.append(acc)
+        accs = self._stack_accs = (self.stack[-1].acc, distinct)
+        return accs
 
     def _running_node_site(self):
         if self.current_node is None:
@@ -269,30 +324,38 @@ class Tracker:
 
     def on_alloc(self, cdata, nbytes, storage, tensor):
         self.serial += 1
-        site = self.current_site()
-        bw_site = None
-        if self.in_backward:
-            bw_site = self._running_node_site()
-        rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes,
-                         bw_site or site or UNTRACKED, self.epoch, self.step_index, self.now_ms())
-        self._remember(rec)
+        stack = self.stack
+        in_backward = self.in_backward
+        if stack and (in_backward or _get_ident() == self.main_thread):
+            top = stack[-1]
+            site = (top.file, top.line, top.func)
+        else:
+            site = None
+        bw_site = self._running_node_site() if in_backward else None
+        rec = StorageRec(self.serial, cdata, storage._weak_ref(), nbytes,
+                         bw_site or site or UNTRACKED, self.epoch, self.step_index, None)
+        self.live[cdata] = self.young[cdata] = rec
+        self.young_handles[cdata] = rec.handle
         self._grow(rec, nbytes, bw_site)
 
     def _grow(self, rec, nbytes, bw_site):
-        self.live_bytes += nbytes
-        live = self.live_bytes
+        live = self.live_bytes = self.live_bytes + nbytes
+        now = (perf_counter() - self.t0) * 1000.0
+        if rec.t is None:
+            rec.t = now
         if self.events is not None:
             self.events.append((rec, nbytes))
-            self.timeline.append((self.now_ms(), live))
+            self.timeline.append((now, live))
         if self.budget is not None and self.budget_hit is None and live > self.budget:
             self.budget_hit = (rec.site, live, self.step_index)
-        hooks_backward = self.in_backward and bw_site is None and self.current_node is None
+        in_backward = self.in_backward
+        hooks_backward = in_backward and bw_site is None and self.current_node is None
         if hooks_backward:
             # Claimed by the next node post-hook, in warmup too: the storage's line must be the forward one.
-            self.bw_pending.setdefault(threading.get_ident(), []).append((rec, nbytes, self.in_step))
+            self.bw_pending.setdefault(_get_ident(), []).append((rec, nbytes, self.in_step))
         if not self.in_step:
             return
-        stack_ok = self.stack and (self.in_backward or threading.get_ident() == self.main_thread)
+        stack_ok = self.stack and (in_backward or _get_ident() == self.main_thread)
         if stack_ok:
             top = self.stack[-1]
             if live > top.incl_max:
@@ -301,7 +364,7 @@ class Tracker:
                 top.self_max = live
         if live > self.step_peak:
             self.step_peak = live
-            self.step_peak_at = self.now_ms()
+            self.step_peak_at = now
             self.step_peak_index = len(self.events)
             self.step_peak_site = rec.site
             self.step_peak_phase = self.phase()
@@ -329,17 +392,17 @@ class Tracker:
     def on_outputs(self, out):
         # An op's outputs get their grad_fn only after the whole op returns: queue them together.
         seen = []
-        if isinstance(out, torch.Tensor):
+        if isinstance(out, _Tensor):
             self._see(out, seen)
         elif isinstance(out, (tuple, list)):
             for item in out:
-                if isinstance(item, torch.Tensor):
+                if isinstance(item, _Tensor):
                     self._see(item, seen)
                 elif isinstance(item, (tuple, list)):
                     for sub in item:
-                        if isinstance(sub, torch.Tensor):
+                        if isinstance(sub, _Tensor):
                             self._see(sub, seen)
-        if seen and not self.in_backward and torch.is_grad_enabled():
+        if seen and not self.in_backward and _is_grad_enabled():
             # The node belongs to the line running the op, which for a view or an in-place op is not
             # the line that allocated the storage.
             site = self.current_site()
@@ -347,14 +410,16 @@ class Tracker:
                 self.pending.extend((tensor, rec, site) for tensor, rec in seen)
 
     def _see(self, tensor, seen):
-        if tensor.device.type != self.device_type:
+        if not self._on_device(tensor):
             return
-        described = self.api.describe(tensor)
-        if described is None:
+        try:
+            storage = self._storage_of(tensor)
+            cdata = storage._cdata
+            nbytes = storage.nbytes()
+        except Exception:  # sparse, nested, functional or otherwise storage-less tensors
             return
-        cdata, nbytes, storage = described
         rec = self.live.get(cdata)
-        if rec is not None and self.api.expired(rec.handle):
+        if rec is not None and self._expired(rec.handle):
             rec = None  # the address of a freed storage, reused: poll() retires the old record
         if rec is None:
             if nbytes > 0:
@@ -385,8 +450,6 @@ class Tracker:
                 continue
             if rec.tensor_ref is None:
                 try:
-                    import weakref
-
                     rec.tensor_ref = weakref.ref(tensor)
                 except TypeError:
                     pass
@@ -448,7 +511,7 @@ class Tracker:
 
     def on_saved(self, tensor):
         """autograd pack hook: marks a storage allocated in this step as saved for backward."""
-        if tensor.device.type != self.device_type:
+        if not self._on_device(tensor):
             return
         described = self.api.describe(tensor)
         if described is None:
@@ -464,7 +527,7 @@ class Tracker:
 
     def register_existing(self, tensor, hint=None, site=None):
         """Adds a tensor allocated outside tracking (numpy, before start) to the ledger without charging a line."""
-        if tensor.device.type != self.device_type:
+        if not self._on_device(tensor):
             return None
         described = self.api.describe(tensor)
         if described is None:
@@ -504,9 +567,23 @@ class Tracker:
 
     # ----------------------------------------------------------------- line tracing
 
-    returning = False
+    def _make_trace_call(self):
+        """The global trace function. It runs at every Python call (torch's and the harness's own too), so
+        the common case, a non-user code object already classified, is one dict lookup."""
+        cache = self._code_cache
+        cache_get = cache.get
+        tracker = self
 
-    def trace_call(self, frame, event, arg):
+        def trace_call(frame, event, arg):
+            if tracker.returning or tracker.disabled:
+                return tracker._trace_call_guarded(frame)
+            if cache_get(frame.f_code) is False:
+                return None
+            return tracker._trace_call_guarded(frame)
+
+        return trace_call
+
+    def _trace_call_guarded(self, frame):
         if self.disabled:
             return None
         try:
@@ -522,9 +599,10 @@ class Tracker:
         user = self._code_cache.get(code)
         if user is None:
             user = self._code_cache[code] = self.user_files.is_user(code.co_filename)
-        if not user or threading.get_ident() != self.main_thread:
+        if not user or _get_ident() != self.main_thread:
             return None
         self.stack.append(Frame(frame, code.co_filename, code.co_name, self.live_bytes))
+        self._stack_accs = None
         return self.trace_local
 
     def trace_local(self, frame, event, arg):
@@ -553,11 +631,15 @@ class Tracker:
                 # May stop profiling (deadlines): before this line is counted, since it will not run.
                 self.line_hook(frame)
             top.line = frame.f_lineno
+            top.acc = None
+            self._stack_accs = None
             live = self.live_bytes
             top.start = top.self_max = top.incl_max = live
             if self.in_step:
-                self._acc((top.file, top.line)).calls += 1
-                self.funcs[(top.file, top.line)] = top.func
+                key = (top.file, top.line)
+                acc = top.acc = self._acc(key)
+                acc.calls += 1
+                self.funcs[key] = top.func
                 if self.cuda_lines:
                     self._cuda_line_start(top)
         elif event == "return":
@@ -574,17 +656,18 @@ class Tracker:
         if not stack:
             return
         top = stack.pop()
+        self._stack_accs = None
         if top.line:
             self._close_line(top)
         if stack and top.incl_max > stack[-1].incl_max:
             stack[-1].incl_max = top.incl_max
 
-    line_hook = None
-
     def _close_line(self, top):
         if not self.in_step:
             return
-        acc = self._acc((top.file, top.line))
+        acc = top.acc
+        if acc is None:
+            acc = top.acc = self._acc((top.file, top.line))
         rise = top.self_max - top.start
         if rise > acc.self_c[2]:
             acc.self_c[2] = rise
@@ -662,14 +745,30 @@ class Tracker:
         return events
 
 
+# sys.settrace is cheap to switch off and on before Python 3.12; from 3.12 it re-instruments code objects.
+_SWITCH_TRACE = sys.version_info < (3, 12)
+_gettrace = sys.gettrace
+_settrace = sys.settrace
+
+
 class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):
     """Feeds every aten op's outputs to the tracker."""
 
     def __init__(self, tracker):
         super().__init__()
         self.tracker = tracker
+        self._trampoline = None
 
     _detach = torch.ops.aten.detach.default
+
+    def __enter__(self):
+        entered = super().__enter__()
+        self._trampoline = _SoleModeTrampoline.install(self)
+        return entered
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self._trampoline = None
+        return super().__exit__(exc_type, exc_val, exc_tb)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         tracker = self.tracker
@@ -683,10 +782,64 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         if tracker.disabled:
             return func(*args, **(kwargs or {}))
         try:
+            # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
             out = func(*args, **(kwargs or {}))
         except BaseException as error:
             if not tracker.disabled:
                 tracker.guard(tracker.on_op_error, func, error)
             raise
-        tracker.guard(tracker.on_outputs, out)
+        # The bookkeeping runs with the tracer off: its own calls would each be a trace event.
+        trace = _gettrace() if _SWITCH_TRACE else None
+        if trace is not None:
+            _settrace(None)
+        try:
+            tracker.on_outputs(out)
+        except Exception:  # tracker.guard, inlined: this runs for every op
+            tracker.fail()
+        if trace is not None and not tracker.disabled:
+            _settrace(trace)
         return out
+
+
+try:
+    from torch.utils import _python_dispatch as _pd
+except ImportError:  # pragma: no cover - torch < 1.12
+    _pd = None
+_StackMode = getattr(_pd, "_TorchDispatchStackMode", None)
+_set_dispatch_mode = getattr(torch._C, "_set_torch_dispatch_mode", None)
+_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_stack_at = getattr(torch._C, "_get_dispatch_stack_at", None)
+
+
+class _SoleModeTrampoline:
+    """torch 1.13 runs the mode stack in Python: per op, _TorchDispatchStackMode pops the mode through a
+    context manager, calls it and pushes it back with a new stack-mode object (a dozen Python calls, each a
+    trace event too). While memhint's mode is the only one on the stack, this C-level mode calls it
+    directly, with no mode active inside as before; with other modes stacked on it, it does what
+    _TorchDispatchStackMode does. torch >= 2.0 keeps the stack in C++ and needs none of this."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    @classmethod
+    def install(cls, mode):
+        if _StackMode is None or None in (_set_dispatch_mode, _stack_len, _stack_at):
+            return None
+        if not hasattr(_StackMode, "__torch_dispatch__"):
+            return None
+        if _stack_len() != 1 or _stack_at(0) is not mode:
+            return None
+        trampoline = cls(mode)
+        _set_dispatch_mode(trampoline)
+        return trampoline
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        mode = self.mode
+        if _stack_len() == 1 and _stack_at(0) is mode:
+            _set_dispatch_mode(None)
+            try:
+                return mode.__torch_dispatch__(func, types, args, kwargs)
+            finally:
+                _set_dispatch_mode(self)
+        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode.
+        return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)

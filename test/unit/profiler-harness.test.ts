@@ -185,6 +185,20 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.equal(relu?.self.allocated, 0);
   });
 
+  it('sees the ops of a dispatch mode the user stacks on memhint\'s, and the mode sees them too', async () => {
+    const script = path.join(FIXTURES, 'user_mode.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const self = (prefix: string): number[] => {
+      const line = report.lines.find((l) => l.code.startsWith(prefix));
+      assert.ok(line, prefix);
+      return [line.calls, line.self.allocated, line.self.freed];
+    };
+    assert.deepEqual(self('a = torch.zeros(1000)'), [3, 3 * 4000, 0]);
+    assert.deepEqual(self('return func(*args'), [6, 3 * 8000, 0]);
+    assert.deepEqual(self('d = c + 1'), [3, 3 * 4000, 0]);
+    assert.deepEqual(self('return d'), [3, 0, 3 * 12000]);
+  });
+
   it('stops a never-ending script after --max-seconds', async () => {
     const script = path.join(FIXTURES, 'forever.py');
     const started = Date.now();

@@ -396,12 +396,23 @@ export function hasTaintSource(file: SourceFile, scope: SyntaxNode): boolean {
   return text.includes('requires_grad') || text.includes('create_graph');
 }
 
+/**
+ * `Model(cfg)`, `nn.Transformer(...)`, `Generator()`: a capitalised callee is a class being constructed,
+ * not a module being run, unless the file binds that very name to a module instance.
+ */
+function isConstructorCall(file: SourceFile, key: string): boolean {
+  if (!/^[A-Z]/.test(lastSegment(key))) return false;
+  const facts = modelFacts(file);
+  return !facts.assigned.has(key) && !facts.markerReceivers.has(key);
+}
+
 function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;
   if (fn.type === 'identifier') {
     const name = file.textOf(fn);
     if (name === 'self') return inModuleClass(file, call) ? 'self' : null;
+    if (isConstructorCall(file, name)) return null;
     return isModelKey(file, name) ? name : null;
   }
   if (fn.type !== 'attribute') return null;
@@ -413,7 +424,7 @@ function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | nu
     return objectKey !== null && isModelKey(file, objectKey) ? objectKey : null;
   }
   const key = keyOf(file, fn);
-  return key !== null && isModelKey(file, key) ? key : null;
+  return key !== null && !isConstructorCall(file, key) && isModelKey(file, key) ? key : null;
 }
 
 /** Lightning runs validation/test/predict hooks under no_grad itself. */

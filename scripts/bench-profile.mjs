@@ -2,8 +2,9 @@
 // vs unprofiled, as timed by the script itself around each train_step call. Rounds alternate the two runs
 // so that background load hits both alike. Prints the median of the per-round ratios of median step times
 // (wall and process CPU), and the ratio of the fastest steps, the figure least disturbed by other load.
-// The goal is <= 1.10x.
-//   node scripts/bench-profile.mjs [--rounds 9] [--steps 4] [--check]   (--check: exit 1 above the goal)
+// The goal is <= 1.10x. --floor adds a third run per round: the script under a TorchDispatchMode and a
+// trace function that both do nothing, i.e. what the mechanism alone costs, before any bookkeeping.
+//   node scripts/bench-profile.mjs [--rounds 9] [--steps 4] [--floor] [--check]   (--check: exit 1 above the goal)
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
@@ -37,9 +38,22 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
-function unprofiled() {
+// Runs the example as __main__ under a pass-through TorchDispatchMode and a no-op sys.settrace.
+const FLOOR_CODE = `import runpy, sys
+from torch.utils._python_dispatch import TorchDispatchMode
+class PassThrough(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+sys.argv = sys.argv[1:]
+sys.settrace(lambda frame, event, arg: None)
+with PassThrough():
+    runpy.run_path(sys.argv[0], run_name="__main__")
+`;
+
+function unprofiled(floor = false) {
+  const args = [example, '--steps', String(warmup + steps)];
   return new Promise((resolve, reject) => {
-    execFile(python, [example, '--steps', String(warmup + steps)], { maxBuffer: 1 << 24 }, (error, stdout, stderr) => {
+    execFile(python, floor ? ['-c', FLOOR_CODE, ...args] : args, { maxBuffer: 1 << 24 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${error.message}\n${stderr}`));
       else resolve(stepTimes(stdout).slice(warmup));
     });
@@ -71,7 +85,8 @@ async function profiled() {
   return { times };
 }
 
-const ratios = { wall: [], cpu: [] };
+const withFloor = argv.includes('--floor');
+const ratios = { wall: [], cpu: [], floor: [] };
 const fastest = { plain: Infinity, profiled: Infinity };
 for (let round = 1; round <= rounds; round++) {
   const a = await unprofiled();
@@ -85,6 +100,12 @@ for (let round = 1; round <= rounds; round++) {
     ratios[key].push(prof / base);
     line.push(`${key} ${base.toFixed(1)} -> ${prof.toFixed(1)} ms (${(prof / base).toFixed(3)}x)`);
   }
+  if (withFloor) {
+    const base = median(a.map((t) => t.wall));
+    const floor = median((await unprofiled(true)).map((t) => t.wall));
+    ratios.floor.push(floor / base);
+    line.push(`pass-through mode ${floor.toFixed(1)} ms (${(floor / base).toFixed(3)}x)`);
+  }
   console.log(`round ${round}: ${line.join(', ')}`);
 }
 // Per-round ratios (each round runs both back to back), then their median: robust to load drifting.
@@ -95,4 +116,7 @@ console.log(
     `${wall.toFixed(3)}x wall, ${cpu.toFixed(3)}x cpu (goal <= ${goal.toFixed(2)}x) ${wall <= goal ? 'OK' : 'ABOVE GOAL'}; ` +
     `fastest step ${fastest.plain.toFixed(1)} -> ${fastest.profiled.toFixed(1)} ms (${(fastest.profiled / fastest.plain).toFixed(3)}x)`,
 );
+if (withFloor) {
+  console.log(`a pass-through TorchDispatchMode + no-op tracer alone: median ${median(ratios.floor).toFixed(3)}x wall`);
+}
 if (argv.includes('--check') && wall > goal) process.exitCode = 1;

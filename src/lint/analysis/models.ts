@@ -406,13 +406,29 @@ function isConstructorCall(file: SourceFile, key: string): boolean {
   return !facts.assigned.has(key) && !facts.markerReceivers.has(key);
 }
 
+/**
+ * `from timm.utils import reparameterize_model`: an imported snake_case name that merely ends in a model
+ * word is a helper function (libraries export functions and classes, not model instances).
+ */
+function isImportedModelHelper(file: SourceFile, name: string): boolean {
+  return name.includes('_') && !BARE_MODEL_NAME.test(name) && importBindings(file).has(name);
+}
+
+/** `swap_model(model)`, `fuse_model(net, ...)`: a call handed a module is a transformation of it, not its forward pass. */
+function takesModelArgument(file: SourceFile, call: SyntaxNode): boolean {
+  return positionalArguments(call).some((a) => {
+    const key = keyOf(file, a);
+    return key !== null && isModelKey(file, key);
+  });
+}
+
 function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;
   if (fn.type === 'identifier') {
     const name = file.textOf(fn);
     if (name === 'self') return inModuleClass(file, call) ? 'self' : null;
-    if (isConstructorCall(file, name)) return null;
+    if (isConstructorCall(file, name) || isImportedModelHelper(file, name) || takesModelArgument(file, call)) return null;
     return isModelKey(file, name) ? name : null;
   }
   if (fn.type !== 'attribute') return null;

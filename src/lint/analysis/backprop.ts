@@ -3,12 +3,31 @@
 // without crossing `.detach()`, `.item()` and other history-free values. A forward in eval mode whose
 // output is backpropagated (an attack, saliency, test-time adaptation) legitimately records a graph; a
 // frozen teacher whose logits are only used detached does not need one.
-import type { SourceFile, SyntaxNode } from '../syntax';
-import { flowOf, Taint } from './flow';
+import { contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { enclosingLoops } from './context';
+import { dominates, flowOf, Taint, type Def, type ScopeFlow } from './flow';
 import { backwardTargets, forwardReceiver, keyOf, scopeOf } from './models';
 
 const cache = new WeakMap<SourceFile, Map<SyntaxNode, Set<SyntaxNode>>>();
 const MAX_NODES = 20000;
+
+/**
+ * The definitions of `key` that can reach `use`: the ones up to a dominating definition (so a later
+ * `outputs = model(batch)` in an eval loop is not what a training loop's backward consumes), plus later
+ * ones that come round the back edge of a loop the dominating definition is outside of
+ * (`out = model(next(it))` at the end of the body, consumed at the top of the next iteration). Every
+ * definition when none dominates.
+ */
+function definitionsReaching(flow: ScopeFlow, key: string, use: SyntaxNode): readonly Def[] {
+  const all = flow.defs.get(key) ?? [];
+  const reaching = flow.reachingDefs(key, use);
+  const dominating = reaching.find((d) => dominates(d, use));
+  if (dominating === undefined) return all;
+  const openLoops = enclosingLoops(use).filter((loop) => !contains(loop, dominating.stmt));
+  if (openLoops.length === 0) return reaching;
+  const carried = all.filter((d) => d.stmt.start > use.start && openLoops.some((loop) => contains(loop, d.stmt)));
+  return carried.length === 0 ? reaching : [...reaching, ...carried];
+}
 
 export function forwardsFeedingBackward(file: SourceFile, scope: SyntaxNode): ReadonlySet<SyntaxNode> {
   let perFile = cache.get(file);
@@ -29,7 +48,14 @@ export function forwardsFeedingBackward(file: SourceFile, scope: SyntaxNode): Re
     if (targets !== null && scopeOf(call) === scope) roots.push(...targets);
   }
   if (roots.length === 0) return found;
-  const seenKeys = new Set<string>();
+  const seenDefs = new Set<Def>();
+  const follow = (key: string, use: SyntaxNode): void => {
+    for (const d of definitionsReaching(flow, key, use)) {
+      if (d.value === null || seenDefs.has(d)) continue;
+      seenDefs.add(d);
+      stack.push(d.value);
+    }
+  };
   const stack = [...roots];
   let budget = MAX_NODES;
   while (stack.length > 0 && budget-- > 0) {
@@ -42,12 +68,9 @@ export function forwardsFeedingBackward(file: SourceFile, scope: SyntaxNode): Re
     if (n.type === 'identifier' || n.type === 'attribute') {
       const key = keyOf(file, n);
       if (key !== null && !(n.field === 'function' && n.parent?.type === 'call')) {
-        if (!seenKeys.has(key)) {
-          seenKeys.add(key);
-          for (const d of flow.defs.get(key) ?? []) if (d.value !== null) stack.push(d.value);
-          const dot = key.lastIndexOf('.');
-          if (dot >= 0) for (const d of flow.defs.get(key.slice(0, dot)) ?? []) if (d.value !== null) stack.push(d.value);
-        }
+        follow(key, n);
+        const dot = key.lastIndexOf('.');
+        if (dot >= 0) follow(key.slice(0, dot), n);
         if (n.type === 'identifier') continue;
       }
     }

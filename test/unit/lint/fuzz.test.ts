@@ -257,7 +257,13 @@ describe('lint fuzz (never throws, bounded time, ranges inside the text)', funct
     for (const s of shapes) {
       const t0 = cpuMs();
       const findings = linter.lintText(s);
-      const ms = cpuMs() - t0;
+      let ms = cpuMs() - t0;
+      // As in lintTimed: a GC pause is not repeatable, a superlinear input is.
+      for (let retry = 0; retry < 2 && ms >= bound; retry++) {
+        const t1 = cpuMs();
+        linter.lintText(s);
+        ms = Math.min(ms, cpuMs() - t1);
+      }
       lints++;
       assert.ok(ms < bound, `lint took ${ms.toFixed(0)} ms CPU (> ${bound}) on ${JSON.stringify(s.slice(0, 80))}`);
       checkFindings(s, findings);

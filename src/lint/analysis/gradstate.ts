@@ -5,7 +5,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { decoratorsOf, disablesGrad, isGradDisabled, withItemCalls } from './context';
 import { qualifiedName } from './imports';
 import { isLightningNoGradHook, scopeOf } from './models';
-import { importSignature, intern, NodeCache, unitsOf } from './unitcache';
+import { combine, importSignature, NodeCache, unitsOf } from './unitcache';
 
 const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
 const GRAD_CONTROL_NAMES = new Set(['no_grad', 'inference_mode', 'set_grad_enabled', 'enable_grad']);
@@ -125,18 +125,13 @@ function unitGradFacts(file: SourceFile, unit: SyntaxNode): UnitGradFacts {
   return { moduleOff, moduleIndirect, offStatements, indirect, calledUnderNoGrad: [...calledUnderNoGrad], gradContextNames, noGradDecorators };
 }
 
-const gradSignatures = new WeakMap<SourceFile, string>();
-
 /** Changes whenever a file-wide grad fact changes (scope-local ones are keyed by their scope nodes). */
 export function gradSignature(file: SourceFile): string {
-  let sig = gradSignatures.get(file);
-  if (sig === undefined) {
+  return combine(file, 'grad', () => {
     const f = gradFacts(file);
     const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
-    sig = intern([f.moduleOff, f.indirect.has(file.root), list(f.calledUnderNoGrad), list(f.gradContextNames), list(f.noGradDecorators)].join('|'));
-    gradSignatures.set(file, sig);
-  }
-  return sig;
+    return [String(f.moduleOff), String(f.indirect.has(file.root)), list(f.calledUnderNoGrad), list(f.gradContextNames), list(f.noGradDecorators)];
+  });
 }
 
 function collectCallees(file: SourceFile, root: SyntaxNode, out: Set<string>): void {

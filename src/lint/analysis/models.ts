@@ -3,7 +3,7 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { importSignature, intern, NodeCache, unitsOf } from './unitcache';
+import { combine, importSignature, intern, moduleCode, NodeCache, unitsOf } from './unitcache';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -240,18 +240,13 @@ function computeFacts(file: SourceFile): ModelFacts {
   return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen, functions };
 }
 
-const modelSignatures = new WeakMap<SourceFile, string>();
-
 /** Changes whenever the model facts (or the imports they were resolved through) change. */
 export function modelSignature(file: SourceFile): string {
-  let sig = modelSignatures.get(file);
-  if (sig === undefined) {
+  return combine(file, 'model', () => {
     const f = modelFacts(file);
     const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
-    sig = intern([importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.functions)].join('|'));
-    modelSignatures.set(file, sig);
-  }
-  return sig;
+    return [importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.functions)];
+  });
 }
 
 /** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
@@ -538,7 +533,7 @@ export function computesGradients(file: SourceFile, scope: SyntaxNode, inputsOnl
 
 function scanGradients(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean): boolean {
   const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
-  const roots = scope.type === 'module' ? scope.children.filter((c) => c.type !== 'function_definition' && c.type !== 'class_definition' && c.type !== 'decorated_definition') : [scope];
+  const roots = scope.type === 'module' ? moduleCode(file) : [scope];
   const stack = [...roots];
   while (stack.length > 0) {
     const n = stack.pop()!;

@@ -113,17 +113,13 @@ export function scopesOf(file: SourceFile): SyntaxNode[] {
   return [...file.nodesOfType('function_definition'), file.root];
 }
 
-function isDefinitionUnit(n: SyntaxNode): boolean {
-  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
-}
-
 const moduleCodeOf = new WeakMap<SourceFile, readonly SyntaxNode[]>();
 
 /** The module's own code: its top-level statements that are not definitions (in order). */
 export function moduleCode(file: SourceFile): readonly SyntaxNode[] {
   let code = moduleCodeOf.get(file);
   if (code === undefined) {
-    code = file.root.children.filter((u) => !isDefinitionUnit(u));
+    code = file.root.children.filter((u) => !isDefinition(u));
     moduleCodeOf.set(file, code);
   }
   return code;
@@ -153,12 +149,19 @@ export class ModuleCodeCache<T> {
   }
 }
 
-/** Findings stored per top-level statement (their anchor), so they stay right when statements shift. */
+/**
+ * Findings anchored to the last top-level statement starting at or before them (the one holding them),
+ * so they stay right when statements shift. A file without statements has no module findings.
+ */
 function toRelativeByUnit(file: SourceFile, findings: readonly RuleFinding[]): RelativeFinding[] {
   const units = file.root.children;
   return findings.flatMap((f) => {
-    const unit = units.find((u) => u.start <= f.start && f.start <= u.end);
-    return unit === undefined ? [] : toRelative(unit, [f]);
+    let anchor: SyntaxNode | undefined;
+    for (const u of units) {
+      if (u.start > f.start) break;
+      anchor = u;
+    }
+    return toRelative(anchor ?? units[0] ?? file.root, [f]);
   });
 }
 
@@ -197,4 +200,6 @@ export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): Syn
   return out;
 }
 
-const isDefinition = isDefinitionUnit;
+function isDefinition(n: SyntaxNode): boolean {
+  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
+}

@@ -64,14 +64,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     if (name !== null && !WRAPPERS.test(name)) {
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
-      if (returned === null) return null;
-      const loaders: Loader[] = [];
-      for (const r of returned) {
-        const l = loaderOf(file, r, depth + 1);
-        if (l === null) return null;
-        loaders.push(l);
-      }
-      return merge(loaders);
+      return returned === null ? null : loaderOfAll(file, returned, depth + 1);
     }
     if (name === null) return null;
     v = positionalArguments(v)[0] ?? null;
@@ -80,10 +73,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   if (v.type === 'conditional_expression') {
     // `tqdm(enumerate(loader)) if is_train else enumerate(loader)`
     const branches = v.children.filter((c) => c.named);
-    if (branches.length !== 3) return null;
-    const a = loaderOf(file, branches[0], depth + 1);
-    const b = loaderOf(file, branches[2], depth + 1);
-    return a === null || b === null ? null : merge([a, b]);
+    return branches.length !== 3 ? null : loaderOfAll(file, [branches[0], branches[2]], depth + 1);
   }
   if (v.type === 'dictionary_comprehension') {
     // `{x: DataLoader(...) for x in ['train', 'val']}`
@@ -92,16 +82,9 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return value === null ? null : loaderOf(file, value, depth + 1);
   }
   if (v.type === 'dictionary') {
-    const loaders: Loader[] = [];
-    for (const pair of v.children) {
-      if (pair.type === 'dictionary_splat') return null;
-      const value = pair.type === 'pair' ? childByField(pair, 'value') : null;
-      if (value === null) continue;
-      const l = loaderOf(file, value, depth + 1);
-      if (l === null) return null;
-      loaders.push(l);
-    }
-    return merge(loaders);
+    if (v.children.some((c) => c.type === 'dictionary_splat')) return null;
+    const values = v.children.map((pair) => (pair.type === 'pair' ? childByField(pair, 'value') : null)).filter((x) => x !== null);
+    return loaderOfAll(file, values, depth + 1);
   }
   if (v.type === 'subscript') {
     // `dataloaders[phase]`: every loader the collection holds.
@@ -110,10 +93,14 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = valuesOf(file, v);
-  if (values === null) return null;
+  return values === null ? null : loaderOfAll(file, values, depth + 1);
+}
+
+/** The loaders of every value merged, or null when any of them is not (known to be) a loader. */
+function loaderOfAll(file: SourceFile, values: readonly SyntaxNode[], depth: number): Loader | null {
   const loaders: Loader[] = [];
   for (const x of values) {
-    const l = loaderOf(file, x, depth + 1);
+    const l = loaderOf(file, x, depth);
     if (l === null) return null;
     loaders.push(l);
   }

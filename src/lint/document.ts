@@ -103,6 +103,7 @@ export class PythonDocument {
       lineStarts,
     );
   }
+
   /** Every top-level statement from the cursor: old ones reused where the edits left them intact. */
   private mirrorAll(root: SyntaxNode, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[]): Unit[] {
     const units: Unit[] = [];
@@ -127,7 +128,8 @@ export class PythonDocument {
    */
   private mirrorAround(root: SyntaxNode, span: EditSpan, changed: readonly (readonly [number, number])[]): Unit[] | null {
     const old = this.units;
-    if (!this.rootIsModule || this.tree.rootNode.type !== 'module') return null;
+    const rootNode = this.tree.rootNode;
+    if (!this.rootIsModule || rootNode.type !== 'module') return null;
     const delta = span.newEnd - span.oldEnd;
     let lo = span.start;
     let hi = span.newEnd;
@@ -142,13 +144,13 @@ export class PythonDocument {
     const tail = old.slice(after);
     const tailStart = tail.length > 0 ? tail[0].node.start + delta : -1;
     const units = old.slice(0, before);
-    const cursor = this.tree.rootNode.walk();
+    const cursor = rootNode.walk();
     try {
       // First check that the new tree lines up, touching nothing, so that the fallback starts clean.
       const prefixEnd = before > 0 ? old[before - 1].node.end : 0;
       const toFirstMiddle = (): boolean => (before === 0 ? cursor.gotoFirstChild() : cursor.gotoFirstChildForIndex(prefixEnd) && cursor.startIndex >= prefixEnd);
       let middle = 0;
-      if (!toFirstMiddle()) return old.length === 0 && tail.length === 0 ? [] : null;
+      if (!toFirstMiddle()) return old.length === 0 ? [] : null;
       for (;;) {
         if (tail.length > 0 && cursor.startIndex >= tailStart) {
           if (cursor.startIndex !== tailStart || cursor.nodeType !== tail[0].node.type) return null;
@@ -162,8 +164,8 @@ export class PythonDocument {
       }
       // Changed ranges cannot describe zero-width nodes (an empty ERROR appearing or vanishing at the
       // top level), so the statement count must agree as well.
-      if (this.tree.rootNode.childCount !== before + middle + tail.length) return null;
-      cursor.reset(this.tree.rootNode);
+      if (rootNode.childCount !== before + middle + tail.length) return null;
+      cursor.reset(rootNode);
       toFirstMiddle();
       const next = this.unitMatcher(root, [span], changed, old.slice(before, after));
       for (let i = 0; i < middle; i++) {

@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { getLinter } from './harness';
+import type { Linter, PythonDocument } from '../../../src/lint';
 import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/syntax';
 
 /** Structural dump of the mirror, to compare incremental and fresh parses. */
@@ -12,6 +13,29 @@ function dump(root: SyntaxNode): string {
     for (const c of n.children) assert.equal(c.parent, n, `parent of ${c.type}@${c.start}`);
   });
   return parts.join(' ');
+}
+
+/** Deterministic pseudo-random integers below n. */
+function randomInts(seed: number): (n: number) => number {
+  let x = seed;
+  return (n) => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
+}
+
+/** Applies one edit to `doc` and checks it against a fresh parse of the new text; returns the new text. */
+function editAndCompare(linter: Linter, doc: PythonDocument, text: string, at: number, del: number, ins: string, label: string): string {
+  doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
+  const next = text.slice(0, at) + ins + text.slice(at + del);
+  const fresh = linter.open(next);
+  try {
+    assert.equal(dump(doc.source.root), dump(fresh.source.root), `after ${label} at ${at} (-${del} +${JSON.stringify(ins)})`);
+    assert.deepEqual(doc.source.lineStarts, computeLineStarts(next), `line starts after ${label}`);
+    for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition', 'assignment']) {
+      assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after ${label}`);
+    }
+  } finally {
+    fresh.dispose();
+  }
+  return next;
 }
 
 describe('PythonDocument', () => {
@@ -69,22 +93,13 @@ describe('PythonDocument', () => {
       '',
     ].join('\n');
     const pieces = ['x', '1', ' ', '\n', '\r\n', '\r', '(', ')', ':', '    ', 'def ', 'for i in y:\n', '"', '#', '+=', ',', 'loss', '\n    '];
-    let seed = 12345;
-    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    const rand = randomInts(12345);
     const doc = linter.open(text);
     for (let i = 0; i < 200; i++) {
       const at = rand(text.length + 1);
       const del = rand(3) === 0 ? Math.min(rand(6), text.length - at) : 0;
       const ins = rand(4) === 0 ? '' : pieces[rand(pieces.length)];
-      doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
-      text = text.slice(0, at) + ins + text.slice(at + del);
-      const fresh = linter.open(text);
-      assert.equal(dump(doc.source.root), dump(fresh.source.root), `after edit ${i}`);
-      assert.deepEqual(doc.source.lineStarts, computeLineStarts(text), `line starts after edit ${i}`);
-      for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition']) {
-        assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after edit ${i}`);
-      }
-      fresh.dispose();
+      text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
     }
     doc.dispose();
   });
@@ -95,22 +110,14 @@ describe('PythonDocument', () => {
     const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
     let text = fs.readdirSync(fixtures).sort().slice(0, 4).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
     const pieces = ['1', 'x', ' ', '\n', '(', ')', ':', '"""', '#', 'else:\n', '\n\n', '    ', 'def f():\n    return 1\n', '@dec\n', '\\\n', '[', ']', 'if x:\n'];
-    let seed = 777;
-    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    const rand = randomInts(777);
     const doc = linter.open(text);
     for (let i = 0; i < 250; i++) {
       const at = rand(text.length + 1);
       // Mostly small edits; some delete whole lines or statements, so edits span statement boundaries.
       const del = rand(5) === 0 ? Math.min(rand(400), text.length - at) : rand(3) === 0 ? Math.min(rand(4), text.length - at) : 0;
       const ins = rand(5) === 0 ? '' : pieces[rand(pieces.length)];
-      doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
-      text = text.slice(0, at) + ins + text.slice(at + del);
-      const fresh = linter.open(text);
-      assert.equal(dump(doc.source.root), dump(fresh.source.root), `after edit ${i} at ${at} (-${del} +${JSON.stringify(ins)})`);
-      for (const type of ['call', 'identifier', 'ERROR', 'comment', 'function_definition', 'assignment']) {
-        assert.deepEqual(doc.source.nodesOfType(type).map((n) => n.start), fresh.source.nodesOfType(type).map((n) => n.start), `${type} index after edit ${i}`);
-      }
-      fresh.dispose();
+      text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
     }
     doc.dispose();
   });

@@ -1,5 +1,5 @@
 // Figures as people read them (bytes, percentages, durations). No `vscode` here.
-import { parseByteSize } from '../profiler/units';
+import { parseByteSize, trimZeros } from '../profiler/units';
 
 export { formatBytes } from '../profiler/units';
 
@@ -21,8 +21,4 @@ export function formatPercent(fraction: number): string {
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   return `${trimZeros((ms / 1000).toFixed(ms < 10_000 ? 2 : 1))} s`;
-}
-
-function trimZeros(text: string): string {
-  return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }

@@ -52,6 +52,7 @@ export function formatBytes(bytes: number, options: { signed?: boolean } = {}): 
   return `${sign}${trimZeros(text)} ${BINARY[unit]}`;
 }
 
-function trimZeros(text: string): string {
+/** `1.50` -> `1.5`, `2.00` -> `2`. */
+export function trimZeros(text: string): string {
   return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }

@@ -15,12 +15,39 @@ export interface ImportBinding {
 
 const cache = new WeakMap<SourceFile, Map<string, ImportBinding>>();
 
+/**
+ * The bindings of recent versions with the import statements they came from. The document reuses the
+ * nodes of statements an edit did not touch, so while every import statement is the same node (same
+ * text), the bindings are the same and the map is shared (callers never mutate it).
+ */
+let recent: { readonly imports: readonly SyntaxNode[]; readonly froms: readonly SyntaxNode[]; readonly map: Map<string, ImportBinding> }[] = [];
+
+function sameNodes(a: readonly SyntaxNode[], b: readonly SyntaxNode[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Every import in the file, scope-insensitive: later bindings win, as at module level. */
 export function importBindings(file: SourceFile): Map<string, ImportBinding> {
   let map = cache.get(file);
   if (map !== undefined) return map;
-  map = new Map();
-  for (const stmt of file.nodesOfType('import_statement')) {
+  const imports = file.nodesOfType('import_statement');
+  const froms = file.nodesOfType('import_from_statement');
+  const hit = recent.find((r) => sameNodes(r.imports, imports) && sameNodes(r.froms, froms));
+  if (hit !== undefined) {
+    cache.set(file, hit.map);
+    return hit.map;
+  }
+  map = computeBindings(file, imports, froms);
+  recent = [{ imports, froms, map }, ...recent.slice(0, 3)];
+  cache.set(file, map);
+  return map;
+}
+
+function computeBindings(file: SourceFile, imports: readonly SyntaxNode[], froms: readonly SyntaxNode[]): Map<string, ImportBinding> {
+  const map = new Map<string, ImportBinding>();
+  for (const stmt of imports) {
     for (const item of childrenByField(stmt, 'name')) {
       if (item.type === 'aliased_import') {
         const name = childByField(item, 'name');
@@ -33,7 +60,7 @@ export function importBindings(file: SourceFile): Map<string, ImportBinding> {
       }
     }
   }
-  for (const stmt of file.nodesOfType('import_from_statement')) {
+  for (const stmt of froms) {
     const moduleNode = childByField(stmt, 'module_name');
     if (moduleNode === null || moduleNode.type === 'relative_import') continue;
     const moduleName = file.textOf(moduleNode).replace(/\s+/g, '');
@@ -50,7 +77,6 @@ export function importBindings(file: SourceFile): Map<string, ImportBinding> {
       }
     }
   }
-  cache.set(file, map);
   return map;
 }
 

@@ -25,6 +25,29 @@ export class NodeCache<T> {
   }
 }
 
+const unitNodes = new WeakMap<SyntaxNode, Map<string, SyntaxNode[]>>();
+
+/** The nodes of `type` in one top-level statement, in document order (like SourceFile.nodesOfType). */
+export function unitNodesOfType(unit: SyntaxNode, type: string): readonly SyntaxNode[] {
+  let byType = unitNodes.get(unit);
+  if (byType === undefined) {
+    byType = new Map();
+    unitNodes.set(unit, byType);
+  }
+  let nodes = byType.get(type);
+  if (nodes === undefined) {
+    nodes = [];
+    const stack = [unit];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.type === type) nodes.push(n);
+      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+    }
+    byType.set(type, nodes);
+  }
+  return nodes;
+}
+
 /** The file's top-level statements (the units PythonDocument reuses across edits). */
 export function unitsOf(file: SourceFile): readonly SyntaxNode[] {
   return file.root.children;
@@ -62,16 +85,18 @@ export function combine(file: SourceFile, name: string, parts: () => readonly st
   return sig;
 }
 
-const importSignatures = new WeakMap<SourceFile, string>();
+// Keyed by the bindings map, which versions with the same import statements share (see importBindings).
+const importSignatures = new WeakMap<ReadonlyMap<string, unknown>, string>();
 
 /** Changes whenever an import binding changes. */
 export function importSignature(file: SourceFile): string {
-  let sig = importSignatures.get(file);
+  const bindings = importBindings(file);
+  let sig = importSignatures.get(bindings);
   if (sig === undefined) {
     const parts: string[] = [];
-    for (const [local, b] of importBindings(file)) parts.push(`${local}=${b.qualified}`);
+    for (const [local, b] of bindings) parts.push(`${local}=${b.qualified}`);
     sig = intern(parts.sort().join(','));
-    importSignatures.set(file, sig);
+    importSignatures.set(bindings, sig);
   }
   return sig;
 }

@@ -34,6 +34,16 @@ function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
   return groups;
 }
 
+/** The calls of one top-level statement whose callee ends in `method`, in document order. */
+export function unitCallsNamed(file: SourceFile, unit: SyntaxNode, method: string): readonly SyntaxNode[] {
+  return unitGroups(file, unit).get(method) ?? [];
+}
+
+/** The calls of one top-level statement grouped by the last segment of their callee, in document order. */
+export function unitCallGroups(file: SourceFile, unit: SyntaxNode): ReadonlyMap<string, readonly SyntaxNode[]> {
+  return unitGroups(file, unit);
+}
+
 /** Calls whose callee ends in `method` (`method(...)`, `x.method(...)`), in document order. */
 export function callsNamed(file: SourceFile, method: string): readonly SyntaxNode[] {
   let memo = byFile.get(file);

@@ -5,7 +5,8 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { keywordArgument, positionalArguments } from '../analysis/context';
 import { appendArgument, hasSplat, statementOfCall } from '../analysis/call-edits';
-import { callsNamed } from '../analysis/calls';
+import { unitCallsNamed } from '../analysis/calls';
+import { fromRelative, importSignature, NodeCache, toRelative, unitNodesOfType, unitsOf, type RelativeFinding } from '../analysis/unitcache';
 import { torchAtLeast, type Rule, type RuleFinding } from '../types';
 
 const ZEROING_METHODS = new Set(['zero_', 'fill_']);
@@ -78,91 +79,117 @@ function hasCustomZeroGradWithoutFlag(file: SourceFile): boolean {
   return false;
 }
 
+/** One top-level statement's findings, relative to it, in the order the rule reports them. */
+interface UnitFindings {
+  /** From `zero_grad`, `zero_` and `fill_` calls (one list each), then from assignments. */
+  readonly groups: readonly (readonly RelativeFinding[])[];
+}
+
+const NO_FINDINGS: UnitFindings = { groups: [[], [], [], []] };
+const CALL_GROUPS = ['zero_grad', 'zero_', 'fill_'];
+const unitCache = new NodeCache<UnitFindings>();
+
 export const zeroGradNotNone: Rule = {
   code: 'MH003',
   name: 'zero-grad-not-none',
   severity: 'warning',
   summary: 'Gradients zeroed in place instead of set to None: they stay allocated between steps.',
   check(file, options) {
-    const findings: RuleFinding[] = [];
     const target = options.targetTorch;
     // Before 2.0 zero_grad() defaulted to set_to_none=False; the flag itself exists since 1.7.
     const bareIsZeroing = target !== null && !torchAtLeast(target, 2, 0) && torchAtLeast(target, 1, 7);
-    let customZeroGrad: boolean | null = null;
-
-    const candidates = [...callsNamed(file, 'zero_grad'), ...callsNamed(file, 'zero_'), ...callsNamed(file, 'fill_')];
-    for (const call of candidates) {
-      const method = calleeMethod(file, call);
-      const fn = childByField(call, 'function');
-      if (method === null || fn === null || fn.type !== 'attribute') continue;
-
-      if (method === 'zero_grad') {
-        const kw = keywordArgument(file, call, 'set_to_none');
-        const positional = positionalArguments(call);
-        const flag = kw ?? positional[0] ?? null;
-        if (flag !== null) {
-          if (file.textOf(flag) !== 'False') continue;
-          findings.push({
-            start: call.start,
-            end: call.end,
-            message: `\`zero_grad(set_to_none=False)\` ${KEEP_MESSAGE}`,
-            fix: { title: 'Use `set_to_none=True`', edits: [{ start: flag.start, end: flag.end, newText: 'True' }] },
-          });
-          continue;
-        }
-        if (!bareIsZeroing || hasSplat(call)) continue;
-        customZeroGrad ??= hasCustomZeroGradWithoutFlag(file);
-        if (customZeroGrad) continue;
-        const edit = appendArgument(call, 'set_to_none=True');
-        findings.push({
-          start: call.start,
-          end: call.end,
-          message: `On torch < 2.0 \`zero_grad()\` defaults to \`set_to_none=False\`, which ${KEEP_MESSAGE}`,
-          fix: edit === null ? null : { title: 'Pass `set_to_none=True`', edits: [edit] },
-        });
-        continue;
-      }
-
-      if (ZEROING_METHODS.has(method)) {
-        if (method === 'fill_' && !isZeroLiteral(file, positionalArguments(call)[0])) continue;
-        if (method === 'zero_' && positionalArguments(call).length > 0) continue;
-        const receiver = childByField(fn, 'object');
-        if (receiver === null) continue;
-        const owner = gradOwner(file, receiver);
-        if (owner === null || implementsSetToNone(file, call)) continue;
-        const stmt = statementOfCall(call);
-        const simpleOwner = /^[A-Za-z_][\w.]*$/.test(owner);
-        findings.push({
-          start: call.start,
-          end: call.end,
-          message: `Zeroing \`${file.textOf(receiver)}\` in place ${KEEP_MESSAGE.replace('; `set_to_none=True`', '; `' + owner + '.grad = None`')}`,
-          fix:
-            stmt !== null && simpleOwner
-              ? { title: `Set \`${owner}.grad = None\``, edits: [{ start: call.start, end: call.end, newText: `${owner}.grad = None` }] }
-              : null,
-        });
-      }
-    }
-
-    for (const assign of file.nodesOfType('assignment')) {
-      const left = childByField(assign, 'left');
-      const right = childByField(assign, 'right');
-      if (left === null || right === null || right.type !== 'call') continue;
-      const owner = gradOwner(file, left);
-      if (owner === null) continue;
-      const factory = calleeName(file, right);
-      if (factory === null || !ZEROS_FACTORIES.has(factory)) continue;
-      if (initialisesMissingGrad(file, assign, owner) || implementsSetToNone(file, assign)) continue;
-      const whole = assign.parent !== null && assign.parent.type === 'expression_statement';
-      findings.push({
-        start: assign.start,
-        end: assign.end,
-        message: `Assigning zeros to \`${file.textOf(left)}\` ${KEEP_MESSAGE.replace('; `set_to_none=True`', '; `' + owner + '.grad = None`')}`,
-        fix: whole && /^[A-Za-z_][\w.]*$/.test(owner) ? { title: `Set \`${owner}.grad = None\``, edits: [{ start: assign.start, end: assign.end, newText: `${owner}.grad = None` }] } : null,
-      });
-    }
+    // Findings depend on their statement, the imports (zeros factories) and, for bare zero_grad(),
+    // whether the file defines its own zero_grad without the flag.
+    const customZeroGrad = bareIsZeroing && hasCustomZeroGradWithoutFlag(file);
+    const signature = `${importSignature(file)}|${bareIsZeroing ? (customZeroGrad ? 'custom' : 'bare') : ''}`;
+    const units = unitsOf(file).map((unit) =>
+      unitCache.get(unit, signature, () => {
+        const groups = [...CALL_GROUPS.map((m) => callFindings(file, unitCallsNamed(file, unit, m), bareIsZeroing, customZeroGrad)), assignmentFindings(file, unitNodesOfType(unit, 'assignment'))];
+        return groups.every((g) => g.length === 0) ? NO_FINDINGS : { groups: groups.map((g) => toRelative(unit, g)) };
+      }),
+    );
+    const findings: RuleFinding[] = [];
+    for (let g = 0; g < NO_FINDINGS.groups.length; g++) for (const u of units) if (u.groups[g].length > 0) findings.push(...fromRelative(u.groups[g]));
     return findings;
   },
 };
+
+function callFindings(file: SourceFile, candidates: readonly SyntaxNode[], bareIsZeroing: boolean, customZeroGrad: boolean): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  for (const call of candidates) {
+    const method = calleeMethod(file, call);
+    const fn = childByField(call, 'function');
+    if (method === null || fn === null || fn.type !== 'attribute') continue;
+
+    if (method === 'zero_grad') {
+      const kw = keywordArgument(file, call, 'set_to_none');
+      const positional = positionalArguments(call);
+      const flag = kw ?? positional[0] ?? null;
+      if (flag !== null) {
+        if (file.textOf(flag) !== 'False') continue;
+        findings.push({
+          start: call.start,
+          end: call.end,
+          message: `\`zero_grad(set_to_none=False)\` ${KEEP_MESSAGE}`,
+          fix: { title: 'Use `set_to_none=True`', edits: [{ start: flag.start, end: flag.end, newText: 'True' }] },
+        });
+        continue;
+      }
+      if (!bareIsZeroing || hasSplat(call)) continue;
+      if (customZeroGrad) continue;
+      const edit = appendArgument(call, 'set_to_none=True');
+      findings.push({
+        start: call.start,
+        end: call.end,
+        message: `On torch < 2.0 \`zero_grad()\` defaults to \`set_to_none=False\`, which ${KEEP_MESSAGE}`,
+        fix: edit === null ? null : { title: 'Pass `set_to_none=True`', edits: [edit] },
+      });
+      continue;
+    }
+
+    if (ZEROING_METHODS.has(method)) {
+      if (method === 'fill_' && !isZeroLiteral(file, positionalArguments(call)[0])) continue;
+      if (method === 'zero_' && positionalArguments(call).length > 0) continue;
+      const receiver = childByField(fn, 'object');
+      if (receiver === null) continue;
+      const owner = gradOwner(file, receiver);
+      if (owner === null || implementsSetToNone(file, call)) continue;
+      const stmt = statementOfCall(call);
+      const simpleOwner = /^[A-Za-z_][\w.]*$/.test(owner);
+      findings.push({
+        start: call.start,
+        end: call.end,
+        message: `Zeroing \`${file.textOf(receiver)}\` in place ${KEEP_MESSAGE.replace('; `set_to_none=True`', '; `' + owner + '.grad = None`')}`,
+        fix:
+          stmt !== null && simpleOwner
+            ? { title: `Set \`${owner}.grad = None\``, edits: [{ start: call.start, end: call.end, newText: `${owner}.grad = None` }] }
+            : null,
+      });
+    }
+  }
+  return findings;
+}
+
+function assignmentFindings(file: SourceFile, assignments: readonly SyntaxNode[]): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  for (const assign of assignments) {
+    const left = childByField(assign, 'left');
+    const right = childByField(assign, 'right');
+    if (left === null || right === null || right.type !== 'call') continue;
+    const owner = gradOwner(file, left);
+    if (owner === null) continue;
+    const factory = calleeName(file, right);
+    if (factory === null || !ZEROS_FACTORIES.has(factory)) continue;
+    if (initialisesMissingGrad(file, assign, owner) || implementsSetToNone(file, assign)) continue;
+    const whole = assign.parent !== null && assign.parent.type === 'expression_statement';
+    findings.push({
+      start: assign.start,
+      end: assign.end,
+      message: `Assigning zeros to \`${file.textOf(left)}\` ${KEEP_MESSAGE.replace('; `set_to_none=True`', '; `' + owner + '.grad = None`')}`,
+      fix: whole && /^[A-Za-z_][\w.]*$/.test(owner) ? { title: `Set \`${owner}.grad = None\``, edits: [{ start: assign.start, end: assign.end, newText: `${owner}.grad = None` }] } : null,
+    });
+  }
+  return findings;
+}
 
 export const rule = zeroGradNotNone;

@@ -2,7 +2,8 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingLoops } from '../analysis/context';
-import { callsMatching } from '../analysis/calls';
+import { unitCallGroups } from '../analysis/calls';
+import { importSignature, intern, NodeCache, unitNodesOfType, unitsOf } from '../analysis/unitcache';
 import { enclosingStepLoop, nestedStepLoops } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -27,17 +28,55 @@ const MODEL_PATTERNS = [
 const MODULE_BASES = /^(torch\.nn\.Module|torch\.nn\.modules\.module\.Module|(lightning|pytorch_lightning|lightning\.pytorch)\.LightningModule|transformers\.(\w+\.)*PreTrainedModel)$/;
 const LR_SCHEDULER = /lr_scheduler/;
 
+/** One top-level statement's class definitions: name and the text of each base, in document order. */
+type UnitClasses = readonly (readonly [string, readonly string[]])[];
+
+const unitClassCache = new NodeCache<UnitClasses>();
+
+function unitClasses(file: SourceFile, unit: SyntaxNode): UnitClasses {
+  return unitClassCache.get(unit, '', () => {
+    const out: [string, string[]][] = [];
+    for (const cls of unitNodesOfType(unit, 'class_definition')) {
+      const name = childByField(cls, 'name');
+      const supers = childByField(cls, 'superclasses');
+      if (name === null || supers === null) continue;
+      out.push([file.textOf(name), supers.children.filter((c) => c.type === 'identifier' || c.type === 'attribute').map((c) => file.textOf(c))]);
+    }
+    return out;
+  });
+}
+
+/**
+ * What the local module classes are computed from: the imports and every class's name and bases.
+ * Equal tokens mean equal results, so MH007's per-statement findings are kept under it.
+ */
+function classesToken(file: SourceFile): string {
+  let token = classTokenCache.get(file);
+  if (token === undefined) {
+    const parts: string[] = [importSignature(file)];
+    for (const unit of unitsOf(file)) {
+      const classes = unitClasses(file, unit);
+      if (classes.length > 0) parts.push(JSON.stringify(classes));
+    }
+    token = intern(parts.join('|'));
+    classTokenCache.set(file, token);
+  }
+  return token;
+}
+const classTokenCache = new WeakMap<SourceFile, string>();
+
 /** Names of classes in this file that subclass nn.Module (directly or through other local classes). */
 function localModuleClasses(file: SourceFile): Set<string> {
   const cached = moduleClassCache.get(file);
   if (cached !== undefined) return cached;
-  const bases = new Map<string, SyntaxNode[]>();
-  for (const cls of file.nodesOfType('class_definition')) {
-    const name = childByField(cls, 'name');
-    const supers = childByField(cls, 'superclasses');
-    if (name === null || supers === null) continue;
-    bases.set(file.textOf(name), supers.children.filter((c) => c.type === 'identifier' || c.type === 'attribute'));
+  const token = classesToken(file);
+  const shared = moduleClassesByToken.get(token);
+  if (shared !== undefined) {
+    moduleClassCache.set(file, shared);
+    return shared;
   }
+  const bases = new Map<string, readonly string[]>();
+  for (const unit of unitsOf(file)) for (const [name, supers] of unitClasses(file, unit)) bases.set(name, supers);
   const result = new Set<string>();
   const state = new Map<string, boolean | 'pending'>();
   const isModule = (cls: string): boolean => {
@@ -46,9 +85,8 @@ function localModuleClasses(file: SourceFile): Set<string> {
     if (s !== undefined) return s;
     state.set(cls, 'pending');
     let yes = false;
-    for (const base of bases.get(cls) ?? []) {
-      const text = file.textOf(base);
-      const qualified = qualifiedOfExpr(file, base);
+    for (const text of bases.get(cls) ?? []) {
+      const qualified = qualifiedOfText(file, text);
       if ((qualified !== null && MODULE_BASES.test(qualified)) || text === 'nn.Module' || (bases.has(text) && isModule(text))) {
         yes = true;
         break;
@@ -59,16 +97,21 @@ function localModuleClasses(file: SourceFile): Set<string> {
   };
   for (const cls of bases.keys()) if (isModule(cls)) result.add(cls);
   moduleClassCache.set(file, result);
+  if (moduleClassesByToken.size >= 8) moduleClassesByToken.delete(moduleClassesByToken.keys().next().value!);
+  moduleClassesByToken.set(token, result);
   return result;
 }
 const moduleClassCache = new WeakMap<SourceFile, Set<string>>();
+/** The classes hold strings only: any version with the same imports and class headers shares them. */
+const moduleClassesByToken = new Map<string, Set<string>>();
 
-function qualifiedOfExpr(file: SourceFile, node: SyntaxNode): string | null {
-  const parts = file.textOf(node).replace(/\s+/g, '').split('.');
+function qualifiedOfText(file: SourceFile, text: string): string | null {
+  const parts = text.replace(/\s+/g, '').split('.');
   const binding = importBindings(file).get(parts[0]);
   if (binding !== undefined) parts[0] = binding.qualified;
   return parts.join('.');
 }
+
 
 /** Last segments worth resolving: classes, factories, and names imported from torchvision. */
 const LIBRARIES = /^(torch\.optim|transformers|bitsandbytes|apex|timm|deepspeed|torch_optimizer|torchvision)/;
@@ -151,21 +194,43 @@ export const rebuildInLoop: Rule = {
   summary: 'An optimizer, model or GradScaler constructed inside the per-step loop.',
   check(file) {
     const findings: RuleFinding[] = [];
-    let torchvision = false;
-    for (const b of importBindings(file).values()) if (b.qualified.startsWith('torchvision')) torchvision = true;
-    // Classes, factories, and (only where torchvision is imported) lower-case builders.
-    for (const call of callsMatching(file, (m) => /^[A-Z]/.test(m) || FACTORIES.has(m) || (torchvision && TORCHVISION_BUILDER.test(m)))) {
-      const kind = constructionKind(file, call);
-      // Name test first (cheap); the ancestor walk only for candidates, so deep nesting stays linear.
-      if (kind === null || enclosingLoops(call).length === 0) continue;
-      const loop = enclosingStepLoop(file, call);
-      if (loop === null || isConditional(call, loop)) continue;
-      const name = boundName(file, call);
-      if (name !== null && servesNestedRun(file, call, loop, name)) continue;
-      findings.push({ start: call.start, end: call.end, message: MESSAGES[kind] });
+    // The constructions in loops, per statement: they depend on it, the imports and the local classes.
+    const signature = classesToken(file);
+    for (const unit of unitsOf(file)) {
+      for (const { call, kind } of unitConstructions.get(unit, signature, () => constructionsInLoops(file, unit))) {
+        const loop = enclosingStepLoop(file, call);
+        if (loop === null || isConditional(call, loop)) continue;
+        const name = boundName(file, call);
+        if (name !== null && servesNestedRun(file, call, loop, name)) continue;
+        findings.push({ start: call.start, end: call.end, message: MESSAGES[kind] });
+      }
     }
     return findings;
   },
 };
+
+interface Construction {
+  readonly call: SyntaxNode;
+  readonly kind: Kind;
+}
+
+const unitConstructions = new NodeCache<readonly Construction[]>();
+
+/** Constructions of optimizers, models and scalers inside a loop in one top-level statement, in document order. */
+function constructionsInLoops(file: SourceFile, unit: SyntaxNode): Construction[] {
+  let torchvision = false;
+  for (const b of importBindings(file).values()) if (b.qualified.startsWith('torchvision')) torchvision = true;
+  // Classes, factories, and (only where torchvision is imported) lower-case builders.
+  const calls: SyntaxNode[] = [];
+  for (const [method, list] of unitCallGroups(file, unit)) if (/^[A-Z]/.test(method) || FACTORIES.has(method) || (torchvision && TORCHVISION_BUILDER.test(method))) calls.push(...list);
+  calls.sort((a, b) => a.start - b.start);
+  const out: Construction[] = [];
+  for (const call of calls) {
+    const kind = constructionKind(file, call);
+    // Name test first (cheap); the ancestor walk only for candidates, so deep nesting stays linear.
+    if (kind !== null && enclosingLoops(call).length > 0) out.push({ call, kind });
+  }
+  return out;
+}
 
 export const rule = rebuildInLoop;

@@ -1,6 +1,7 @@
-// One open Python document: a tree-sitter tree kept in sync by incremental reparse, and the plain-JS
+// One open Python document: tree-sitter trees kept in sync by incremental reparse, and the plain-JS
 // mirror (SourceFile) the rules read. Top-level statements that an edit did not touch keep their
-// mirrored subtrees (shifted), so a one-character edit costs one statement's copy, not the file's.
+// mirrored subtrees (shifted), so a one-character edit costs one statement's copy, not the file's;
+// and a long file is also parsed in chunks of statements, so it costs one chunk's reparse.
 import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
 import { positionIn, SourceFile, spliceLineStarts, type NodeIndex, type SyntaxNode } from './syntax';
@@ -17,19 +18,59 @@ interface Unit {
   readonly index: NodeIndex;
 }
 
+/**
+ * A run of whole top-level statements parsed as a file of its own. tree-sitter-python's
+ * incremental reparse re-lexes every top-level statement (its module-level repetition nodes are
+ * "fragile", so they are never reused whole): a keystroke costs the file. Reparsing only the chunk
+ * that holds the edit costs the chunk. A chunk starts at a line start in column 0, so while every
+ * chunk parses without errors, the chunks' statements are exactly the whole file's (tested over a
+ * corpus and random edits); as soon as one has errors the whole-file tree decides.
+ */
+interface Chunk {
+  /** Offsets in the document's text; `end` is the next chunk's `start` (or the text's length). */
+  start: number;
+  end: number;
+  /** Parsed from text.slice(start, end) (offsets relative to `start`); null when it must be parsed afresh. */
+  tree: TS.Tree | null;
+  /** Edited since `tree` was parsed. */
+  edited: boolean;
+}
+
+/** A chunk holds at least this many lines (the last one may hold fewer). */
+const DEFAULT_CHUNK_LINES = 120;
+
+export interface DocumentOptions {
+  /** Lines per chunk; 0 turns chunked reparsing off. */
+  readonly chunkLines?: number;
+}
+
 export class PythonDocument {
+  /** The whole file's tree: edited on every change but reparsed only when the mirror must follow it. */
   private tree: TS.Tree;
   private units: Unit[];
   private file: SourceFile;
   private readonly tables: NodeTables;
+  private readonly chunkLines: number;
   /** Whether the last tree parsed as a module; when the whole file is one ERROR, its children carry fields. */
   private rootIsModule = false;
+  /** Null until the first edit of a file long enough to split, or after splitting failed. */
+  private chunks: Chunk[] | null = null;
+  /** Whether the mirror follows the chunks: every chunk and the whole file parsed without errors. */
+  private chunked = false;
+  /** Regions the mirror took from chunks since the whole-file tree was last parsed. */
+  private dirty: [number, number][] = [];
+  /** Updates to wait before splitting again after a split failed. */
+  private splitBackoff = 0;
+  /** How updates were parsed: one chunk, or the whole file (for tests and benchmarks). */
+  readonly reparses = { chunk: 0, whole: 0 };
 
   constructor(
     private readonly py: PythonParser,
     text: string,
+    options: DocumentOptions = {},
   ) {
     this.tables = nodeTables(py.language);
+    this.chunkLines = options.chunkLines ?? DEFAULT_CHUNK_LINES;
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
@@ -53,29 +94,29 @@ export class PythonDocument {
       const oldEnd = start + ch.rangeLength;
       const newText = text.slice(0, start) + ch.text + text.slice(oldEnd);
       const newEnd = start + ch.text.length;
-      const startPosition = toPoint(positionIn(lineStarts, start));
-      const oldEndPosition = toPoint(positionIn(lineStarts, oldEnd));
       const newLineStarts = spliceLineStarts(lineStarts, newText, start, oldEnd, ch.text.length);
-      const newEndPosition = toPoint(positionIn(newLineStarts, newEnd));
-      this.tree.edit(
-        new this.py.ts.Edit({ startIndex: start, oldEndIndex: oldEnd, newEndIndex: newEnd, startPosition, oldEndPosition, newEndPosition }),
-      );
+      const edit: LineEdit = { start, oldEnd, newEnd, oldLineStarts: lineStarts, newLineStarts };
+      this.tree.edit(treeEdit(this.py, edit, 0, 0));
+      if (this.chunks !== null) editChunks(this.py, this.chunks, edit);
+      this.dirty = mapRanges(this.dirty, edit);
       spans.push({ start, oldEnd, newEnd });
       text = newText;
       lineStarts = newLineStarts;
     }
-    const oldTree = this.tree;
-    const newTree = parseOrThrow(this.py, text, oldTree);
-    const changed = oldTree.getChangedRanges(newTree).map((r) => [r.startIndex, r.endIndex] as const);
-    oldTree.delete();
-    this.tree = newTree;
-    this.file = this.mirror(text, spans, changed, lineStarts);
-    return this.file;
+    const fromChunk = this.chunked && spans.length === 1 ? this.updateFromChunk(text, spans[0], lineStarts) : null;
+    if (fromChunk !== null) {
+      this.reparses.chunk++;
+      return (this.file = fromChunk);
+    }
+    this.reparses.whole++;
+    return (this.file = this.updateFromWholeTree(text, spans, lineStarts));
   }
 
   /** Replaces the whole text (no incremental reuse). */
   reset(text: string): SourceFile {
     this.tree.delete();
+    this.dropChunks();
+    this.dirty = [];
     this.tree = parseOrThrow(this.py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
@@ -84,18 +125,74 @@ export class PythonDocument {
 
   dispose(): void {
     this.tree.delete();
+    this.dropChunks();
     this.units = [];
   }
 
+  /** Reparses the whole-file tree and mirrors from it; then brings the chunks up to date when it parsed cleanly. */
+  private updateFromWholeTree(text: string, spans: readonly EditSpan[], lineStarts: number[]): SourceFile {
+    const oldTree = this.tree;
+    const newTree = parseOrThrow(this.py, text, oldTree);
+    const changed: (readonly [number, number])[] = oldTree.getChangedRanges(newTree).map((r) => [r.startIndex, r.endIndex] as const);
+    // The mirror took these regions from chunks, which the old whole-file tree never saw.
+    for (const d of this.dirty) changed.push(d);
+    this.dirty = [];
+    oldTree.delete();
+    this.tree = newTree;
+    const file = this.mirror(text, spans, changed, lineStarts);
+    this.chunked = !newTree.rootNode.hasError && this.syncChunks(text, lineStarts);
+    return file;
+  }
+
+  /**
+   * Reparses only the chunk holding the edit and mirrors its statements; null when the chunk no
+   * longer stands on its own (errors, a boundary no longer at a line start) or does not line up.
+   */
+  private updateFromChunk(text: string, span: EditSpan, lineStarts: number[]): SourceFile | null {
+    const chunks = this.chunks!;
+    const k = chunkAt(chunks, span.start);
+    const chunk = chunks[k];
+    if (chunk.tree === null || !chunk.edited || span.newEnd > chunk.end) return null;
+    if (!isChunkStart(text, chunk.start) || (k + 1 < chunks.length && !isChunkStart(text, chunk.end)) || chunk.start === chunk.end) return null;
+    const oldTree = chunk.tree;
+    const newTree = parseOrThrow(this.py, text.slice(chunk.start, chunk.end), oldTree);
+    chunk.tree = newTree;
+    chunk.edited = false;
+    const changed = oldTree.getChangedRanges(newTree).map((r) => [r.startIndex + chunk.start, r.endIndex + chunk.start] as const);
+    oldTree.delete();
+    if (newTree.rootNode.hasError || newTree.rootNode.type !== 'module') {
+      chunk.edited = true; // so that syncChunks sees the errors and merges
+      return null;
+    }
+    const delta = span.newEnd - span.oldEnd;
+    // Old units of the chunk: those starting in its old extent.
+    const first = firstUnitAtOrAfter(this.units, chunk.start);
+    const last = firstUnitAtOrAfter(this.units, chunk.end - delta);
+    const root = newRoot(text);
+    const region = this.mirrorAround(root, newTree.rootNode, chunk.start, this.units.slice(first, last), span, changed);
+    if (region === null) return null;
+    const tail = this.units.slice(last);
+    if (delta !== 0) for (const unit of tail) shift(unit.node, delta);
+    const units = this.units.slice(0, first).concat(region, tail);
+    this.dirty = addRange(this.dirty, Math.min(span.start, ...changed.map((c) => c[0])), Math.max(span.newEnd, ...changed.map((c) => c[1])));
+    return this.finish(root, text, units, lineStarts);
+  }
+
   private mirror(text: string, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[] = [], lineStarts?: number[]): SourceFile {
-    const root: SyntaxNode = { type: 'module', named: true, field: null, missing: false, start: 0, end: text.length, children: [], parent: null };
-    const units = (spans.length === 1 ? this.mirrorAround(root, spans[0], changed) : null) ?? this.mirrorAll(root, spans, changed);
+    const root = newRoot(text);
+    const rootNode = this.tree.rootNode;
+    const fast = spans.length === 1 && this.rootIsModule && rootNode.type === 'module' ? this.mirrorAround(root, rootNode, 0, this.units, spans[0], changed) : null;
+    const units = fast ?? this.mirrorAll(root, rootNode, 0, this.units, spans, changed);
+    this.rootIsModule = rootNode.type === 'module';
+    return this.finish(root, text, units, lineStarts);
+  }
+
+  private finish(root: SyntaxNode, text: string, units: Unit[], lineStarts?: number[]): SourceFile {
     for (const unit of units) {
       unit.node.parent = root;
       root.children.push(unit.node);
     }
     this.units = units;
-    this.rootIsModule = this.tree.rootNode.type === 'module';
     return new SourceFile(
       text,
       root,
@@ -104,13 +201,13 @@ export class PythonDocument {
     );
   }
 
-  /** Every top-level statement from the cursor: old ones reused where the edits left them intact. */
-  private mirrorAll(root: SyntaxNode, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[]): Unit[] {
+  /** Every top-level statement under `rootNode`: old ones reused where the edits left them intact. */
+  private mirrorAll(root: SyntaxNode, rootNode: TS.Node, base: number, old: readonly Unit[], spans: readonly EditSpan[], changed: readonly (readonly [number, number])[]): Unit[] {
     const units: Unit[] = [];
-    const cursor = this.tree.rootNode.walk();
+    const cursor = rootNode.walk();
     try {
       if (cursor.gotoFirstChild()) {
-        const next = this.unitMatcher(root, spans, changed, this.units);
+        const next = this.unitMatcher(root, base, spans, changed, old);
         do units.push(next(cursor));
         while (cursor.gotoNextSibling());
       }
@@ -124,12 +221,10 @@ export class PythonDocument {
    * One edit: the statements wholly before it (and before every changed range) are the old ones,
    * unchanged; those wholly after it are the old ones shifted. Only the statements in between are read
    * from the tree, so a keystroke costs the edited statement, not a walk over every statement.
-   * Null when the new tree does not line up with that expectation (then everything is walked).
+   * `old` are the previous units that `rootNode` (a tree of text at `base`) covers. Null when the new
+   * tree does not line up with that expectation (then everything is walked).
    */
-  private mirrorAround(root: SyntaxNode, span: EditSpan, changed: readonly (readonly [number, number])[]): Unit[] | null {
-    const old = this.units;
-    const rootNode = this.tree.rootNode;
-    if (!this.rootIsModule || rootNode.type !== 'module') return null;
+  private mirrorAround(root: SyntaxNode, rootNode: TS.Node, base: number, old: readonly Unit[], span: EditSpan, changed: readonly (readonly [number, number])[]): Unit[] | null {
     const delta = span.newEnd - span.oldEnd;
     let lo = span.start;
     let hi = span.newEnd;
@@ -142,15 +237,15 @@ export class PythonDocument {
     let after = old.length;
     while (after > before && old[after - 1].node.start > span.oldEnd && old[after - 1].node.start + delta > hi) after--;
     const tail = old.slice(after);
-    const tailStart = tail.length > 0 ? tail[0].node.start + delta : -1;
+    const tailStart = tail.length > 0 ? tail[0].node.start + delta - base : -1;
     const units = old.slice(0, before);
     const cursor = rootNode.walk();
     try {
       // First check that the new tree lines up, touching nothing, so that the fallback starts clean.
-      const prefixEnd = before > 0 ? old[before - 1].node.end : 0;
+      const prefixEnd = before > 0 ? old[before - 1].node.end - base : 0;
       const toFirstMiddle = (): boolean => (before === 0 ? cursor.gotoFirstChild() : cursor.gotoFirstChildForIndex(prefixEnd) && cursor.startIndex >= prefixEnd);
       let middle = 0;
-      if (!toFirstMiddle()) return old.length === 0 ? [] : null;
+      if (!toFirstMiddle()) return old.length === 0 || (before === old.length && rootNode.childCount === before) ? units : null;
       for (;;) {
         if (tail.length > 0 && cursor.startIndex >= tailStart) {
           if (cursor.startIndex !== tailStart || cursor.nodeType !== tail[0].node.type) return null;
@@ -167,7 +262,7 @@ export class PythonDocument {
       if (rootNode.childCount !== before + middle + tail.length) return null;
       cursor.reset(rootNode);
       toFirstMiddle();
-      const next = this.unitMatcher(root, [span], changed, old.slice(before, after));
+      const next = this.unitMatcher(root, base, [span], changed, old.slice(before, after));
       for (let i = 0; i < middle; i++) {
         units.push(next(cursor));
         cursor.gotoNextSibling();
@@ -181,7 +276,7 @@ export class PythonDocument {
   }
 
   /** Mirrors the top-level statement under the cursor, reusing a matching old one (whole or in part). */
-  private unitMatcher(root: SyntaxNode, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[], candidates: readonly Unit[]): (cursor: TS.TreeCursor) => Unit {
+  private unitMatcher(root: SyntaxNode, base: number, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[], candidates: readonly Unit[]): (cursor: TS.TreeCursor) => Unit {
     // Old units keyed by where their start sits after the edits; candidates for whole or partial reuse.
     const oldUnits = new Map<string, Unit>();
     if (spans.length > 0) {
@@ -190,18 +285,237 @@ export class PythonDocument {
         if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
       }
     }
-    const reconciler = new Reconciler(spans, changed, this.tables);
+    const reconciler = new Reconciler(spans, changed, this.tables, base);
     return (cursor) => {
-      const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex}`);
+      const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex + base}`);
       if (old === undefined) {
         const index: NodeIndex = new Map();
-        return { node: copySubtree(cursor, root, this.tables, index), index };
+        return { node: copySubtree(cursor, root, this.tables, base, index), index };
       }
       const node = reconciler.reconcile(cursor, old.node, root, 0);
       // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
       return node === old.node ? old : { node, index: indexSubtree(node) };
     };
   }
+
+  /**
+   * After a clean whole-file parse: splits the file into chunks if it has none, reparses the chunks
+   * that were edited, and merges chunks that do not parse on their own. True when every chunk is clean.
+   */
+  private syncChunks(text: string, lineStarts: readonly number[]): boolean {
+    if (this.chunkLines <= 0) return false;
+    if (this.chunks === null) {
+      if (this.splitBackoff > 0) {
+        this.splitBackoff--;
+        return false;
+      }
+      if (lineStarts.length < 2 * this.chunkLines) return false;
+      this.chunks = this.splitAt(0, text.length, text, lineStarts);
+    }
+    const chunks = this.chunks;
+    // Boundaries an edit moved off a line start, or chunks emptied, merge into a neighbour.
+    for (let k = chunks.length - 1; k > 0; k--) {
+      if (chunks[k].start === chunks[k].end || !isChunkStart(text, chunks[k].start)) mergeChunks(chunks, k - 1, k);
+    }
+    if (chunks.length > 1 && chunks[0].start === chunks[0].end) mergeChunks(chunks, 0, 1);
+    for (let round = 0; ; round++) {
+      let failed = -1;
+      for (let k = 0; k < chunks.length && failed < 0; k++) {
+        const chunk = chunks[k];
+        if (chunk.tree !== null && !chunk.edited) continue;
+        const tree = parseOrThrow(this.py, text.slice(chunk.start, chunk.end), chunk.tree);
+        chunk.tree?.delete();
+        chunk.tree = tree;
+        chunk.edited = false;
+        if (tree.rootNode.hasError) failed = k;
+      }
+      if (failed < 0) break;
+      // The whole file is clean but this chunk is not: a statement spans its boundary (an `else:`
+      // just after it, say). Merge with both neighbours and try again; give up after a few rounds.
+      if (round >= 3 || chunks.length === 1) {
+        this.dropChunks();
+        this.splitBackoff = 50;
+        return false;
+      }
+      const lo = Math.max(0, failed - 1);
+      const hi = Math.min(chunks.length - 1, failed + 1);
+      for (let k = hi; k > lo; k--) mergeChunks(chunks, k - 1, k);
+    }
+    // Merged chunks grow; split the big ones again along the (clean) whole-file tree's statements.
+    for (let k = chunks.length - 1; k >= 0; k--) {
+      const c = chunks[k];
+      if (positionIn(lineStarts, c.end).line - positionIn(lineStarts, c.start).line < 4 * this.chunkLines) continue;
+      const pieces = this.splitAt(c.start, c.end, text, lineStarts);
+      if (pieces.length < 2 || pieces.some((p) => p.tree!.rootNode.hasError)) {
+        for (const p of pieces) p.tree?.delete();
+        continue;
+      }
+      c.tree?.delete();
+      chunks.splice(k, 1, ...pieces);
+    }
+    return true;
+  }
+
+  /** Chunks of [from, to) cut at the whole-file tree's top-level statements, each parsed afresh. */
+  private splitAt(from: number, to: number, text: string, lineStarts: readonly number[]): Chunk[] {
+    const cuts = [from];
+    let lastLine = positionIn(lineStarts, from).line;
+    const cursor = this.tree.rootNode.walk();
+    try {
+      if (cursor.gotoFirstChild()) {
+        do {
+          const s = cursor.startIndex;
+          if (s <= from || s >= to || cursor.nodeType === 'comment' || !isChunkStart(text, s)) continue;
+          const line = positionIn(lineStarts, s).line;
+          if (line - lastLine >= this.chunkLines) {
+            cuts.push(s);
+            lastLine = line;
+          }
+        } while (cursor.gotoNextSibling());
+      }
+    } finally {
+      cursor.delete();
+    }
+    cuts.push(to);
+    const chunks: Chunk[] = [];
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      chunks.push({ start: cuts[i], end: cuts[i + 1], tree: parseOrThrow(this.py, text.slice(cuts[i], cuts[i + 1]), null), edited: false });
+    }
+    return chunks;
+  }
+
+  private dropChunks(): void {
+    for (const c of this.chunks ?? []) c.tree?.delete();
+    this.chunks = null;
+    this.chunked = false;
+  }
+}
+
+/** One change with the line starts before and after it (tree-sitter wants rows and columns). */
+interface LineEdit {
+  readonly start: number;
+  readonly oldEnd: number;
+  readonly newEnd: number;
+  readonly oldLineStarts: readonly number[];
+  readonly newLineStarts: readonly number[];
+}
+
+/** The tree-sitter edit of a tree whose text starts at `base`, on line `baseRow`, in column 0. */
+function treeEdit(py: PythonParser, e: LineEdit, base: number, baseRow: number): TS.Edit {
+  const point = (lineStarts: readonly number[], offset: number): TS.Point => {
+    const p = positionIn(lineStarts, offset);
+    return { row: p.line - baseRow, column: p.character };
+  };
+  return new py.ts.Edit({
+    startIndex: e.start - base,
+    oldEndIndex: e.oldEnd - base,
+    newEndIndex: e.newEnd - base,
+    startPosition: point(e.oldLineStarts, e.start),
+    oldEndPosition: point(e.oldLineStarts, e.oldEnd),
+    newEndPosition: point(e.newLineStarts, e.newEnd),
+  });
+}
+
+/**
+ * Applies an edit to the chunks: inside one chunk (starting at or after its start, ending at or
+ * before its end) it edits that chunk's tree; across a boundary the chunks it spans merge into one
+ * to be parsed afresh. Later chunks shift.
+ */
+function editChunks(py: PythonParser, chunks: Chunk[], e: LineEdit): void {
+  const delta = e.newEnd - e.oldEnd;
+  const k = chunkAt(chunks, e.start);
+  let last = k;
+  while (last + 1 < chunks.length && chunks[last + 1].start < e.oldEnd) last++;
+  for (let j = last; j > k; j--) mergeChunks(chunks, j - 1, j);
+  const chunk = chunks[k];
+  if (chunk.tree !== null) chunk.tree.edit(treeEdit(py, e, chunk.start, positionIn(e.oldLineStarts, chunk.start).line));
+  chunk.end += delta;
+  chunk.edited = true;
+  for (let j = k + 1; j < chunks.length; j++) {
+    chunks[j].start += delta;
+    chunks[j].end += delta;
+  }
+}
+
+/** Merges chunk `k + 1` into chunk `k` (to be parsed afresh). */
+function mergeChunks(chunks: Chunk[], k: number, k2: number): void {
+  const a = chunks[k];
+  const b = chunks[k2];
+  a.tree?.delete();
+  b.tree?.delete();
+  a.tree = null;
+  a.edited = true;
+  a.end = b.end;
+  chunks.splice(k2, 1);
+}
+
+/** Index of the last chunk starting at or before `offset`. */
+function chunkAt(chunks: readonly Chunk[], offset: number): number {
+  let lo = 0;
+  let hi = chunks.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (chunks[mid].start <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** A chunk may start here: at a line start, on a character that begins a statement in column 0. */
+function isChunkStart(text: string, offset: number): boolean {
+  if (offset === 0) return true;
+  if (offset >= text.length) return false;
+  const prev = text.charCodeAt(offset - 1);
+  if (prev !== 10 && prev !== 13) return false;
+  const ch = text.charCodeAt(offset);
+  // Not whitespace, a line break, a comment or a line continuation.
+  return ch !== 32 && ch !== 9 && ch !== 12 && ch !== 10 && ch !== 13 && ch !== 35 && ch !== 92;
+}
+
+/** Index of the first unit starting at or after `offset`. */
+function firstUnitAtOrAfter(units: readonly Unit[], offset: number): number {
+  let lo = 0;
+  let hi = units.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (units[mid].node.start < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function newRoot(text: string): SyntaxNode {
+  return { type: 'module', named: true, field: null, missing: false, start: 0, end: text.length, children: [], parent: null };
+}
+
+/** Ranges after an edit: those it touches grow to cover the new text, later ones shift. */
+function mapRanges(ranges: readonly [number, number][], e: LineEdit): [number, number][] {
+  if (ranges.length === 0) return [];
+  const delta = e.newEnd - e.oldEnd;
+  const out: [number, number][] = [];
+  for (const [s, t] of ranges) {
+    if (t < e.start) out.push([s, t]);
+    else if (s > e.oldEnd) out.push([s + delta, t + delta]);
+    else out.push([Math.min(s, e.start), t > e.oldEnd ? t + delta : e.newEnd]);
+  }
+  return out;
+}
+
+/** Adds [s, e] to sorted disjoint ranges, merging overlaps; many ranges collapse to their hull. */
+function addRange(ranges: readonly [number, number][], s: number, e: number): [number, number][] {
+  const out: [number, number][] = [];
+  let lo = s;
+  let hi = e;
+  for (const r of ranges) {
+    if (r[1] < lo || r[0] > hi) out.push(r);
+    else {
+      lo = Math.min(lo, r[0]);
+      hi = Math.max(hi, r[1]);
+    }
+  }
+  out.push([lo, hi]);
+  out.sort((a, b) => a[0] - b[0]);
+  return out.length > 32 ? [[out[0][0], out[out.length - 1][1]]] : out;
 }
 
 /** Past this depth a changed subtree is copied rather than reconciled (keeps recursion shallow). */
@@ -217,12 +531,14 @@ class Reconciler {
     private readonly spans: readonly EditSpan[],
     private readonly changed: readonly (readonly [number, number])[],
     private readonly tables: NodeTables,
+    /** Where the cursor's tree starts in the document. */
+    private readonly base: number,
   ) {}
 
   reconcile(cursor: TS.TreeCursor, old: SyntaxNode, parent: SyntaxNode, depth: number): SyntaxNode {
     const type = cursor.nodeType;
-    const start = cursor.startIndex;
-    const end = cursor.endIndex;
+    const start = cursor.startIndex + this.base;
+    const end = cursor.endIndex + this.base;
     if (old.type === type) {
       const mapped = mapRange(old.start, old.end, this.spans);
       if (mapped !== null && mapped.start === start && mapped.end === end && !intersectsAny(start, end, this.changed) && old.field === cursor.currentFieldName) {
@@ -231,7 +547,7 @@ class Reconciler {
         return old;
       }
     }
-    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent, this.tables);
+    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent, this.tables, this.base);
     const node: SyntaxNode = {
       type,
       named: cursor.nodeIsNamed,
@@ -249,8 +565,8 @@ class Reconciler {
     }
     if (cursor.gotoFirstChild()) {
       do {
-        const match = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex}`);
-        node.children.push(match === undefined ? copySubtree(cursor, node, this.tables) : this.reconcile(cursor, match, node, depth + 1));
+        const match = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex + this.base}`);
+        node.children.push(match === undefined ? copySubtree(cursor, node, this.tables, this.base) : this.reconcile(cursor, match, node, depth + 1));
       } while (cursor.gotoNextSibling());
       cursor.gotoParent();
     }
@@ -344,9 +660,10 @@ type MutableNode = { -readonly [K in keyof SyntaxNode]: SyntaxNode[K] };
  * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Each
  * wasm call marshals the cursor, so per node it asks only for the type and field ids, the offsets
  * and the moves (names and namedness come from per-language tables; MISSING is asked of empty
- * nodes only). `index` (by type, document order) is filled on the way.
+ * nodes only). Offsets are shifted by `base`, where the cursor's tree starts in the document.
+ * `index` (by type, document order) is filled on the way.
  */
-function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, index?: NodeIndex): SyntaxNode {
+function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
   const { types, named, fields } = tables;
   const make = (p: SyntaxNode | null): MutableNode => {
     const typeId = cursor.nodeTypeId;
@@ -356,8 +673,8 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
       named: typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed),
       field: fields[cursor.currentFieldId] ?? null,
       missing: false,
-      start: cursor.startIndex,
-      end: cursor.endIndex,
+      start: cursor.startIndex + base,
+      end: cursor.endIndex + base,
       children: NO_CHILDREN,
       parent: p,
     };
@@ -403,10 +720,6 @@ function indexSubtree(root: SyntaxNode): NodeIndex {
     for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
   }
   return index;
-}
-
-function toPoint(p: { line: number; character: number }): TS.Point {
-  return { row: p.line, column: p.character };
 }
 
 function parseOrThrow(py: PythonParser, text: string, old: TS.Tree | null): TS.Tree {

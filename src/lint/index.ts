@@ -1,10 +1,10 @@
 // Public face of the linter for the CLI and the extension.
-import { PythonDocument } from './document';
+import { PythonDocument, type DocumentOptions } from './document';
 import { lintFile, defaultSettings, type LintHooks, type LintSettings } from './engine';
 import { loadPythonParser, type PythonParser } from './parser';
 import type { Finding } from './types';
 
-export { PythonDocument, type TextChange } from './document';
+export { PythonDocument, type DocumentOptions, type TextChange } from './document';
 export { lintFile, selectRules, unknownRuleSelectors, defaultSettings, type LintHooks, type LintSettings } from './engine';
 export { allRules, ruleByCode } from './rules';
 export type { Finding, Fix, TextEdit, Rule, RuleCode, Severity, TorchVersion } from './types';
@@ -19,8 +19,8 @@ export class Linter {
   }
 
   /** A document that supports incremental re-lint after edits; call dispose() when done. */
-  open(text: string): PythonDocument {
-    return new PythonDocument(this.parser, text);
+  open(text: string, options: DocumentOptions = {}): PythonDocument {
+    return new PythonDocument(this.parser, text, options);
   }
 
   /** One-shot lint of a text. */

@@ -21,6 +21,18 @@ function randomInts(seed: number): (n: number) => number {
   return (n) => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
 }
 
+/** Deterministic pseudo-random integers below n, from all bits (mulberry32; an LCG's low bits cycle). */
+function mixedInts(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+  };
+}
+
 /** Applies one edit to `doc` and checks it against a fresh parse of the new text; returns the new text. */
 function editAndCompare(linter: Linter, doc: PythonDocument, text: string, at: number, del: number, ins: string, label: string): string {
   doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
@@ -70,56 +82,104 @@ describe('PythonDocument', () => {
     doc.dispose();
   });
 
-  it('stays identical to a fresh parse over many random edits', async function () {
-    this.timeout(60000);
-    const linter = await getLinter();
-    let text = [
-      'import torch',
-      'class Net(torch.nn.Module):',
-      '    def __init__(self):',
-      '        super().__init__()',
-      '        self.fc = torch.nn.Linear(4, 2)',
-      '    def forward(self, x):',
-      '        return self.fc(x).relu()',
-      '',
-      'def train(model, loader, opt):',
-      '    total = 0',
-      '    for step, (x, y) in enumerate(loader):',
-      '        loss = (model(x) - y).pow(2).mean()',
-      '        loss.backward()',
-      '        opt.step()',
-      '        total += loss.item()',
-      '    return total',
-      '',
-    ].join('\n');
-    const pieces = ['x', '1', ' ', '\n', '\r\n', '\r', '(', ')', ':', '    ', 'def ', 'for i in y:\n', '"', '#', '+=', ',', 'loss', '\n    '];
-    const rand = randomInts(12345);
-    const doc = linter.open(text);
-    for (let i = 0; i < 200; i++) {
-      const at = rand(text.length + 1);
-      const del = rand(3) === 0 ? Math.min(rand(6), text.length - at) : 0;
-      const ins = rand(4) === 0 ? '' : pieces[rand(pieces.length)];
-      text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
-    }
-    doc.dispose();
-  });
+  for (const chunkLines of [undefined, 1, 3]) {
+    const options = { chunkLines };
+    const label = chunkLines === undefined ? '' : ` (chunks of ${chunkLines} lines)`;
+    it(`stays identical to a fresh parse over many random edits${label}`, async function () {
+      this.timeout(60000);
+      const linter = await getLinter();
+      let text = [
+        'import torch',
+        'class Net(torch.nn.Module):',
+        '    def __init__(self):',
+        '        super().__init__()',
+        '        self.fc = torch.nn.Linear(4, 2)',
+        '    def forward(self, x):',
+        '        return self.fc(x).relu()',
+        '',
+        'def train(model, loader, opt):',
+        '    total = 0',
+        '    for step, (x, y) in enumerate(loader):',
+        '        loss = (model(x) - y).pow(2).mean()',
+        '        loss.backward()',
+        '        opt.step()',
+        '        total += loss.item()',
+        '    return total',
+        '',
+      ].join('\n');
+      const pieces = ['x', '1', ' ', '\n', '\r\n', '\r', '(', ')', ':', '    ', 'def ', 'for i in y:\n', '"', '#', '+=', ',', 'loss', '\n    '];
+      const rand = randomInts(12345);
+      const doc = linter.open(text, options);
+      for (let i = 0; i < 200; i++) {
+        const at = rand(text.length + 1);
+        const del = rand(3) === 0 ? Math.min(rand(6), text.length - at) : 0;
+        const ins = rand(4) === 0 ? '' : pieces[rand(pieces.length)];
+        text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
+      }
+      doc.dispose();
+    });
 
-  it('keeps many top-level statements identical to a fresh parse (edits before, inside, across and after them)', async function () {
+    it(`keeps many top-level statements identical to a fresh parse (edits before, inside, across and after them)${label}`, async function () {
+      this.timeout(120000);
+      const linter = await getLinter();
+      const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
+      let text = fs.readdirSync(fixtures).sort().slice(0, 4).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
+      const pieces = ['1', 'x', ' ', '\n', '(', ')', ':', '"""', '#', 'else:\n', '\n\n', '    ', 'def f():\n    return 1\n', '@dec\n', '\\\n', '[', ']', 'if x:\n'];
+      const rand = randomInts(777);
+      const doc = linter.open(text, options);
+      for (let i = 0; i < 250; i++) {
+        const at = rand(text.length + 1);
+        // Mostly small edits; some delete whole lines or statements, so edits span statement boundaries.
+        const del = rand(5) === 0 ? Math.min(rand(400), text.length - at) : rand(3) === 0 ? Math.min(rand(4), text.length - at) : 0;
+        const ins = rand(5) === 0 ? '' : pieces[rand(pieces.length)];
+        text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
+      }
+      doc.dispose();
+    });
+  }
+
+  it('parses a long clean file in chunks that stay identical to a fresh parse (errors made and mended, statements added at chunk boundaries)', async function () {
     this.timeout(120000);
     const linter = await getLinter();
     const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
-    let text = fs.readdirSync(fixtures).sort().slice(0, 4).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
-    const pieces = ['1', 'x', ' ', '\n', '(', ')', ':', '"""', '#', 'else:\n', '\n\n', '    ', 'def f():\n    return 1\n', '@dec\n', '\\\n', '[', ']', 'if x:\n'];
-    const rand = randomInts(777);
-    const doc = linter.open(text);
-    for (let i = 0; i < 250; i++) {
-      const at = rand(text.length + 1);
-      // Mostly small edits; some delete whole lines or statements, so edits span statement boundaries.
-      const del = rand(5) === 0 ? Math.min(rand(400), text.length - at) : rand(3) === 0 ? Math.min(rand(4), text.length - at) : 0;
-      const ins = rand(5) === 0 ? '' : pieces[rand(pieces.length)];
-      text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
+    let text = fs.readdirSync(fixtures).sort().slice(0, 3).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
+    const rand = mixedInts(4242);
+    for (const chunkLines of [4, 40]) {
+      const doc = linter.open(text, { chunkLines });
+      // Line starts of top-level lines (column 0, not blank), where a statement can be typed or removed.
+      const topLevelLines = (): number[] => computeLineStarts(text).filter((s) => /[A-Za-z_@#]/.test(text[s] ?? ''));
+      for (let i = 0; i < 150; i++) {
+        const kind = rand(8);
+        assert.equal(doc.source.root.children.some((c) => c.type === 'ERROR'), false, `clean before step ${i}`);
+        if (kind === 0) {
+          // An error made, then mended: the whole-file tree takes over and hands back to the chunks.
+          const at = rand(text.length + 1);
+          const piece = ['(', '"""', 'else:\n', '\\\n', 'def (:\n', '[', '@d\n'][rand(7)];
+          text = editAndCompare(linter, doc, text, at, 0, piece, `error ${i}`);
+          text = editAndCompare(linter, doc, text, at, piece.length, '', `mend ${i}`);
+        } else if (kind === 1) {
+          // A statement typed at a top-level line start (often a chunk boundary), or a blank line.
+          const starts = topLevelLines();
+          text = editAndCompare(linter, doc, text, starts[rand(starts.length)], 0, ['y = 1\n', '\n', 'import os\n', '# note\n', 'if y:\n    pass\n'][rand(5)], `insert ${i}`);
+        } else if (kind === 2) {
+          // A blank line or an import removed (may join a chunk's end to the next chunk's start).
+          const starts = computeLineStarts(text);
+          const lines = starts.slice(0, -1).map((s, k) => [s, starts[k + 1]]).filter(([s, e]) => /^(\r?\n|import .*\n)$/.test(text.slice(s, e)));
+          if (lines.length > 0) {
+            const [s, e] = lines[rand(lines.length)];
+            text = editAndCompare(linter, doc, text, s, e - s, '', `delete line ${i}`);
+          }
+        } else {
+          // Keystrokes that keep the file valid: a digit replaced, a name typed after `(`.
+          const digits = [...text.matchAll(/\d/g)].map((m) => m.index);
+          const opens = [...text.matchAll(/\(/g)].map((m) => m.index + 1);
+          if (kind % 2 === 0 && digits.length > 0) text = editAndCompare(linter, doc, text, digits[rand(digits.length)], 1, String(rand(10)), `digit ${i}`);
+          else if (opens.length > 0) text = editAndCompare(linter, doc, text, opens[rand(opens.length)], 0, 'x, ', `name ${i}`);
+        }
+      }
+      assert.ok(doc.reparses.chunk > 50, `reparses ${JSON.stringify(doc.reparses)}`);
+      doc.dispose();
     }
-    doc.dispose();
   });
 
   it('applies several changes of one event in order', async () => {

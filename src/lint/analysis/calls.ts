@@ -6,11 +6,11 @@
 // regrouped; every other statement's groups are reused as they are.
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
+import { MergedIndex } from './unitcache';
 
 type Groups = Map<string, SyntaxNode[]>;
 
 const byUnit = new WeakMap<SyntaxNode, Groups>();
-const byFile = new WeakMap<SourceFile, Map<string, readonly SyntaxNode[]>>();
 
 function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
   let groups = byUnit.get(unit);
@@ -44,19 +44,14 @@ export function unitCallGroups(file: SourceFile, unit: SyntaxNode): ReadonlyMap<
   return unitGroups(file, unit);
 }
 
-/** Calls whose callee ends in `method` (`method(...)`, `x.method(...)`), in document order. */
+const named = new MergedIndex<SyntaxNode>(unitGroups);
+
+/**
+ * Calls whose callee ends in `method` (`method(...)`, `x.method(...)`), in document order. The array
+ * is the same object across versions while no edited statement has such calls (see MergedIndex).
+ */
 export function callsNamed(file: SourceFile, method: string): readonly SyntaxNode[] {
-  let memo = byFile.get(file);
-  if (memo === undefined) byFile.set(file, (memo = new Map<string, readonly SyntaxNode[]>()));
-  const hit = memo.get(method);
-  if (hit !== undefined) return hit;
-  const out: SyntaxNode[] = [];
-  for (const unit of file.root.children) {
-    const list = unitGroups(file, unit).get(method);
-    if (list !== undefined) for (const c of list) out.push(c);
-  }
-  memo.set(method, out);
-  return out;
+  return named.get(file, method);
 }
 
 /** Calls whose callee's last segment satisfies `pred` (tested once per distinct name), in document order. */

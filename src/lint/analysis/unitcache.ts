@@ -228,3 +228,129 @@ export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): Syn
 function isDefinition(n: SyntaxNode): boolean {
   return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
 }
+
+/** A lookup an index answered while a dependency recorder was active (see recordLookups). */
+export interface Lookup {
+  readonly index: MergedIndex<unknown>;
+  readonly key: string;
+  readonly result: readonly unknown[];
+}
+
+let recorder: Lookup[] | null = null;
+
+/**
+ * Runs `compute` and returns, with its value, every MergedIndex lookup it made. A result computed
+ * from one statement's nodes plus those lookups stays valid while the statement is reused and every
+ * lookup returns the same array again (see lookupsStillHold): an index keeps a key's array across
+ * versions exactly while no changed statement has that key.
+ */
+export function recordLookups<T>(compute: () => T): { value: T; lookups: readonly Lookup[] } {
+  const outer = recorder;
+  const lookups: Lookup[] = [];
+  recorder = lookups;
+  try {
+    return { value: compute(), lookups };
+  } finally {
+    recorder = outer;
+    if (outer !== null) outer.push(...lookups);
+  }
+}
+
+export function lookupsStillHold(file: SourceFile, lookups: readonly Lookup[]): boolean {
+  for (const l of lookups) if (l.index.get(file, l.key) !== l.result) return false;
+  return true;
+}
+
+interface Lineage<V> {
+  /** The version the memo is valid for (the newest one seen). */
+  file: SourceFile;
+  units: readonly SyntaxNode[];
+  readonly memo: Map<string, V[]>;
+}
+
+/** Changed statements beyond which a version starts a fresh memo instead of updating one. */
+const MAX_CHANGED_UNITS = 16;
+
+/**
+ * Values by key merged over the file's top-level statements in document order, from per-statement
+ * parts. The merged arrays are kept across versions of a document: a new version is compared with the
+ * last one by statement identity (reused statements are the same nodes), and only the keys that a
+ * removed or added statement has are merged again. So a key's array is the same object in a later
+ * version exactly while no statement having that key changed.
+ */
+export class MergedIndex<V> {
+  private readonly parts = new WeakMap<SyntaxNode, ReadonlyMap<string, readonly V[]>>();
+  private readonly byFile = new WeakMap<SourceFile, Lineage<V>>();
+  private lineages: Lineage<V>[] = [];
+
+  constructor(private readonly partOf: (file: SourceFile, unit: SyntaxNode) => ReadonlyMap<string, readonly V[]>) {}
+
+  get(file: SourceFile, key: string): readonly V[] {
+    const lineage = this.lineageOf(file);
+    let list = lineage.memo.get(key);
+    if (list === undefined) {
+      list = [];
+      for (const unit of lineage.units) {
+        const part = this.part(file, unit).get(key);
+        if (part !== undefined) for (const v of part) list.push(v);
+      }
+      lineage.memo.set(key, list);
+    }
+    if (recorder !== null) recorder.push({ index: this, key, result: list });
+    return list;
+  }
+
+  private part(file: SourceFile, unit: SyntaxNode): ReadonlyMap<string, readonly V[]> {
+    let part = this.parts.get(unit);
+    if (part === undefined) {
+      part = this.partOf(file, unit);
+      this.parts.set(unit, part);
+    }
+    return part;
+  }
+
+  private lineageOf(file: SourceFile): Lineage<V> {
+    let lineage = this.byFile.get(file);
+    if (lineage !== undefined) {
+      if (lineage.file === file) return lineage;
+      // An older version than the lineage's: it gets a memo of its own.
+      lineage = { file, units: [...unitsOf(file)], memo: new Map() };
+      this.byFile.set(file, lineage);
+      return lineage;
+    }
+    const units = [...unitsOf(file)];
+    lineage = this.advance(file, units) ?? { file, units, memo: new Map() };
+    if (!this.lineages.includes(lineage)) this.lineages = [lineage, ...this.lineages.slice(0, 3)];
+    this.byFile.set(file, lineage);
+    return lineage;
+  }
+
+  /** The recent lineage closest to `units`, moved to this version, or null when none is close. */
+  private advance(file: SourceFile, units: readonly SyntaxNode[]): Lineage<V> | null {
+    for (const lineage of this.lineages) {
+      const old = lineage.units;
+      const max = Math.min(old.length, units.length);
+      let prefix = 0;
+      while (prefix < max && old[prefix] === units[prefix]) prefix++;
+      let suffix = 0;
+      while (suffix < max - prefix && old[old.length - 1 - suffix] === units[units.length - 1 - suffix]) suffix++;
+      const removed = old.slice(prefix, old.length - suffix);
+      const added = units.slice(prefix, units.length - suffix);
+      if (removed.length + added.length > MAX_CHANGED_UNITS || (prefix + suffix === 0 && old.length > 0)) continue;
+      for (const unit of removed) {
+        const part = this.parts.get(unit);
+        if (part === undefined) {
+          // Never split into parts: no merge ran since it appeared, so nothing merged is kept.
+          lineage.memo.clear();
+          break;
+        }
+        for (const key of part.keys()) lineage.memo.delete(key);
+      }
+      for (const unit of added) for (const key of this.part(file, unit).keys()) lineage.memo.delete(key);
+      lineage.file = file;
+      lineage.units = units;
+      return lineage;
+    }
+    return null;
+  }
+}

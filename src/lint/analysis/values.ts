@@ -6,7 +6,7 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
-import { NodeCache, unitsOf } from './unitcache';
+import { MergedIndex, NodeCache } from './unitcache';
 
 const MAX_DEPTH = 6;
 
@@ -24,46 +24,51 @@ interface UnitFacts {
   readonly functions: Map<string, SyntaxNode[]>;
 }
 
-/** The file's targets and functions by name, merged lazily per name from the per-statement facts. */
+// Purely syntactic, so kept on each top-level statement across edits (its nodes shift in place).
+const unitCache = new NodeCache<UnitFacts>();
+const targetIndex = new MergedIndex<Target>((file, unit) => unitCache.get(unit, '', () => unitFacts(file, unit)).targets);
+const functionIndex = new MergedIndex<SyntaxNode>((file, unit) => unitCache.get(unit, '', () => unitFacts(file, unit)).functions);
+
+/** The file's targets and functions by name, merged per name from the per-statement facts (see MergedIndex). */
 class Facts {
-  private readonly targetMemo = new Map<string, Target[]>();
-  private readonly functionMemo = new Map<string, SyntaxNode[]>();
+  constructor(private readonly file: SourceFile) {}
 
-  constructor(private readonly units: readonly UnitFacts[]) {}
-
-  targets(key: string): Target[] {
-    return this.merged(this.targetMemo, key, (u) => u.targets.get(key));
+  targets(key: string): readonly Target[] {
+    return targetIndex.get(this.file, key);
   }
 
-  functions(name: string): SyntaxNode[] {
-    return this.merged(this.functionMemo, name, (u) => u.functions.get(name));
-  }
-
-  private merged<T>(memo: Map<string, T[]>, key: string, part: (u: UnitFacts) => T[] | undefined): T[] {
-    let list = memo.get(key);
-    if (list === undefined) {
-      list = [];
-      for (const u of this.units) {
-        const p = part(u);
-        if (p !== undefined) for (const x of p) list.push(x);
-      }
-      memo.set(key, list);
-    }
-    return list;
+  functions(name: string): readonly SyntaxNode[] {
+    return functionIndex.get(this.file, name);
   }
 }
 
 const cache = new WeakMap<SourceFile, Facts>();
-// Purely syntactic, so kept on each top-level statement across edits (its nodes shift in place).
-const unitCache = new NodeCache<UnitFacts>();
 
 function facts(file: SourceFile): Facts {
   let f = cache.get(file);
   if (f === undefined) {
-    f = new Facts(unitsOf(file).map((u) => unitCache.get(u, '', () => unitFacts(file, u))));
+    f = new Facts(file);
     cache.set(file, f);
   }
   return f;
+}
+
+/** Function definitions named `name` anywhere in the file, in document order. */
+export function functionsNamed(file: SourceFile, name: string): readonly SyntaxNode[] {
+  return functionIndex.get(file, name);
+}
+
+/** The return statements whose nearest function is `def` (as enclosingFunction sees it), in document order. */
+export function returnsOf(def: SyntaxNode): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  const stack = [...def.children].reverse();
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition') continue;
+    if (n.type === 'return_statement') out.push(n);
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+  return out;
 }
 
 function unitFacts(file: SourceFile, unit: SyntaxNode): UnitFacts {
@@ -177,8 +182,7 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
   const defs = f.functions(file.textOf(fn));
   if (defs.length !== 1) return null;
   const out: SyntaxNode[] = [];
-  for (const ret of file.nodesOfType('return_statement')) {
-    if (enclosingFunction(ret) !== defs[0]) continue;
+  for (const ret of returnsOf(defs[0])) {
     const value = firstNamedChild(ret);
     const parts = value === null ? null : elements(value);
     if (parts === null || parts[t.index] === undefined) return null;

@@ -7,8 +7,9 @@
 import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
-import { subscriptValues, valuesOf } from '../analysis/values';
-import { callsMatching, callsNamed } from '../analysis/calls';
+import { functionsNamed, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { callsNamed, unitCallGroups } from '../analysis/calls';
+import { importSignature, lookupsStillHold, NodeCache, recordLookups, unitsOf, type Lookup } from '../analysis/unitcache';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
@@ -111,15 +112,10 @@ function loaderOfAll(file: SourceFile, values: readonly SyntaxNode[], depth: num
 function returnedValues(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null {
   const fn = childByField(call, 'function');
   if (fn === null || fn.type !== 'identifier') return null;
-  const name = file.textOf(fn);
-  const defs = file.nodesOfType('function_definition').filter((d) => {
-    const n = childByField(d, 'name');
-    return n !== null && file.textOf(n) === name;
-  });
+  const defs = functionsNamed(file, file.textOf(fn));
   if (defs.length !== 1) return null;
   const out: SyntaxNode[] = [];
-  for (const ret of file.nodesOfType('return_statement')) {
-    if (enclosingFunction(ret) !== defs[0]) continue;
+  for (const ret of returnsOf(defs[0])) {
     const value = firstNamedChild(ret);
     if (value === null) return null;
     out.push(value);
@@ -424,27 +420,67 @@ function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
   }
 }
 
-const copySites = new WeakMap<SourceFile, number[]>();
+const COPY_NEEDLES = ['.to(', '.cuda('];
 
-/** Offsets of `.to(` / `.cuda(` in the text, found once per file; a loop body then costs a binary search. */
-function hasCopyBetween(file: SourceFile, start: number, end: number): boolean {
-  let sites = copySites.get(file);
-  if (sites === undefined) {
-    sites = [];
-    for (const needle of ['.to(', '.cuda(']) {
-      for (let i = file.text.indexOf(needle); i >= 0; i = file.text.indexOf(needle, i + 1)) sites.push(i);
-    }
-    sites.sort((a, b) => a - b);
-    copySites.set(file, sites);
+/** Whether `.to(` / `.cuda(` starts in the body's text wholly inside it (kept with the loop: its text does not change). */
+function copyInside(file: SourceFile, body: SyntaxNode): boolean {
+  const text = file.text.slice(body.start, body.end);
+  return COPY_NEEDLES.some((n) => text.includes(n));
+}
+
+/** Whether one starts in the body but runs past its end (only broken code ends a body with `.`). */
+function copyAcrossEnd(file: SourceFile, body: SyntaxNode): boolean {
+  const from = Math.max(body.start, body.end - 5);
+  const text = file.text.slice(from, body.end + 5);
+  return COPY_NEEDLES.some((n) => {
+    const i = text.indexOf(n);
+    return i >= 0 && from + i < body.end;
+  });
+}
+
+/** What MH009 finds in one for-loop that copies, apart from whether it trains (asked afresh: steps.ts is order-sensitive). */
+interface LoopResult {
+  readonly found: { readonly loader: Loader; readonly enumerated: boolean } | null;
+  readonly transfers: readonly Transfer[];
+}
+
+const NO_RESULT: LoopResult = { found: null, transfers: [] };
+const copies = new WeakMap<SyntaxNode, boolean>();
+
+/**
+ * Per for-loop results, kept while the loop's statement is reused, the imports are the same and every
+ * file-wide lookup the result was computed from (values of names, functions, calls by name) returns
+ * the same array (see recordLookups).
+ */
+const loopCache = new WeakMap<SyntaxNode, { readonly signature: string; readonly result: LoopResult; readonly lookups: readonly Lookup[] }>();
+
+function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signature: string): LoopResult {
+  // Cheap text test before any name resolution: the body must copy something.
+  let inside = copies.get(body);
+  if (inside === undefined) {
+    inside = copyInside(file, body);
+    copies.set(body, inside);
   }
-  let lo = 0;
-  let hi = sites.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sites[mid] < start) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < sites.length && sites[lo] < end;
+  if (!inside && !copyAcrossEnd(file, body)) return NO_RESULT;
+  const hit = loopCache.get(loop);
+  if (hit !== undefined && hit.signature === signature && lookupsStillHold(file, hit.lookups)) return hit.result;
+  const { value, lookups } = recordLookups((): LoopResult => {
+    const found = loaderOfLoop(file, loop);
+    if (found === null || found.loader.pinned === 'unknown') return { found, transfers: [] };
+    return { found, transfers: transfersIn(file, loop, found.enumerated) };
+  });
+  loopCache.set(loop, { signature, result: value, lookups });
+  return value;
+}
+
+const unitLoaders = new NodeCache<boolean>();
+
+/** The statement constructs a DataLoader (under the import signature: aliases and names resolve through imports). */
+function constructsLoader(file: SourceFile, unit: SyntaxNode, signature: string, aliases: ReadonlySet<string>): boolean {
+  return unitLoaders.get(unit, signature, () => {
+    for (const [method, calls] of unitCallGroups(file, unit)) if ((method.endsWith('Loader') || aliases.has(method)) && calls.some((c) => isDataLoader(file, c))) return true;
+    return false;
+  });
 }
 
 export const blockingTransfer: Rule = {
@@ -457,15 +493,14 @@ export const blockingTransfer: Rule = {
     if (!file.text.includes('Loader')) return findings;
     const aliases = new Set<string>();
     for (const b of importBindings(file).values()) if (b.qualified.endsWith('Loader')) aliases.add(b.local);
-    if (!callsMatching(file, (m) => m.endsWith('Loader') || aliases.has(m)).some((c) => isDataLoader(file, c))) return findings;
+    const signature = importSignature(file);
+    if (!unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
     for (const loop of file.nodesOfType('for_statement')) {
-      // Cheap text test before any name resolution: the body must copy something.
       const body = childByField(loop, 'body');
-      if (body === null || !hasCopyBetween(file, body.start, body.end)) continue;
-      const found = loaderOfLoop(file, loop);
+      if (body === null) continue;
+      const { found, transfers } = loopResult(file, loop, body, signature);
       if (found === null || found.loader.pinned === 'unknown') continue;
-      const transfers = transfersIn(file, loop, found.enumerated);
       if (found.loader.pinned === 'yes') {
         for (const t of transfers) {
           const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');

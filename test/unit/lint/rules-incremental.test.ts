@@ -1,0 +1,179 @@
+// MH003, MH007 and MH009 keep per-statement (per-loop) results across edits, and callsNamed and the
+// value lookups keep per-name merges across versions (src/lint/analysis/unitcache.ts). An edit in one
+// statement that changes a finding in another (an import, a DataLoader's pin_memory, a local module
+// class, a custom zero_grad) must be seen: after every edit, an incrementally updated document gets
+// exactly the findings (order, ranges, messages, fixes) that a fresh parse of the same text gets.
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { lintFile, defaultSettings, type Finding, type LintSettings } from '../../../src/lint';
+import { getLinter } from './harness';
+
+const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
+
+function view(findings: readonly Finding[]): string[] {
+  return findings.map((f) => `${f.code}@${f.start}-${f.end} ${f.message} ${JSON.stringify(f.fix)}`);
+}
+
+const SETTINGS: LintSettings[] = [defaultSettings, { ...defaultSettings, targetTorch: { major: 1, minor: 13 } }];
+
+/** Applies each edit (replace the first `from` by `to`) in turn, comparing after each with a fresh lint. */
+async function checkEdits(text: string, edits: readonly (readonly [string, string])[]): Promise<void> {
+  const linter = await getLinter();
+  const doc = linter.open(text);
+  try {
+    for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), 'before any edit');
+    let changed = 0;
+    for (const [from, to] of edits) {
+      const at = text.indexOf(from);
+      assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
+      doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
+      const before = view(linter.lintText(text, defaultSettings)).length;
+      text = text.slice(0, at) + to + text.slice(at + from.length);
+      for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
+      if (view(linter.lintText(text, defaultSettings)).length !== before) changed++;
+    }
+    assert.ok(changed > 0, 'the edits should change some finding');
+  } finally {
+    doc.dispose();
+  }
+}
+
+const LOADER = `import torch
+from torch.utils.data import DataLoader
+
+train_loader = DataLoader(dataset, batch_size=32, pin_memory=True)
+
+
+def train(model, optimizer, device):
+    for x, y in train_loader:
+        x = x.to(device)
+        y = y.to("cuda")
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+
+
+def other():
+    return 1
+`;
+
+const MODELS = `import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    pass
+
+
+def train(loader):
+    for batch in loader:
+        model = Net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+`;
+
+describe('per-statement rule caches follow edits elsewhere in the file', () => {
+  it('MH009: a loader defined in another statement (pin_memory, the name, the import)', async () => {
+    await checkEdits(LOADER, [
+      ['pin_memory=True', 'pin_memory=False'],
+      ['pin_memory=False', 'num_workers=2'],
+      ['num_workers=2', 'pin_memory=True'],
+      ['train_loader = DataLoader', 'val_loader = DataLoader'],
+      ['val_loader = DataLoader', 'train_loader = DataLoader'],
+      ['from torch.utils.data import DataLoader', 'from mylib import DataLoader'],
+      ['from mylib import DataLoader', 'from torch.utils.data import DataLoader'],
+      ['def other():\n    return 1\n', 'def other():\n    return 1\n\n\ntrain_loader = DataLoader(dataset, batch_size=32)\n'],
+    ]);
+  });
+
+  it('MH009: a loader handed to a parameter, and a second definition of the same name', async () => {
+    const text = `${LOADER.replace('for x, y in train_loader:', 'for x, y in loader:').replace('def train(model, optimizer, device):', 'def train(model, optimizer, device, loader):')}\ntrain(net, opt, dev, train_loader)\n`;
+    await checkEdits(text, [
+      ['train(net, opt, dev, train_loader)', 'train(net, opt, dev, other_loader)'],
+      ['train(net, opt, dev, other_loader)', 'train(net, opt, dev, train_loader)'],
+      ['pin_memory=True', 'pin_memory=False'],
+    ]);
+  });
+
+  it('MH007 and MH003: local module classes, imports and a custom zero_grad elsewhere', async () => {
+    await checkEdits(MODELS, [
+      ['class Net(nn.Module):', 'class Net(object):'],
+      ['class Net(object):', 'class Net(nn.Module):'],
+      ['import torch.nn as nn', 'import mylib as nn'],
+      ['import mylib as nn', 'import torch.nn as nn'],
+      ['import torch\n', 'import torch\nimport torch as T\n'],
+      ['class Net(nn.Module):\n    pass\n', 'class Net(nn.Module):\n    def zero_grad(self):\n        pass\n'],
+      ['    def zero_grad(self):\n        pass\n', '    pass\n'],
+      ['optimizer.zero_grad()', 'optimizer.zero_grad(set_to_none=False)'],
+    ]);
+  });
+});
+
+// Random edits over fixtures for every rule, with snippets that change file-wide facts.
+const SNIPPETS = [
+  '\nfrom torch.utils.data import DataLoader\n',
+  '\ntrain_loader = DataLoader(ds, pin_memory=True)\n',
+  '\ntrain_loader = DataLoader(ds, batch_size=4)\n',
+  '\nclass Net(nn.Module):\n    pass\n',
+  '\noptimizer = torch.optim.Adam(model.parameters())\n',
+  '\ndef zero_grad(self):\n    pass\n',
+  '\nimport torchvision\n',
+  '\ndevice = "cpu"\n',
+  '\nfrom torch.cuda.amp import autocast, GradScaler\n',
+  'pin_memory=True, ',
+  ' ',
+  'x',
+  '\n',
+  '#',
+  '(',
+];
+
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 0x100000000;
+  };
+}
+
+function fixtureFiles(): string[] {
+  const out: string[] = [];
+  for (const dir of ['lint/MH003', 'lint/MH007', 'lint/MH009']) {
+    const full = path.join(root, dir);
+    if (!fs.existsSync(full)) continue;
+    for (const f of fs.readdirSync(full).sort()) if (f.endsWith('.py')) out.push(path.join(full, f));
+  }
+  return out;
+}
+
+describe('every rule: incremental re-lint after random edits matches a fresh lint', () => {
+  it('fixtures of MH003, MH007 and MH009', async () => {
+    const linter = await getLinter();
+    for (const file of fixtureFiles()) {
+      let text = fs.readFileSync(file, 'utf8');
+      const doc = linter.open(text);
+      const random = rng(text.length);
+      try {
+        for (let step = 0; step < 10; step++) {
+          const at = Math.floor(random() * text.length);
+          const insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
+          const snippet = SNIPPETS[Math.floor(random() * SNIPPETS.length)];
+          doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
+          text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
+          const settings = SETTINGS[step % SETTINGS.length];
+          assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+        }
+      } finally {
+        doc.dispose();
+      }
+    }
+  });
+});

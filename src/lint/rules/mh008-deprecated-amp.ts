@@ -267,8 +267,21 @@ export const deprecatedAmp: Rule = {
   },
 };
 
+// Keyed by the bindings map, which versions with the same import statements share (see importBindings).
+const countsCache = new WeakMap<object, Map<string, number>>();
+
 /** How many import statements bind each local name (a try/except import shim binds it twice). */
 function bindingCounts(file: SourceFile): Map<string, number> {
+  const bindings = importBindings(file);
+  let counts = countsCache.get(bindings);
+  if (counts === undefined) {
+    counts = countBindings(file);
+    countsCache.set(bindings, counts);
+  }
+  return counts;
+}
+
+function countBindings(file: SourceFile): Map<string, number> {
   const counts = new Map<string, number>();
   const add = (name: string): void => {
     counts.set(name, (counts.get(name) ?? 0) + 1);

@@ -4,8 +4,8 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { lintFile, defaultSettings, type Finding } from '../../../src/lint';
-import { getLinter } from './harness';
+import { lintFile, defaultSettings } from '../../../src/lint';
+import { findingsView as view, getLinter, seededRandom as rng } from './harness';
 
 const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
 const settings = { ...defaultSettings, select: ['MH001', 'MH002', 'MH004'] };
@@ -18,21 +18,6 @@ function files(): string[] {
     for (const f of fs.readdirSync(full).sort()) if (f.endsWith('.py')) out.push(path.join(full, f));
   }
   return out;
-}
-
-function view(findings: readonly Finding[]): string[] {
-  return findings.map((f) => `${f.code}@${f.start}-${f.end} ${f.message} ${JSON.stringify(f.fix)}`);
-}
-
-/** Deterministic pseudo-random numbers. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 0x100000000;
-  };
 }
 
 // Edits that change file-wide facts (imports, eval markers, no_grad wrappers, models) as well as noise.

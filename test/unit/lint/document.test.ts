@@ -1,7 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { getLinter } from './harness';
+import { getLinter, seededRandom } from './harness';
 import type { Linter, PythonDocument } from '../../../src/lint';
 import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/syntax';
 
@@ -19,18 +19,6 @@ function dump(root: SyntaxNode): string {
 function randomInts(seed: number): (n: number) => number {
   let x = seed;
   return (n) => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
-}
-
-/** Deterministic pseudo-random integers below n, from all bits (mulberry32; an LCG's low bits cycle). */
-function mixedInts(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
 }
 
 /** Applies one edit to `doc` and checks it against a fresh parse of the new text; returns the new text. */
@@ -143,7 +131,8 @@ describe('PythonDocument', () => {
     const linter = await getLinter();
     const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
     let text = fs.readdirSync(fixtures).sort().slice(0, 3).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
-    const rand = mixedInts(4242);
+    const random = seededRandom(4242);
+    const rand = (n: number): number => Math.floor(random() * n);
     for (const chunkLines of [4, 40]) {
       const doc = linter.open(text, { chunkLines });
       // Line starts of top-level lines (column 0, not blank), where a statement can be typed or removed.

@@ -32,3 +32,19 @@ function lineOf(source: string, offset: number): number {
   for (let i = 0; i < offset && i < source.length; i++) if (source.charCodeAt(i) === 10) line++;
   return line;
 }
+
+/** Each finding as one comparable line: code, range, message and fix. */
+export function findingsView(findings: readonly Finding[]): string[] {
+  return findings.map((f) => `${f.code}@${f.start}-${f.end} ${f.message} ${JSON.stringify(f.fix)}`);
+}
+
+/** Deterministic pseudo-random numbers in [0, 1) (xorshift32). */
+export function seededRandom(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 0x100000000;
+  };
+}

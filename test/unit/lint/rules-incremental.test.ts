@@ -6,14 +6,10 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { lintFile, defaultSettings, type Finding, type LintSettings } from '../../../src/lint';
-import { getLinter } from './harness';
+import { lintFile, defaultSettings, type LintSettings } from '../../../src/lint';
+import { findingsView as view, getLinter, seededRandom as rng } from './harness';
 
 const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
-
-function view(findings: readonly Finding[]): string[] {
-  return findings.map((f) => `${f.code}@${f.start}-${f.end} ${f.message} ${JSON.stringify(f.fix)}`);
-}
 
 const SETTINGS: LintSettings[] = [defaultSettings, { ...defaultSettings, targetTorch: { major: 1, minor: 13 } }];
 
@@ -133,16 +129,6 @@ const SNIPPETS = [
   '#',
   '(',
 ];
-
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 0x100000000;
-  };
-}
 
 function fixtureFiles(): string[] {
   const out: string[] = [];

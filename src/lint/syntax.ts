@@ -20,6 +20,8 @@ export interface SyntaxNode {
 
 export type NodeIndex = Map<string, SyntaxNode[]>;
 
+const NO_NODES: readonly SyntaxNode[] = Object.freeze([]);
+
 export interface Position {
   /** 0-based line. */
   readonly line: number;
@@ -31,6 +33,7 @@ export interface Position {
 export class SourceFile {
   private readonly merged = new Map<string, readonly SyntaxNode[]>();
   private lineStartsCache: number[] | null = null;
+  private unitPositions: Map<SyntaxNode, number> | null = null;
 
   constructor(
     readonly text: string,
@@ -56,6 +59,17 @@ export class SourceFile {
       this.merged.set(type, nodes);
     }
     return nodes;
+  }
+
+  /** Every node of `type` in one top-level statement (a child of `root`), in document order, from its own index. */
+  nodesOfTypeInUnit(unit: SyntaxNode, type: string): readonly SyntaxNode[] {
+    if (this.unitPositions === null) {
+      this.unitPositions = new Map();
+      this.root.children.forEach((u, i) => this.unitPositions!.set(u, i));
+    }
+    const at = this.unitPositions.get(unit);
+    if (at === undefined) throw new Error(`not a top-level statement of this file: ${unit.type}@${unit.start}`);
+    return this.unitIndexes[at].get(type) ?? NO_NODES;
   }
 
   textOf(node: SyntaxNode): string {

@@ -25,27 +25,9 @@ export class NodeCache<T> {
   }
 }
 
-const unitNodes = new WeakMap<SyntaxNode, Map<string, SyntaxNode[]>>();
-
-/** The nodes of `type` in one top-level statement, in document order (like SourceFile.nodesOfType). */
-export function unitNodesOfType(unit: SyntaxNode, type: string): readonly SyntaxNode[] {
-  let byType = unitNodes.get(unit);
-  if (byType === undefined) {
-    byType = new Map();
-    unitNodes.set(unit, byType);
-  }
-  let nodes = byType.get(type);
-  if (nodes === undefined) {
-    nodes = [];
-    const stack = [unit];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      if (n.type === type) nodes.push(n);
-      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
-    }
-    byType.set(type, nodes);
-  }
-  return nodes;
+/** The nodes of `type` in one top-level statement of `file`, in document order (like SourceFile.nodesOfType). */
+export function unitNodesOfType(file: SourceFile, unit: SyntaxNode, type: string): readonly SyntaxNode[] {
+  return file.nodesOfTypeInUnit(unit, type);
 }
 
 /** The file's top-level statements (the units PythonDocument reuses across edits). */

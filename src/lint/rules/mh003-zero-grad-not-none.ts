@@ -104,7 +104,7 @@ export const zeroGradNotNone: Rule = {
     const signature = `${importSignature(file)}|${bareIsZeroing ? (customZeroGrad ? 'custom' : 'bare') : ''}`;
     const units = unitsOf(file).map((unit) =>
       unitCache.get(unit, signature, () => {
-        const groups = [...CALL_GROUPS.map((m) => callFindings(file, unitCallsNamed(file, unit, m), bareIsZeroing, customZeroGrad)), assignmentFindings(file, unitNodesOfType(unit, 'assignment'))];
+        const groups = [...CALL_GROUPS.map((m) => callFindings(file, unitCallsNamed(file, unit, m), bareIsZeroing, customZeroGrad)), assignmentFindings(file, unitNodesOfType(file, unit, 'assignment'))];
         return groups.every((g) => g.length === 0) ? NO_FINDINGS : { groups: groups.map((g) => toRelative(unit, g)) };
       }),
     );

@@ -36,7 +36,7 @@ const unitClassCache = new NodeCache<UnitClasses>();
 function unitClasses(file: SourceFile, unit: SyntaxNode): UnitClasses {
   return unitClassCache.get(unit, '', () => {
     const out: [string, string[]][] = [];
-    for (const cls of unitNodesOfType(unit, 'class_definition')) {
+    for (const cls of unitNodesOfType(file, unit, 'class_definition')) {
       const name = childByField(cls, 'name');
       const supers = childByField(cls, 'superclasses');
       if (name === null || supers === null) continue;

@@ -68,12 +68,10 @@ def _run(options, channel):
     except Exception as error:  # noqa: BLE001 - any import failure means "no usable torch"
         return _error(channel, "torch_missing", "cannot import torch with %s: %s" % (sys.executable, error))
 
-    from .analysis import Registry, State
     from .capabilities import detect
     from .report import build_report
-    from .runner import Runner, TargetError
+    from .runner import TargetError
     from .storage import StorageApi
-    from .tracker import DispatchMode, Tracker
     from .userfiles import UserFiles
     from . import cudainfo
 
@@ -103,18 +101,11 @@ def _run(options, channel):
                       "torch %s has no storage weak references (UntypedStorage._weak_ref/_expired): frees cannot "
                       "be observed" % torch.__version__)
     user_files = UserFiles()
-    tracker = Tracker(storage_api, user_files, "cuda" if backend == "cuda" else "cpu",
-                      budget=options.budget, cuda_lines=backend == "cuda")
-    registry = Registry()
-    state = State(tracker, registry, options.warmup)
-    runner = Runner(tracker, state, channel, options)
-    tracker.line_hook = runner.on_line
+    tracker, state, runner, mode = instrument(torch, options, backend, channel, storage_api, user_files)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=tracker.disable_in_child)
-    _patch_backward(torch, tracker)
     history = cudainfo.start_history(torch) if backend == "cuda" else None
 
-    mode = DispatchMode(tracker)
     failure = None
     # torch's and the harness's own objects never become garbage: keeping them out of the cyclic GC's
     # generations stops the harness's small bookkeeping allocations from triggering costly full scans.
@@ -164,6 +155,22 @@ def _run(options, channel):
     if failure is not None:
         return _error(channel, failure[0], failure[1], failure[2], failure[3])
     return 0
+
+
+def instrument(torch, options, backend, channel, storage_api, user_files):
+    """The measuring parts wired together: tracker, analysis state, runner, dispatch mode; backward() and
+    autograd.grad() are patched. Also used by scripts/bench_interleaved.py to time steps with and without."""
+    from .analysis import Registry, State
+    from .runner import Runner
+    from .tracker import DispatchMode, Tracker
+
+    tracker = Tracker(storage_api, user_files, "cuda" if backend == "cuda" else "cpu",
+                      budget=options.budget, cuda_lines=backend == "cuda")
+    state = State(tracker, Registry(), options.warmup)
+    runner = Runner(tracker, state, channel, options)
+    tracker.line_hook = runner.on_line
+    _patch_backward(torch, tracker)
+    return tracker, state, runner, DispatchMode(tracker)
 
 
 def _user_traceback(error, user_files):

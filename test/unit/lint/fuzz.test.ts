@@ -19,8 +19,12 @@ const PER_LINT_MS = 200;
  */
 const SOUP_LINT_MS = 500;
 const PER_KB_MS = 3;
-/** Bound on the whole suite's CPU time. */
-const TOTAL_CPU_MS = 20_000;
+/**
+ * Bound on the whole suite's CPU time: a catch for super-linear regressions, not a benchmark. It counts
+ * V8's GC threads too (CPU exceeds wall), and the same VM image measured 17-22.5 s for ~4,100 lints, so the
+ * bound sits at about twice that.
+ */
+const TOTAL_CPU_MS = 45_000;
 const SEED = Number(process.env.MEMHINT_FUZZ_SEED ?? 20261202);
 
 function cpuMs(): number {

@@ -6,7 +6,8 @@ the same model, optimizer and batch run step after step, alternately with all of
 machinery active (the dispatch mode, the line tracer, saved-tensor hooks, backward() markers, the ledger
 and the per-step analysis and progress message, via Runner.call_step as in `--setup` mode) and with none
 of it (no mode, no tracer, torch's own backward()). Pairs alternate their order (ABBA) so a drift hits
-both sides alike. Prints one JSON line.
+both sides alike. Not covered: what differs per process only (the harness's gc.freeze() applies to both
+sides here, and its import and report time are outside the steps). Prints one JSON line.
 
     python3 scripts/bench_interleaved.py [--script examples/train.py] [--function train_step]
                                          [--setup make_inputs] [--pairs 16] [--warmup 2]

@@ -57,14 +57,18 @@ with PassThrough():
     runpy.run_path(sys.argv[0], run_name="__main__")
 `;
 
-function unprofiled(floor = false) {
-  const args = [example, '--steps', String(warmup + steps)];
-  return new Promise((resolve, reject) => {
-    execFile(python, floor ? ['-c', FLOOR_CODE, ...args] : args, { maxBuffer: 1 << 24 }, (error, stdout, stderr) => {
+// stdout of `python ...args`; a failed run rejects with its stderr.
+const runPython = (args) =>
+  new Promise((resolve, reject) => {
+    execFile(python, args, { maxBuffer: 1 << 24 }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${error.message}\n${stderr}`));
-      else resolve(stepTimes(stdout).slice(warmup));
+      else resolve(stdout);
     });
   });
+
+async function unprofiled(floor = false) {
+  const args = [example, '--steps', String(warmup + steps)];
+  return stepTimes(await runPython(floor ? ['-c', FLOOR_CODE, ...args] : args)).slice(warmup);
 }
 
 async function profiled() {
@@ -129,10 +133,7 @@ if (withFloor) {
 }
 
 // Interleaved pairs in one process: the harness's own cost, without process-to-process swings.
-const interleaved = await new Promise((resolve, reject) => {
-  execFile(python, [path.join(root, 'scripts/bench_interleaved.py'), '--pairs', String(pairs)], { maxBuffer: 1 << 24 },
-    (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout))));
-});
+const interleaved = JSON.parse(await runPython([path.join(root, 'scripts/bench_interleaved.py'), '--pairs', String(pairs)]));
 const { wall: iw, cpu: ic, pageFaultsPerStep: faults } = interleaved;
 console.log(
   `interleaved in one process, ${interleaved.pairs} pairs (ABBA): median pair ratio ${iw.medianPairRatio.toFixed(3)}x wall ` +

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from memhint_harness.cli import instrument  # noqa: E402
 from memhint_harness.protocol import Channel  # noqa: E402
+from memhint_harness.runner import step_arguments  # noqa: E402
 from memhint_harness.storage import StorageApi  # noqa: E402
 from memhint_harness.userfiles import UserFiles  # noqa: E402
 
@@ -36,9 +37,8 @@ def load(script, function, setup):
     namespace = {"__name__": "memhint_bench_target", "__file__": script}
     with open(script, "rb") as handle:
         exec(compile(handle.read(), script, "exec"), namespace)
-    produced = namespace[setup]()
-    args = produced if isinstance(produced, tuple) else (produced,)
-    return namespace[function], args
+    args, kwargs = step_arguments(namespace[setup]())
+    return namespace[function], args, kwargs
 
 
 def main():
@@ -51,7 +51,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     options = parser.parse_args()
     script = os.path.abspath(options.script)
-    step, args = load(script, options.function, options.setup)
+    step, args, kwargs = load(script, options.function, options.setup)
 
     harness_options = types.SimpleNamespace(
         script=script, function=options.function, setup=options.setup, warmup=options.warmup,
@@ -67,14 +67,14 @@ def main():
 
     def unprofiled():
         torch.autograd.backward, torch.autograd.grad = originals
-        step(*args)
+        step(*args, **kwargs)
 
     def profiled():
         torch.autograd.backward, torch.autograd.grad = patched
         sys.settrace(tracker.trace_call)
         try:
             with mode:
-                runner.call_step(step, args, {})
+                runner.call_step(step, args, kwargs)
         finally:
             sys.settrace(None)
 
@@ -107,6 +107,8 @@ def main():
                 "medianPairRatio": statistics.median(ratios), "pairRatios": ratios}
 
     measured = sum(1 for log in runner.steps if not log.warmup)
+    if measured != options.pairs:
+        raise SystemExit("the harness measured %d of the %d profiled steps" % (measured, options.pairs))
     # Minor page faults per step: glibc returning freed heap to the kernel and taking it back shows here.
     faults = {"plain": statistics.median(a[2] for a in plain), "profiled": statistics.median(b[2] for b in prof)}
     print(json.dumps({"pairs": options.pairs, "profiledSteps": measured, "wall": summary(0), "cpu": summary(1),

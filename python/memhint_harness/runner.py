@@ -266,15 +266,7 @@ class Runner:
             target = getattr(target, part, None)
             if target is None:
                 raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
-        produced = setup()
-        if isinstance(produced, dict):
-            args, kwargs = (), produced
-        elif isinstance(produced, tuple):
-            args, kwargs = produced, {}
-        elif produced is None:
-            args, kwargs = (), {}
-        else:
-            args, kwargs = (produced,), {}
+        args, kwargs = step_arguments(setup())
         try:
             for _ in range(self.total_calls):
                 self.call_step(target, args, kwargs)
@@ -284,6 +276,18 @@ class Runner:
         self.stopped_at_call = True
         self.state.final_epoch = self.tracker.epoch + 1
         self.state.epoch_boundary(self.tracker.epoch + 1)
+
+
+def step_arguments(produced):
+    """The (args, kwargs) of a step from what its --setup function returned: a dict is keyword arguments,
+    a tuple positional ones, None none, anything else the only argument."""
+    if isinstance(produced, dict):
+        return (), produced
+    if isinstance(produced, tuple):
+        return produced, {}
+    if produced is None:
+        return (), {}
+    return (produced,), {}
 
 
 def _saved_tensor_hooks(tracker):

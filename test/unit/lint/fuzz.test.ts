@@ -21,8 +21,8 @@ const SOUP_LINT_MS = 500;
 const PER_KB_MS = 3;
 /**
  * Bound on the whole suite's CPU time: a catch for super-linear regressions, not a benchmark. It counts
- * V8's GC threads too (CPU exceeds wall), and the same VM image measured 17-22.5 s for ~4,100 lints, so the
- * bound sits at about twice that.
+ * V8's GC threads too (CPU exceeds wall: 22.5 s CPU in 16.9 s wall), and the same VM image measured
+ * 22.2-22.5 s CPU for ~4,100 lints, so the bound sits at about twice that.
  */
 const TOTAL_CPU_MS = 45_000;
 const SEED = Number(process.env.MEMHINT_FUZZ_SEED ?? 20261202);

@@ -164,12 +164,13 @@ export function scoreSplit(
 
 const pct = (x: number | null): string => (x === null ? '–' : x.toFixed(2));
 
-/** A Markdown table of one split's figures: implemented rules, their total, then the pending rules. */
+/** A Markdown table of one split's figures: each implemented rule, their total, then the pending rules. */
 export function renderSplitTable(s: SplitScore): string {
   const head = '| rule | labels | found | false pos. | dup. | missed | precision | recall |\n|---|---:|---:|---:|---:|---:|---:|---:|';
   const line = (name: string, r: RuleScore): string =>
     `| ${name} | ${r.labels} | ${r.truePositives} | ${r.falsePositives} | ${r.duplicates} | ${r.misses} | ${pct(r.precision)} | ${pct(r.recall)} |`;
-  const rows = s.rules.filter((r) => r.labels > 0 || r.falsePositives > 0 || r.duplicates > 0).map((r) => line(r.code, r));
+  // Every implemented rule gets a row, so a rule without labels still shows that it raised no false alarm.
+  const rows = s.rules.map((r) => line(r.code, r));
   rows.push(line('**implemented rules**', s.implemented));
   for (const r of s.pending) rows.push(line(`${r.code} (not implemented)`, r));
   if (s.pending.length > 0) rows.push(line('**all labelled rules**', s.allRules));

@@ -22,7 +22,7 @@ Options:
   --ignore CODES             comma-separated codes, prefixes or names to skip
   --target-torch VERSION     the torch version the code runs on (e.g. 1.13, 2.4)
   --no-config                do not read [tool.memhint] from pyproject.toml
-  --max-file-size SIZE       skip larger files (default 16MiB; e.g. 500KiB, 64MiB; 0: no limit)
+  --max-file-size SIZE       skip larger files (default 10MiB; e.g. 500KiB, 64MiB; 0: no limit)
   --output FILE              write the report to FILE instead of stdout (replaced atomically;
                              a previous report there is removed when the run starts)
   -h, --help                 show this help

@@ -11,10 +11,10 @@ import type { FileFindings } from './report';
 import { findSyntaxErrors } from './syntax-errors';
 
 /**
- * Files above this are skipped: a 10 MB file still lints (the issue's bar), while one of 50 MB
+ * Files above this are skipped: a 10 MB (10^7 bytes) file still lints, while one of 50 MB
  * exhausted V8's heap after minutes. `[tool.memhint] max-file-size` or `--max-file-size` change it.
  */
-export const DEFAULT_MAX_FILE_SIZE = 16 * 1024 * 1024;
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
 
 /** Where --fix may write: inside the real paths of the arguments (a file argument's own folder). */
 export class FixTargets {

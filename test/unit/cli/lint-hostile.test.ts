@@ -90,14 +90,14 @@ describe('memhint lint on hostile input (CLI)', () => {
     assert.match(r.stderr, /big\.py: .* over the 2 KiB size limit/);
     // The flag wins over the file; 0 lifts the limit.
     assert.equal(memhint(['lint', '--format', 'json', '--max-file-size', '0', dir]).code, 1);
-    // The default (16 MiB) skips a 17 MiB file before reading a byte of it.
+    // The default (10 MiB) skips an 11 MiB file before reading a byte of it.
     const huge = path.join(dir, 'huge.py');
     fs.writeFileSync(path.join(dir, 'pyproject.toml'), '');
     fs.closeSync(fs.openSync(huge, 'w'));
-    fs.truncateSync(huge, 17 * 1024 * 1024); // sparse: costs no disk
+    fs.truncateSync(huge, 11 * 1024 * 1024); // sparse: costs no disk
     r = memhint(['lint', '--format', 'json', huge, path.join(dir, 'a.py')]);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /huge\.py: 17 MiB, over the 16 MiB size limit; skipped/);
+    assert.match(r.stderr, /huge\.py: 11 MiB, over the 10 MiB size limit; skipped/);
     assert.deepEqual(codesOf(r), ['a.py:MH003', 'a.py:MH005']);
   });
 

@@ -114,7 +114,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
       if (err instanceof ConfigError) throw new UsageError(err.message);
       throw err;
     }
-    // One file's failure (a parser or rule bug, an exhausted heap on a pathological input) must not
+    // One file's failure (a parser or rule bug, a stack overflow on deep nesting) must not
     // lose the findings of the others: report it on one line and go on.
     try {
       const result = lintOneFile(linter, filename, settings, maxFileSize ?? config.maxFileSize ?? DEFAULT_MAX_FILE_SIZE, fixer, warn);

@@ -1,6 +1,9 @@
 // Expands CLI path arguments into .py files (directories walked, skipping the usual noise).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { ioMessage, readRegularFile } from '../lint/regular-file';
+
+export { ioMessage };
 
 const SKIP_DIRS = new Set(['.git', '.hg', '.svn', 'node_modules', '__pycache__', '.venv', 'venv', '.tox', '.mypy_cache', '.ruff_cache', 'build', 'dist', '.eggs', 'site-packages']);
 
@@ -51,39 +54,24 @@ export function collectPythonFiles(args: readonly string[]): FileListing {
   return { files, errors };
 }
 
-export function ioMessage(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  switch (e?.code) {
-    case 'ENOENT':
-      return 'no such file or directory';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'is a directory';
-    default:
-      return e?.message ?? String(err);
-  }
-}
-
 export interface SourceText {
   readonly text: string;
   /** Had a UTF-8 byte-order mark, restored when the file is written back. */
   readonly bom: boolean;
+  /** The bytes as read: --fix writes only if the file still holds exactly these. */
+  readonly bytes: Buffer;
 }
 
-/** Reads a file as strict UTF-8 (BOM stripped); throws a one-line message otherwise. */
-export function readSource(file: string): SourceText {
-  let bytes: Buffer;
-  try {
-    bytes = fs.readFileSync(file);
-  } catch (err) {
-    throw new Error(ioMessage(err), { cause: err });
-  }
+/**
+ * Reads a regular file of at most `maxBytes` (0: no limit) as strict UTF-8 (BOM stripped); throws
+ * UnreadableFile (FIFO, device, directory, too large, I/O) or an Error for bytes that are not UTF-8.
+ */
+export function readSource(file: string, maxBytes: number): SourceText {
+  const { bytes } = readRegularFile(file, maxBytes);
   try {
     const text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-    return text.charCodeAt(0) === 0xfeff ? { text: text.slice(1), bom: true } : { text, bom: false };
+    return text.charCodeAt(0) === 0xfeff ? { text: text.slice(1), bom: true, bytes } : { text, bom: false, bytes };
   } catch (err) {
-    throw new Error('not valid UTF-8', { cause: err });
+    throw new Error('not valid UTF-8; not checked', { cause: err });
   }
 }

@@ -1,16 +1,19 @@
 // `memhint lint [options] PATH...`: exit 0 clean, 1 findings, 2 usage or I/O errors.
-import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Linter, parseTorchVersion, unknownRuleSelectors, type Finding, type LintSettings } from '../lint';
-import { ConfigError, emptyConfig, findProjectConfig, isExcluded, settingsForFile, type Overrides } from '../lint/config';
-import { fixUntilStable } from '../lint/fix';
-import { collectPythonFiles, readSource } from './files';
+import { Linter, parseTorchVersion, unknownRuleSelectors, type LintSettings } from '../lint';
+import { ConfigError, emptyConfig, findProjectConfig, isExcluded, parseSize, settingsForFile, type Overrides, type ProjectConfig } from '../lint/config';
+import { removeStaleOutput, writeFileAtomic } from './atomic-write';
+import { collectPythonFiles } from './files';
+import { DEFAULT_MAX_FILE_SIZE, FixTargets, lintOneFile } from './lint-file';
 import { formatText, toJson, toSarif, type FileFindings } from './report';
 import { UsageError } from './usage';
 
 export const LINT_HELP = `Usage: memhint lint [options] PATH...
 
 Lints Python files (directories are walked for .py files) for PyTorch memory waste.
+
+--fix writes a file only when it parses, still holds what was read, and is not a symlink
+to outside the paths given; the write is atomic. Exit 2 when any file was not checked or not fixed.
 
 Options:
   --format text|json|sarif   output format (default: text)
@@ -19,14 +22,17 @@ Options:
   --ignore CODES             comma-separated codes, prefixes or names to skip
   --target-torch VERSION     the torch version the code runs on (e.g. 1.13, 2.4)
   --no-config                do not read [tool.memhint] from pyproject.toml
-  --output FILE              write the report to FILE instead of stdout
+  --max-file-size SIZE       skip larger files (default 10MiB; e.g. 500KiB, 64MiB; 0: no limit)
+  --output FILE              write the report to FILE instead of stdout (replaced atomically;
+                             a previous report there is removed when the run starts)
   -h, --help                 show this help
 `;
 
 const splitCodes = (v: string | undefined): string[] | undefined =>
   v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
-export async function runLintCommand(argv: readonly string[]): Promise<number> {
+/** `createLinter` is a seam for tests that need a linter failing or racing on one file. */
+export async function runLintCommand(argv: readonly string[], createLinter: () => Promise<Linter> = () => Linter.create()): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -39,6 +45,7 @@ export async function runLintCommand(argv: readonly string[]): Promise<number> {
         ignore: { type: 'string' },
         'target-torch': { type: 'string' },
         'no-config': { type: 'boolean', default: false },
+        'max-file-size': { type: 'string' },
         output: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -57,6 +64,7 @@ export async function runLintCommand(argv: readonly string[]): Promise<number> {
   const overrides: { -readonly [K in keyof Overrides]: Overrides[K] } = {};
   const select = splitCodes(values.select);
   const ignore = splitCodes(values.ignore);
+  if (select !== undefined && select.length === 0) throw new UsageError('--select names no rule, so none would run (leave it out to check every rule)');
   if (select !== undefined) overrides.select = select;
   if (ignore !== undefined) overrides.ignore = ignore;
   const unknown = unknownRuleSelectors([...(select ?? []), ...(ignore ?? [])]);
@@ -67,51 +75,53 @@ export async function runLintCommand(argv: readonly string[]): Promise<number> {
     overrides.targetTorch = v;
   }
 
-  const linter = await Linter.create();
+  let maxFileSize: number | null = null;
+  if (values['max-file-size'] !== undefined) {
+    maxFileSize = parseSize(values['max-file-size']);
+    if (maxFileSize === null) throw new UsageError(`--max-file-size must be a size such as 16MiB, 500KiB or a number of bytes (got "${values['max-file-size']}")`);
+  }
+  // A failed or killed run must not leave the previous report looking like this run's.
+  if (values.output !== undefined) {
+    try {
+      removeStaleOutput(values.output);
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  const linter = await createLinter();
   const { files, errors } = collectPythonFiles(positionals);
   const results: FileFindings[] = [];
   let ioErrors = errors.length;
+  const reported = new Set<string>();
+  const warn = (message: string): void => {
+    if (reported.has(message)) return;
+    reported.add(message);
+    process.stderr.write(`memhint: ${message}\n`);
+    ioErrors++;
+  };
   for (const e of errors) process.stderr.write(`memhint: ${e}\n`);
+  const fixer = values.fix ? new FixTargets(positionals) : null;
 
   for (const filename of files) {
-    const hooks = {
-      onRuleError: (rule: { code: string }, err: unknown): void => {
-        process.stderr.write(`memhint: ${filename}: internal error in ${rule.code}: ${err instanceof Error ? err.message : String(err)}\n`);
-        ioErrors++;
-      },
-    };
     let settings: LintSettings;
+    let config: ProjectConfig;
     try {
-      const config = values['no-config'] ? emptyConfig : findProjectConfig(filename);
+      config = values['no-config'] ? emptyConfig : findProjectConfig(filename, warn);
       if (isExcluded(config, filename) && !positionals.includes(filename)) continue;
       settings = settingsForFile(config, filename, overrides);
     } catch (err) {
       if (err instanceof ConfigError) throw new UsageError(err.message);
       throw err;
     }
-    let source;
+    // One file's failure (a parser or rule bug, a stack overflow on deep nesting) must not
+    // lose the findings of the others: report it on one line and go on.
     try {
-      source = readSource(filename);
+      const result = lintOneFile(linter, filename, settings, maxFileSize ?? config.maxFileSize ?? DEFAULT_MAX_FILE_SIZE, fixer, warn);
+      if (result !== null) results.push(result);
     } catch (err) {
-      process.stderr.write(`memhint: ${filename}: ${err instanceof Error ? err.message : String(err)}\n`);
-      ioErrors++;
-      continue;
+      warn(`${filename}: internal error: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
     }
-    let text = source.text;
-    if (values.fix) {
-      const fixed = fixUntilStable(text, (t) => linter.lintText(t, settings, hooks));
-      if (fixed.applied > 0) {
-        try {
-          fs.writeFileSync(filename, (source.bom ? '\ufeff' : '') + fixed.text);
-          text = fixed.text;
-        } catch (err) {
-          process.stderr.write(`memhint: ${filename}: cannot write fixes: ${err instanceof Error ? err.message : String(err)}\n`);
-          ioErrors++;
-        }
-      }
-    }
-    const findings: Finding[] = linter.lintText(text, settings, hooks);
-    results.push({ filename, text, findings });
   }
 
   const out =
@@ -119,10 +129,10 @@ export async function runLintCommand(argv: readonly string[]): Promise<number> {
       ? JSON.stringify(toJson(results), null, 2) + '\n'
       : format === 'sarif'
         ? JSON.stringify(toSarif(results, process.cwd()), null, 2) + '\n'
-        : formatText(results, values.output === undefined && process.stdout.isTTY === true);
+        : formatText(results, values.output === undefined && process.stdout.isTTY === true, ioErrors);
   if (values.output !== undefined) {
     try {
-      fs.writeFileSync(values.output, out);
+      writeFileAtomic(values.output, out);
     } catch (err) {
       process.stderr.write(`memhint: cannot write ${values.output}: ${err instanceof Error ? err.message : String(err)}\n`);
       return 2;

@@ -6,6 +6,7 @@ import { formatReport } from '../profiler/format';
 import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
 import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
+import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 
 export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION] [options] [-- script args]
 
@@ -136,6 +137,16 @@ export async function runProfileCommand(args: string[]): Promise<number> {
     process.stderr.write(`memhint profile: ${error.message}\n\n${PROFILE_USAGE}`);
     return 2;
   }
+  // --out: the previous report goes when the run starts (a failed or killed run never leaves it
+  // looking like this run's), the new one appears whole or not at all (atomic-write.ts).
+  if (parsed.out) {
+    try {
+      removeStaleOutput(parsed.out);
+    } catch (error) {
+      process.stderr.write(`memhint profile: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 2;
+    }
+  }
   const script = path.resolve(parsed.options.script);
   if (!fs.existsSync(script)) {
     process.stderr.write(`memhint profile: script not found: ${script}\n`);
@@ -161,8 +172,14 @@ export async function runProfileCommand(args: string[]): Promise<number> {
   }
   if (outcome.report) {
     const rendered = parsed.format === 'json' ? `${JSON.stringify(outcome.report, null, 2)}\n` : formatReport(outcome.report);
-    if (parsed.out) fs.writeFileSync(parsed.out, rendered);
-    else process.stdout.write(rendered);
+    if (parsed.out) {
+      try {
+        writeFileAtomic(parsed.out, rendered);
+      } catch (error) {
+        process.stderr.write(`memhint profile: cannot write ${parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
+        return 1;
+      }
+    } else process.stdout.write(rendered);
   }
   if (outcome.failure) {
     process.stderr.write(describeFailure(outcome.failure));

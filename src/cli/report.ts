@@ -1,5 +1,6 @@
 // Output formats of `memhint lint`: text for people, JSON for scripts, SARIF for code-scanning UIs.
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { allRules, type Finding } from '../lint';
 import { computeLineStarts, positionIn } from '../lint/syntax';
 import { version as VERSION } from '../../package.json';
@@ -63,7 +64,8 @@ export function toJson(files: readonly FileFindings[]): JsonFinding[] {
   return out;
 }
 
-export function formatText(files: readonly FileFindings[], color: boolean): string {
+/** `problems`: files not checked or not fixed (already reported on stderr); never "All checks passed" then. */
+export function formatText(files: readonly FileFindings[], color: boolean, problems = 0): string {
   const paint = (code: string, s: string): string => (color ? `\u001b[${code}m${s}\u001b[0m` : s);
   const lines: string[] = [];
   let total = 0;
@@ -74,12 +76,27 @@ export function formatText(files: readonly FileFindings[], color: boolean): stri
     const sev = f.severity === 'error' ? paint('31', f.code) : f.severity === 'warning' ? paint('33', f.code) : paint('36', f.code);
     lines.push(`${paint('1', f.filename)}:${f.line}:${f.column}: ${sev} [${f.name}] ${f.message}${f.fix ? paint('2', ' [*]') : ''}`);
   }
-  if (total === 0) lines.push('All checks passed.');
-  else lines.push(`Found ${total} finding${total === 1 ? '' : 's'}${fixable > 0 ? ` (${fixable} fixable with --fix)` : ''}.`);
+  const problemNote = problems > 0 ? `; ${problems} problem${problems === 1 ? '' : 's'} reported above (files not checked or not fixed)` : '';
+  if (total === 0) lines.push(problems > 0 ? `No findings${problemNote}.` : 'All checks passed.');
+  else lines.push(`Found ${total} finding${total === 1 ? '' : 's'}${fixable > 0 ? ` (${fixable} fixable with --fix)` : ''}${problemNote}.`);
   return lines.join('\n') + '\n';
 }
 
 const SARIF_LEVEL: Record<string, string> = { error: 'error', warning: 'warning', info: 'note' };
+
+/**
+ * A SARIF artifactLocation: a relative URI reference against %SRCROOT% (the working folder) for files
+ * below it, an absolute file:// URI otherwise; either way percent-encoded (RFC 3986), so names with
+ * spaces, '#', '%' or non-ASCII letters resolve back to the file.
+ */
+export function artifactLocation(filename: string, cwd: string): { uri: string; uriBaseId?: string } {
+  const absolute = path.resolve(cwd, filename);
+  const rel = path.relative(cwd, absolute);
+  if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return { uri: pathToFileURL(absolute).href };
+  // encodeURIComponent leaves only unreserved characters and !'()*, all legal in a path segment; a ':'
+  // in the first segment would read as a scheme, and is encoded too.
+  return { uri: rel.split(path.sep).map(encodeURIComponent).join('/'), uriBaseId: '%SRCROOT%' };
+}
 
 export function toSarif(files: readonly FileFindings[], cwd: string): object {
   const rules = allRules.map((r) => ({
@@ -97,7 +114,7 @@ export function toSarif(files: readonly FileFindings[], cwd: string): object {
     locations: [
       {
         physicalLocation: {
-          artifactLocation: { uri: path.relative(cwd, path.resolve(f.filename)).split(path.sep).join('/'), uriBaseId: '%SRCROOT%' },
+          artifactLocation: artifactLocation(f.filename, cwd),
           region: { startLine: f.line, startColumn: f.column, endLine: f.endLine, endColumn: f.endColumn },
         },
       },
@@ -110,7 +127,7 @@ export function toSarif(files: readonly FileFindings[], cwd: string): object {
               description: { text: f.fix.title },
               artifactChanges: [
                 {
-                  artifactLocation: { uri: path.relative(cwd, path.resolve(f.filename)).split(path.sep).join('/'), uriBaseId: '%SRCROOT%' },
+                  artifactLocation: artifactLocation(f.filename, cwd),
                   replacements: f.fix.edits.map((e) => ({
                     deletedRegion: { startLine: e.line, startColumn: e.column, endLine: e.endLine, endColumn: e.endColumn },
                     insertedContent: { text: e.content },
@@ -124,6 +141,13 @@ export function toSarif(files: readonly FileFindings[], cwd: string): object {
   return {
     $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
     version: '2.1.0',
-    runs: [{ tool: { driver: { name: 'memhint', version: VERSION, rules } }, results }],
+    runs: [
+      {
+        tool: { driver: { name: 'memhint', version: VERSION, rules } },
+        // The base that relative artifact URIs resolve against (a folder URI ends with '/').
+        originalUriBaseIds: { '%SRCROOT%': { uri: pathToFileURL(cwd).href.replace(/\/?$/, '/') } },
+        results,
+      },
+    ],
   };
 }

@@ -119,7 +119,8 @@ export class DiagnosticsController implements vscode.Disposable {
       const dir = path.dirname(document.uri.fsPath);
       let project = this.projectConfigs.get(dir);
       if (project === undefined) {
-        project = findProjectConfig(document.uri.fsPath);
+        // A pyproject.toml that is a FIFO, device or directory is skipped with a warning (also in Restricted Mode).
+        project = findProjectConfig(document.uri.fsPath, (m) => this.warnOnce(m));
         this.projectConfigs.set(dir, project);
       }
       if (isExcluded(project, document.uri.fsPath)) return null;

@@ -3,7 +3,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import type { LintSettings } from './engine';
+import { unknownRuleSelectors, type LintSettings } from './engine';
+import { compileGlob, type GlobMatcher } from './glob';
+import { readRegularFile, UnreadableFile } from './regular-file';
 import { parseTorchVersion, type TorchVersion } from './types';
 
 export interface ProjectConfig {
@@ -14,8 +16,10 @@ export interface ProjectConfig {
   readonly extendSelect: readonly string[];
   readonly targetTorch: TorchVersion | null;
   /** Glob (relative to the pyproject's folder) -> codes ignored in matching files. */
-  readonly perFileIgnores: ReadonlyArray<{ readonly glob: string; readonly pattern: RegExp; readonly codes: readonly string[] }>;
-  readonly exclude: ReadonlyArray<{ readonly glob: string; readonly pattern: RegExp }>;
+  readonly perFileIgnores: ReadonlyArray<{ readonly glob: string; readonly pattern: GlobMatcher; readonly codes: readonly string[] }>;
+  readonly exclude: ReadonlyArray<{ readonly glob: string; readonly pattern: GlobMatcher }>;
+  /** `max-file-size` in bytes (0: no limit), or null when not set. */
+  readonly maxFileSize: number | null;
 }
 
 export const emptyConfig: ProjectConfig = {
@@ -26,7 +30,11 @@ export const emptyConfig: ProjectConfig = {
   targetTorch: null,
   perFileIgnores: [],
   exclude: [],
+  maxFileSize: null,
 };
+
+/** A pyproject.toml larger than this is not a real one: skipped rather than read. */
+export const MAX_PYPROJECT_BYTES = 4 * 1024 * 1024;
 
 export class ConfigError extends Error {}
 
@@ -38,12 +46,16 @@ export interface Overrides {
 
 const cache = new Map<string, { mtimeMs: number; config: ProjectConfig | null }>();
 
-/** The nearest pyproject.toml with a [tool.memhint] table above `filePath`, parsed. */
-export function findProjectConfig(filePath: string): ProjectConfig {
+/**
+ * The nearest pyproject.toml with a [tool.memhint] table above `filePath`, parsed. A pyproject.toml
+ * that is not a regular file (FIFO, device, directory) or is absurdly large is skipped as if absent,
+ * and `onSkip` gets a one-line message saying so.
+ */
+export function findProjectConfig(filePath: string, onSkip: (message: string) => void = () => {}): ProjectConfig {
   let dir = path.dirname(path.resolve(filePath));
   for (;;) {
     const candidate = path.join(dir, 'pyproject.toml');
-    const config = readIfMemhint(candidate);
+    const config = readIfMemhint(candidate, onSkip);
     if (config !== null) return config;
     const parent = path.dirname(dir);
     if (parent === dir) return emptyConfig;
@@ -51,7 +63,7 @@ export function findProjectConfig(filePath: string): ProjectConfig {
   }
 }
 
-function readIfMemhint(file: string): ProjectConfig | null {
+function readIfMemhint(file: string, onSkip: (message: string) => void): ProjectConfig | null {
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
@@ -59,8 +71,16 @@ function readIfMemhint(file: string): ProjectConfig | null {
     return null;
   }
   const hit = cache.get(file);
-  if (hit !== undefined && hit.mtimeMs === stat.mtimeMs) return hit.config;
-  const config = parseProjectConfig(fs.readFileSync(file, 'utf8'), file);
+  if (hit !== undefined && hit.mtimeMs === stat.mtimeMs && stat.isFile()) return hit.config;
+  let text: string;
+  try {
+    text = readRegularFile(file, MAX_PYPROJECT_BYTES).bytes.toString('utf8');
+  } catch (err) {
+    if (!(err instanceof UnreadableFile)) throw err;
+    onSkip(`${file}: ${err.reason === 'io' ? `${err.message}; skipped` : err.message}`);
+    return null;
+  }
+  const config = parseProjectConfig(text, file);
   cache.set(file, { mtimeMs: stat.mtimeMs, config });
   return config;
 }
@@ -83,11 +103,28 @@ export function parseProjectConfig(text: string, file: string): ProjectConfig | 
     if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ConfigError(`${file}: [tool.memhint] ${key} must be a list of strings`);
     return v;
   };
+  const codes = (key: string, values: readonly string[] | null): void => {
+    const unknown = unknownRuleSelectors(values ?? []);
+    if (unknown.length > 0) throw new ConfigError(`${file}: [tool.memhint] ${key} names unknown rule codes or names: ${unknown.join(', ')}`);
+  };
+  const select = list('select');
+  if (select !== null && select.every((s) => s.trim() === '')) {
+    throw new ConfigError(`${file}: [tool.memhint] select is empty, so no rule would run (remove it to check every rule)`);
+  }
+  codes('select', select);
+  const ignore = list('ignore') ?? [];
+  codes('ignore', ignore);
+  const extendSelect = list('extend-select') ?? [];
+  codes('extend-select', extendSelect);
   const target = get('target-torch');
-  if (target !== undefined && typeof target !== 'string' && typeof target !== 'number') {
+  if (typeof target === 'number' || typeof target === 'bigint') {
+    // TOML reads `2.10` as the float 2.1: the digits the user wrote are gone, so refuse to guess.
+    throw new ConfigError(`${file}: [tool.memhint] target-torch must be a quoted string such as "2.10" (a TOML number loses digits: 2.10 reads as 2.1)`);
+  }
+  if (target !== undefined && typeof target !== 'string') {
     throw new ConfigError(`${file}: [tool.memhint] target-torch must be a version string such as "2.1"`);
   }
-  const targetTorch = target === undefined ? null : parseTorchVersion(String(target));
+  const targetTorch = target === undefined ? null : parseTorchVersion(target);
   if (target !== undefined && targetTorch === null) throw new ConfigError(`${file}: [tool.memhint] target-torch "${String(target)}" is not a version`);
   const pfi = get('per-file-ignores');
   const perFileIgnores: ProjectConfig['perFileIgnores'][number][] = [];
@@ -95,17 +132,26 @@ export function parseProjectConfig(text: string, file: string): ProjectConfig | 
     if (typeof pfi !== 'object' || pfi === null || Array.isArray(pfi)) throw new ConfigError(`${file}: [tool.memhint] per-file-ignores must be a table of glob = [codes]`);
     for (const [glob, codes] of Object.entries(pfi as Record<string, unknown>)) {
       if (!Array.isArray(codes) || !codes.every((x) => typeof x === 'string')) throw new ConfigError(`${file}: per-file-ignores."${glob}" must be a list of codes`);
-      perFileIgnores.push({ glob, pattern: globToRegExp(glob), codes });
+      const unknown = unknownRuleSelectors(codes);
+      if (unknown.length > 0) throw new ConfigError(`${file}: [tool.memhint] per-file-ignores."${glob}" names unknown rule codes or names: ${unknown.join(', ')}`);
+      perFileIgnores.push({ glob, pattern: compileGlob(glob), codes });
     }
+  }
+  const rawMax = get('max-file-size');
+  let maxFileSize: number | null = null;
+  if (rawMax !== undefined) {
+    maxFileSize = typeof rawMax === 'string' || typeof rawMax === 'number' ? parseSize(String(rawMax)) : null;
+    if (maxFileSize === null) throw new ConfigError(`${file}: [tool.memhint] max-file-size must be a size such as "16MiB", "500KiB" or a number of bytes (0: no limit)`);
   }
   return {
     path: file,
-    select: list('select'),
-    ignore: list('ignore') ?? [],
-    extendSelect: list('extend-select') ?? [],
+    select,
+    ignore,
+    extendSelect,
     targetTorch,
     perFileIgnores,
-    exclude: (list('exclude') ?? []).map((glob) => ({ glob, pattern: globToRegExp(glob) })),
+    exclude: (list('exclude') ?? []).map((glob) => ({ glob, pattern: compileGlob(glob) })),
+    maxFileSize,
   };
 }
 
@@ -137,24 +183,14 @@ export function loadConfigForFile(filePath: string, overrides: Overrides = {}): 
   return settingsForFile(findProjectConfig(filePath), filePath, overrides);
 }
 
-/** gitignore-flavoured globs: `**` spans folders, `*` and `?` stay within one. */
-export function globToRegExp(glob: string): RegExp {
-  let re = '';
-  const g = glob.replace(/^\.\//, '');
-  for (let i = 0; i < g.length; i++) {
-    const ch = g[i];
-    if (ch === '*') {
-      if (g[i + 1] === '*') {
-        i++;
-        if (g[i + 1] === '/') {
-          i++;
-          re += '(?:.*/)?';
-        } else re += '.*';
-      } else re += '[^/]*';
-    } else if (ch === '?') re += '[^/]';
-    else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  // A bare name or folder glob matches at any depth and everything below it, as ruff does.
-  const anchored = g.includes('/') ? `^${re}` : `^(?:.*/)?${re}`;
-  return new RegExp(`${anchored}(?:/.*)?$`);
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };
+
+/** Bytes in "16MiB", "500 KB", "1048576" (units are binary: K = 1024); null when not a size. */
+export function parseSize(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  if (!m) return null;
+  const unit = SIZE_UNITS[m[2].toLowerCase()];
+  if (unit === undefined) return null;
+  const bytes = Math.round(Number(m[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : null;
 }

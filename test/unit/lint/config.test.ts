@@ -1,8 +1,10 @@
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConfigError, findProjectConfig, globToRegExp, isExcluded, parseProjectConfig, settingsForFile } from '../../../src/lint/config';
+import { ConfigError, findProjectConfig, isExcluded, parseProjectConfig, parseSize, settingsForFile } from '../../../src/lint/config';
+import { compileGlob } from '../../../src/lint/glob';
 import { parseNoqa } from '../../../src/lint/noqa';
 import { lint } from './harness';
 
@@ -47,13 +49,60 @@ describe('pyproject [tool.memhint]', () => {
     assert.deepEqual(cfg.ignore, ['MH005']);
   });
 
+  it('names unknown codes in select, ignore, extend-select and per-file-ignores instead of running no rule', () => {
+    for (const [toml, key] of [
+      ['select = ["MH001", "MH0001"]', 'select'],
+      ['ignore = ["nonsense"]', 'ignore'],
+      ['select = ["MH001"]\nextend-select = ["XX1"]', 'extend-select'],
+      ['[tool.memhint.per-file-ignores]\n"tests/*" = ["MH01"]', 'per-file-ignores'],
+    ]) {
+      assert.throws(() => parseProjectConfig(`[tool.memhint]\n${toml}\n`, 'p'), (e: Error) => e instanceof ConfigError && e.message.includes(key) && /unknown rule codes or names: \w+/.test(e.message), toml);
+    }
+    assert.throws(() => parseProjectConfig('[tool.memhint]\nselect = []\n', 'p'), /select is empty, so no rule would run/);
+    assert.ok(parseProjectConfig('[tool.memhint]\nselect = ["MH", "retained-graph", "all"]\n', 'p'));
+  });
+
+  it('reads target-torch "2.10" as 2.10 and refuses a TOML number, which would read as 2.1', () => {
+    assert.deepEqual(parseProjectConfig('[tool.memhint]\ntarget-torch = "2.10"\n', 'p')!.targetTorch, { major: 2, minor: 10 });
+    assert.throws(() => parseProjectConfig('[tool.memhint]\ntarget-torch = 2.10\n', 'p'), /target-torch must be a quoted string such as "2\.10"/);
+    assert.throws(() => parseProjectConfig('[tool.memhint]\ntarget-torch = 2\n', 'p'), ConfigError);
+  });
+
+  it('reads max-file-size as bytes or with binary units', () => {
+    assert.equal(parseSize('16MiB'), 16 * 1024 * 1024);
+    assert.equal(parseSize('500 KB'), 500 * 1024);
+    assert.equal(parseSize('1048576'), 1048576);
+    assert.equal(parseSize('0'), 0);
+    assert.equal(parseSize('lots'), null);
+    assert.equal(parseSize('-1'), null);
+    assert.equal(parseProjectConfig('[tool.memhint]\nmax-file-size = "2MiB"\n', 'p')!.maxFileSize, 2 * 1024 * 1024);
+    assert.equal(parseProjectConfig('[tool.memhint]\nmax-file-size = 4096\n', 'p')!.maxFileSize, 4096);
+    assert.throws(() => parseProjectConfig('[tool.memhint]\nmax-file-size = "big"\n', 'p'), /max-file-size must be a size/);
+  });
+
+  it('skips a pyproject.toml that is a FIFO, a directory or /dev/zero, says so, and walks on up', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-cfg-'));
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[tool.memhint]\nignore = ["MH005"]\n');
+    fs.mkdirSync(path.join(dir, 'a', 'b', 'c', 'pyproject.toml'), { recursive: true });
+    execFileSync('mkfifo', [path.join(dir, 'a', 'b', 'pyproject.toml')]);
+    fs.symlinkSync('/dev/zero', path.join(dir, 'a', 'pyproject.toml'));
+    const skipped: string[] = [];
+    const cfg = findProjectConfig(path.join(dir, 'a', 'b', 'c', 'train.py'), (m) => skipped.push(m));
+    assert.equal(cfg.path, path.join(dir, 'pyproject.toml'));
+    assert.deepEqual(skipped, [
+      `${path.join(dir, 'a', 'b', 'c', 'pyproject.toml')}: a directory, not a regular file; skipped`,
+      `${path.join(dir, 'a', 'b', 'pyproject.toml')}: a FIFO, not a regular file; skipped`,
+      `${path.join(dir, 'a', 'pyproject.toml')}: a character device, not a regular file; skipped`,
+    ]);
+  });
+
   it('globs behave like gitignore patterns', () => {
-    assert.ok(globToRegExp('tests/*.py').test('tests/a.py'));
-    assert.ok(!globToRegExp('tests/*.py').test('tests/x/a.py'));
-    assert.ok(globToRegExp('**/test_*.py').test('a/b/test_x.py'));
-    assert.ok(globToRegExp('**/test_*.py').test('test_x.py'));
-    assert.ok(globToRegExp('scripts').test('scripts/run.py'));
-    assert.ok(globToRegExp('*.py').test('deep/down/file.py'));
+    assert.ok(compileGlob('tests/*.py').test('tests/a.py'));
+    assert.ok(!compileGlob('tests/*.py').test('tests/x/a.py'));
+    assert.ok(compileGlob('**/test_*.py').test('a/b/test_x.py'));
+    assert.ok(compileGlob('**/test_*.py').test('test_x.py'));
+    assert.ok(compileGlob('scripts').test('scripts/run.py'));
+    assert.ok(compileGlob('*.py').test('deep/down/file.py'));
   });
 });
 

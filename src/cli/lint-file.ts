@@ -1,7 +1,7 @@
 // One file through `memhint lint [--fix]`: read safely, lint, and fix only when that cannot lose data.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Linter, LintSettings } from '../lint';
+import { describeRuleFailure, type Linter, type LintSettings } from '../lint';
 import { fixUntilStable } from '../lint/fix';
 import { UnreadableFile, ioMessage } from '../lint/regular-file';
 import { ChangedOnDiskError, writeFileAtomic } from './atomic-write';
@@ -64,9 +64,6 @@ export function lintOneFile(
   fixer: FixTargets | null,
   warn: (message: string) => void,
 ): FileFindings | null {
-  const hooks = {
-    onRuleError: (rule: { code: string }, err: unknown): void => warn(`${filename}: internal error in ${rule.code}: ${err instanceof Error ? err.message : String(err)}`),
-  };
   let source;
   try {
     source = readSource(filename, maxFileSize);
@@ -75,7 +72,14 @@ export function lintOneFile(
     warn(`${filename}: ${message}`);
     return null;
   }
-  const lint = (text: string): ReturnType<Linter['lintText']> => lintKeepingLineEndings(text, (t) => linter.lintText(t, settings, hooks));
+  // A rule that throws: the other rules' findings are kept and the failure is reported once (`warn`
+  // drops repeats), in the editor's words (describeRuleFailure).
+  const lint = (text: string): ReturnType<Linter['lintText']> =>
+    lintKeepingLineEndings(text, (t) => {
+      const { findings, failures } = linter.lint(t, settings);
+      for (const f of failures) warn(describeRuleFailure(filename, f));
+      return findings;
+    });
   let text = source.text;
   if (fixer !== null) text = fixFile(linter, filename, source, lint, fixer, warn);
   // Reports locate findings on the analysis text: same offsets, lines split as the linter saw them.

@@ -1,7 +1,7 @@
 // Quick fixes for memhint diagnostics (the rule's own fix, "Ignore MHxxx for this line", rule docs),
 // "Fix all memhint issues" as a command and as the source.fixAll.memhint code action kind.
 import * as vscode from 'vscode';
-import { lintFile, type Finding, type Linter } from '../lint';
+import { lint, type Finding, type Linter } from '../lint';
 import { fixUntilStable } from '../lint/fix';
 import type { DiagnosticsController } from './diagnostics';
 import { noqaEdit } from './noqaEdit';
@@ -78,7 +78,7 @@ export class MemhintCodeActions implements vscode.CodeActionProvider {
     const { text: fixed, applied } = fixUntilStable(text, (t) => {
       const doc = this.linter.open(t);
       try {
-        return lintFile(doc.source, settings);
+        return lint(doc.source, settings).findings; // a rule that throws is logged by the diagnostics
       } finally {
         doc.dispose();
       }

@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { lintFile, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
+import { FailureLog, lint, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
 import { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from '../lint/config';
 import { CONFIRMABLE_CODES, identifiersIn, measuredRetention, retentionSentence } from './confirm';
 import type { Logger } from './logger';
@@ -43,6 +43,8 @@ export class DiagnosticsController implements vscode.Disposable {
   /** [tool.memhint] per folder: finding it stats every folder up to the root, too slow per keystroke. */
   private readonly projectConfigs = new Map<string, ProjectConfig>();
   private readonly pyprojects = vscode.workspace.createFileSystemWatcher('**/pyproject.toml');
+  /** A rule that throws: the other rules' findings are published and the failure logged once (as in the CLI). */
+  private readonly ruleFailures = new FailureLog((line, f) => this.log.error(line, f.error));
 
   constructor(
     private readonly linter: Linter,
@@ -200,7 +202,9 @@ export class DiagnosticsController implements vscode.Disposable {
         source = t.doc.source.text === text ? t.doc.source : t.doc.reset(text);
       }
       const settings = this.settingsFor(document);
-      const findings = settings === null ? [] : lintFile(source, settings);
+      const result = settings === null ? null : lint(source, settings);
+      if (result !== null) this.ruleFailures.report(document.uri.fsPath, result.failures);
+      const findings = result?.findings ?? [];
       const diagnostics = findings.map((f) => this.toDiagnostic(document, source, f));
       t.result = { version: document.version, source, findings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics };
       this.collection.set(document.uri, diagnostics);

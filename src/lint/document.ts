@@ -4,6 +4,7 @@
 // and a long file is also parsed in chunks of statements, so it costs one chunk's reparse.
 import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
+import { AnalysisSession } from './session';
 import { positionIn, SourceFile, spliceLineStarts, type NodeIndex, type SyntaxNode } from './syntax';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
@@ -63,6 +64,8 @@ export class PythonDocument {
   private splitBackoff = 0;
   /** How updates were parsed: one chunk, or the whole file (for tests and benchmarks). */
   readonly reparses = { chunk: 0, whole: 0 };
+  /** Owns every memo, index and intern table computed from this document's versions; dropped with it. */
+  readonly session = new AnalysisSession();
 
   constructor(
     private readonly py: PythonParser,
@@ -198,6 +201,7 @@ export class PythonDocument {
       root,
       units.map((u) => u.index),
       lineStarts,
+      this.session,
     );
   }
 

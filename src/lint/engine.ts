@@ -2,7 +2,7 @@
 import { allRules } from './rules';
 import { noqaByLine } from './noqa';
 import type { SourceFile } from './syntax';
-import type { Finding, Rule, RuleOptions, TorchVersion } from './types';
+import type { Finding, Rule, RuleCode, RuleOptions, TorchVersion } from './types';
 
 export interface LintSettings {
   /** Codes, code prefixes ("MH00"), rule names or "ALL"; null selects every rule. */
@@ -31,22 +31,37 @@ export function unknownRuleSelectors(patterns: readonly string[], rules: readonl
   return patterns.filter((p) => p.trim() !== '' && !rules.some((r) => matches(r, p)));
 }
 
-export interface LintHooks {
-  /** Called when a rule throws; the rule's findings are dropped and the lint goes on. Without it, the error propagates. */
-  readonly onRuleError?: (rule: Rule, error: unknown) => void;
+/** A rule that threw: its findings are left out, every other rule's are kept. */
+export interface RuleFailure {
+  readonly code: RuleCode;
+  readonly name: string;
+  /** The error's message (one line). */
+  readonly message: string;
+  readonly error: unknown;
 }
 
-export function lintFile(file: SourceFile, settings: LintSettings = defaultSettings, hooks: LintHooks = {}): Finding[] {
+/** What a lint returns: the findings of every rule that ran to the end, and the rules that threw. */
+export interface LintResult {
+  readonly findings: Finding[];
+  readonly failures: RuleFailure[];
+}
+
+/**
+ * Lints one version with the selected rules. A rule that throws never takes the other rules' findings
+ * down with it: its failure is returned next to them (the CLI and the editor both publish the findings
+ * and log the failure once, see FailureLog).
+ */
+export function lint(file: SourceFile, settings: LintSettings = defaultSettings): LintResult {
   const options: RuleOptions = { targetTorch: settings.targetTorch };
   const findings: Finding[] = [];
+  const failures: RuleFailure[] = [];
   for (const rule of selectRules(settings)) {
     let raw;
     try {
-      raw = rule.check(file, options);
+      raw = rule.check(file, file.session, options);
     } catch (err) {
-      // In the editor and CLI a rule bug must not take every other finding down with it.
-      if (hooks.onRuleError === undefined) throw new Error(`rule ${rule.code} (${rule.name}) failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-      hooks.onRuleError(rule, err);
+      const message = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+      failures.push({ code: rule.code, name: rule.name, message, error: err });
       continue;
     }
     for (const f of raw) {
@@ -64,7 +79,43 @@ export function lintFile(file: SourceFile, settings: LintSettings = defaultSetti
   const noqa = noqaByLine(file);
   const kept = noqa.size === 0 ? findings : findings.filter((f) => !suppressed(f, file, noqa));
   kept.sort((a, b) => a.start - b.start || a.code.localeCompare(b.code));
-  return dedupe(kept);
+  return { findings: dedupe(kept), failures };
+}
+
+/** Findings of a lint in which no rule may fail (tests, benchmarks): a rule that throws is an error here. */
+export function lintFile(file: SourceFile, settings: LintSettings = defaultSettings): Finding[] {
+  const { findings, failures } = lint(file, settings);
+  if (failures.length > 0) {
+    const f = failures[0];
+    throw new Error(`rule ${f.code} (${f.name}) failed: ${f.message}`, { cause: f.error });
+  }
+  return findings;
+}
+
+/** The one line logged for a rule failure. */
+export function describeRuleFailure(where: string, f: RuleFailure): string {
+  return `${where}: internal error in ${f.code} (${f.name}): ${f.message}; its findings are left out, the other rules' are kept`;
+}
+
+/**
+ * Logs each rule failure once (per place, rule and message), so a rule that throws on every keystroke
+ * does not flood the log. One per CLI run or editor controller; shared by both.
+ */
+export class FailureLog {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly write: (line: string, failure: RuleFailure) => void) {}
+
+  /** Logs the failures not logged before; returns how many there were in all. */
+  report(where: string, failures: readonly RuleFailure[]): number {
+    for (const f of failures) {
+      const key = `${where}\u0000${f.code}\u0000${f.message}`;
+      if (this.seen.has(key)) continue;
+      this.seen.add(key);
+      this.write(describeRuleFailure(where, f), f);
+    }
+    return failures.length;
+  }
 }
 
 function suppressed(f: Finding, file: SourceFile, noqa: ReadonlyMap<number, ReadonlySet<string> | 'all'>): boolean {

@@ -1,33 +1,59 @@
 // Public face of the linter for the CLI and the extension.
 import { PythonDocument, type DocumentOptions } from './document';
-import { lintFile, defaultSettings, type LintHooks, type LintSettings } from './engine';
+import { lint, lintFile, defaultSettings, type LintResult, type LintSettings } from './engine';
 import { loadPythonParser, type PythonParser } from './parser';
 import type { Finding } from './types';
 
 export { PythonDocument, type DocumentOptions, type TextChange } from './document';
-export { lintFile, selectRules, unknownRuleSelectors, defaultSettings, type LintHooks, type LintSettings } from './engine';
+export {
+  lint,
+  lintFile,
+  selectRules,
+  unknownRuleSelectors,
+  defaultSettings,
+  describeRuleFailure,
+  FailureLog,
+  type LintResult,
+  type LintSettings,
+  type RuleFailure,
+} from './engine';
 export { allRules, ruleByCode } from './rules';
 export type { Finding, Fix, TextEdit, Rule, RuleCode, Severity, TorchVersion } from './types';
 export { parseTorchVersion } from './types';
 export { SourceFile } from './syntax';
+export { AnalysisSession } from './session';
 
 export class Linter {
   private constructor(readonly parser: PythonParser) {}
 
+  /** A linter with a parser of its own (the wasm runtime is initialised once per process). */
   static async create(wasmDir?: string): Promise<Linter> {
     return new Linter(await loadPythonParser(wasmDir));
   }
 
-  /** A document that supports incremental re-lint after edits; call dispose() when done. */
+  /**
+   * A document that supports incremental re-lint after edits, with its own analysis session (every
+   * memo computed from its versions); call dispose() when done.
+   */
   open(text: string, options: DocumentOptions = {}): PythonDocument {
     return new PythonDocument(this.parser, text, options);
   }
 
-  /** One-shot lint of a text. */
-  lintText(text: string, settings: LintSettings = defaultSettings, hooks: LintHooks = {}): Finding[] {
+  /** One-shot lint of a text in a session of its own: findings and the rules that threw. */
+  lint(text: string, settings: LintSettings = defaultSettings): LintResult {
     const doc = this.open(text);
     try {
-      return lintFile(doc.source, settings, hooks);
+      return lint(doc.source, settings);
+    } finally {
+      doc.dispose();
+    }
+  }
+
+  /** One-shot lint of a text in which no rule may fail (tests, benchmarks): a rule that throws is an error. */
+  lintText(text: string, settings: LintSettings = defaultSettings): Finding[] {
+    const doc = this.open(text);
+    try {
+      return lintFile(doc.source, settings);
     } finally {
       doc.dispose();
     }

@@ -11,7 +11,12 @@ export interface PythonParser {
   readonly parser: TS.Parser;
 }
 
-let loading: Promise<PythonParser> | undefined;
+/**
+ * web-tree-sitter's runtime is one wasm module per process (Parser.init replaces it and would break
+ * every parser made before), so its initialisation is the one piece of module-level state under
+ * src/lint; the language and the parser are per Linter.
+ */
+let runtime: Promise<void> | undefined;
 
 /**
  * Where the two wasm files live. The build copies them next to the bundles (dist/); when running
@@ -27,15 +32,13 @@ export function wasmPath(file: 'web-tree-sitter.wasm' | 'tree-sitter-python.wasm
   return require.resolve(`${pkg}/${file}`);
 }
 
-/** Initialises tree-sitter once; later calls share the same parser. */
-export function loadPythonParser(wasmDir?: string): Promise<PythonParser> {
-  loading ??= (async () => {
-    const corePath = wasmPath('web-tree-sitter.wasm', wasmDir);
-    await TS.Parser.init({ locateFile: () => corePath });
-    const language = await TS.Language.load(wasmPath('tree-sitter-python.wasm', wasmDir));
-    const parser = new TS.Parser();
-    parser.setLanguage(language);
-    return { ts: TS, language, parser };
-  })();
-  return loading;
+/** A parser of its own (the runtime is initialised once per process, see `runtime`). */
+export async function loadPythonParser(wasmDir?: string): Promise<PythonParser> {
+  const corePath = wasmPath('web-tree-sitter.wasm', wasmDir);
+  runtime ??= TS.Parser.init({ locateFile: () => corePath });
+  await runtime;
+  const language = await TS.Language.load(wasmPath('tree-sitter-python.wasm', wasmDir));
+  const parser = new TS.Parser();
+  parser.setLanguage(language);
+  return { ts: TS, language, parser };
 }

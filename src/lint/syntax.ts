@@ -29,7 +29,12 @@ export interface Position {
   readonly character: number;
 }
 
-/** One parsed Python file: text, tree and a by-type index in document order. */
+import type { AnalysisSession } from './session';
+
+/**
+ * One version of a parsed Python file: text, tree and a by-type index in document order. It belongs
+ * to the analysis session of its document, which holds every memo computed from it.
+ */
 export class SourceFile {
   private readonly merged = new Map<string, readonly SyntaxNode[]>();
   private lineStartsCache: number[] | null = null;
@@ -41,7 +46,9 @@ export class SourceFile {
     /** One index per top-level statement, in order; merged lazily per type. */
     private readonly unitIndexes: readonly NodeIndex[],
     /** Known line starts (the document keeps them current across edits). */
-    lineStarts?: number[],
+    lineStarts: number[] | undefined,
+    /** The session of the document this version belongs to. */
+    readonly session: AnalysisSession,
   ) {
     this.lineStartsCache = lineStarts ?? null;
   }

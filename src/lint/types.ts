@@ -1,4 +1,5 @@
 // Plain data shared by the rules, the engine, the CLI and the editor adapter. No `vscode` here.
+import type { AnalysisSession } from './session';
 import type { SourceFile } from './syntax';
 
 export type RuleCode = `MH${number}`;
@@ -51,8 +52,12 @@ export interface Rule {
   readonly severity: Severity;
   /** One line for docs and `--help`. */
   readonly summary: string;
-  /** Pure: syntax in, findings out. Must not throw on broken code. */
-  check(file: SourceFile, options: RuleOptions): RuleFinding[];
+  /**
+   * Syntax in, findings out. Must not throw on broken code. Whatever it memoises lives in `session`
+   * (the file's own, `file.session`), declared through a memo descriptor (see session.ts), never in
+   * module-level state.
+   */
+  check(file: SourceFile, session: AnalysisSession, options: RuleOptions): RuleFinding[];
 }
 
 export function parseTorchVersion(text: string | undefined | null): TorchVersion | null {

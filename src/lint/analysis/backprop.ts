@@ -7,8 +7,9 @@ import { contains, type SourceFile, type SyntaxNode } from '../syntax';
 import { enclosingLoops } from './context';
 import { dominates, flowOf, Taint, type Def, type ScopeFlow } from './flow';
 import { backwardTargets, forwardReceiver, keyOf, scopeOf } from './models';
+import { VersionMemo } from '../session';
 
-const cache = new WeakMap<SourceFile, Map<SyntaxNode, Set<SyntaxNode>>>();
+const cache = new VersionMemo<ReadonlySet<SyntaxNode>>('backprop.forwardsFeedingBackward');
 const MAX_NODES = 20000;
 
 /**
@@ -30,15 +31,12 @@ function definitionsReaching(flow: ScopeFlow, key: string, use: SyntaxNode): rea
 }
 
 export function forwardsFeedingBackward(file: SourceFile, scope: SyntaxNode): ReadonlySet<SyntaxNode> {
-  let perFile = cache.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    cache.set(file, perFile);
-  }
-  let found = perFile.get(scope);
-  if (found !== undefined) return found;
-  found = new Set();
-  perFile.set(scope, found);
+  // A recursive request while the set fills sees it as far as it got.
+  const found = new Set<SyntaxNode>();
+  return cache.keyed(file, scope, () => fillForwardsFeedingBackward(file, scope, found), found);
+}
+
+function fillForwardsFeedingBackward(file: SourceFile, scope: SyntaxNode, found: Set<SyntaxNode>): ReadonlySet<SyntaxNode> {
   const flow = flowOf(file, scope);
   const roots: SyntaxNode[] = [];
   for (const call of file.nodesOfType('call')) {

@@ -6,16 +6,19 @@
 // regrouped; every other statement's groups are reused as they are.
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
-import { MergedIndex } from './unitcache';
+import { IndexDef, NodeMemo } from '../session';
 
 type Groups = Map<string, SyntaxNode[]>;
 
-const byUnit = new WeakMap<SyntaxNode, Groups>();
+const byUnit = new NodeMemo<Groups>('calls.byUnit');
 
 function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
-  let groups = byUnit.get(unit);
-  if (groups !== undefined) return groups;
-  groups = new Map<string, SyntaxNode[]>();
+  // Purely syntactic: the callee's last segment needs no import resolution, so no deps.
+  return byUnit.get(file, unit, '', () => groupCalls(file, unit));
+}
+
+function groupCalls(file: SourceFile, unit: SyntaxNode): Groups {
+  const groups = new Map<string, SyntaxNode[]>();
   const stack: SyntaxNode[] = [unit];
   const calls: SyntaxNode[] = [];
   while (stack.length > 0) {
@@ -30,7 +33,6 @@ function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
     if (list === undefined) groups.set(m, [call]);
     else list.push(call);
   }
-  byUnit.set(unit, groups);
   return groups;
 }
 
@@ -44,7 +46,7 @@ export function unitCallGroups(file: SourceFile, unit: SyntaxNode): ReadonlyMap<
   return unitGroups(file, unit);
 }
 
-const named = new MergedIndex<SyntaxNode>(unitGroups);
+const named = new IndexDef<SyntaxNode>('calls.named', unitGroups);
 
 /**
  * Calls whose callee ends in `method` (`method(...)`, `x.method(...)`), in document order. The array
@@ -66,4 +68,9 @@ export function callsMatching(file: SourceFile, pred: (method: string) => boolea
     }
   }
   return out.sort((a, b) => a.start - b.start);
+}
+
+/** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */
+export function callsIndexStamp(file: SourceFile): string {
+  return named.stamp(file);
 }

@@ -4,7 +4,8 @@
 // returned values of functions that do not backpropagate themselves (their caller may).
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { flowOf, flowSignature, Taint, type ScopeFlow } from './flow';
-import { combine, ModuleCodeCache, NodeCache, nodesInScope, scopesOf } from './unitcache';
+import { combine, nodesInScope, scopesOf } from './unitcache';
+import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
 import { backwardTargets, callsByScope, computesGradients, hasTaintSource, keyOf } from './models';
 
 interface Consumed {
@@ -22,9 +23,9 @@ interface ScopeConsumption {
   readonly free: Set<string>;
 }
 
-const cache = new WeakMap<SourceFile, Consumed>();
-const scopeCache = new NodeCache<ScopeConsumption>();
-const moduleCache = new ModuleCodeCache<ScopeConsumption>();
+const cache = new VersionMemo<Consumed>('consumers.consumed');
+const scopeCache = new NodeMemo<ScopeConsumption>('consumers.scope');
+const moduleCache = new ModuleCodeMemo<ScopeConsumption>('consumers.module');
 const MAX_KEYS = 4000;
 const RETURNS = new Set(['return_statement', 'yield']);
 
@@ -43,20 +44,21 @@ function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption
     }
     return c;
   };
-  return scope.type === 'module' ? moduleCache.get(file, flowSignature(file), compute) : scopeCache.get(scope, flowSignature(file), compute);
+  return scope.type === 'module' ? moduleCache.get(file, flowSignature(file), compute) : scopeCache.get(file, scope, flowSignature(file), compute);
 }
 
 function consumed(file: SourceFile): Consumed {
-  let c = cache.get(file);
-  if (c !== undefined) return c;
-  c = { byScope: new Map(), attributes: new Set(), free: new Set() };
+  return cache.get(file, computeConsumed);
+}
+
+function computeConsumed(file: SourceFile): Consumed {
+  const c: Consumed = { byScope: new Map(), attributes: new Set(), free: new Set() };
   for (const scope of scopesOf(file)) {
     const part = scopeConsumption(file, scope);
     if (part.keys.size > 0) c.byScope.set(scope, part.keys);
     for (const a of part.attributes) c.attributes.add(a);
     for (const f of part.free) c.free.add(f);
   }
-  cache.set(file, c);
   return c;
 }
 

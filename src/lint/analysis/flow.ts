@@ -5,7 +5,8 @@
 import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from './models';
-import { combine, ModuleCodeCache, NodeCache } from './unitcache';
+import { combine } from './unitcache';
+import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
 import { gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
 
 /** Clean < Unknown < Tainted; `max` merges. */
@@ -513,7 +514,7 @@ function targetKeys(file: SourceFile, target: SyntaxNode): string[] {
   return out;
 }
 
-const flowCache = new NodeCache<ScopeFlow>();
+const flowCache = new NodeMemo<ScopeFlow>('flow.scope');
 
 /** Model and grad facts together: what a flow's taint results depend on beyond its own scope. */
 export function factsSignature(file: SourceFile): string {
@@ -527,21 +528,21 @@ export function factsSignature(file: SourceFile): string {
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
   const signature = flowSignature(file);
   const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file));
-  const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(scope, signature, compute);
+  const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(file, scope, signature, compute);
   flow.file = file;
   flow.scope = scope;
   return flow;
 }
 
-const moduleFlowCache = new ModuleCodeCache<ScopeFlow>();
+const moduleFlowCache = new ModuleCodeMemo<ScopeFlow>('flow.module');
 
 /** Everything a scope's flow depends on beyond its own statements. */
 export function flowSignature(file: SourceFile): string {
   return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(',')]);
 }
 
-const returningFnCache = new NodeCache<boolean>();
-const returningCache = new WeakMap<SourceFile, ReadonlySet<string>>();
+const returningFnCache = new NodeMemo<boolean>('flow.returnsHistory');
+const returningCache = new VersionMemo<ReadonlySet<string>>('flow.graphReturning');
 
 /**
  * Names of module-level functions whose `return` value carries autograd history in the function's
@@ -549,8 +550,10 @@ const returningCache = new WeakMap<SourceFile, ReadonlySet<string>>();
  * callers of such functions see a tensor with history; deeper chains stay Unknown (no false alarms).
  */
 export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
-  let names = returningCache.get(file);
-  if (names !== undefined) return names;
+  return returningCache.get(file, computeGraphReturning);
+}
+
+function computeGraphReturning(file: SourceFile): ReadonlySet<string> {
   const found = new Set<string>();
   const signature = factsSignature(file);
   for (const top of file.root.children) {
@@ -558,12 +561,10 @@ export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
     if (fn === null || fn.type !== 'function_definition') continue;
     const nameNode = childByField(fn, 'name');
     if (nameNode === null || !file.textOf(fn).includes('return')) continue;
-    const returns = returningFnCache.get(fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn));
+    const returns = returningFnCache.get(file, fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn));
     if (returns) found.add(file.textOf(nameNode));
   }
-  names = found;
-  returningCache.set(file, names);
-  return names;
+  return found;
 }
 
 function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {

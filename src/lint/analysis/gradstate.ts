@@ -5,7 +5,8 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { decoratorsOf, disablesGrad, isGradDisabled, withItemCalls } from './context';
 import { qualifiedName } from './imports';
 import { isLightningNoGradHook, scopeOf } from './models';
-import { combine, importSignature, NodeCache, unitsOf } from './unitcache';
+import { combine, importSignature, unitsOf } from './unitcache';
+import { NodeMemo, VersionMemo } from '../session';
 
 const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
 const GRAD_CONTROL_NAMES = new Set(['no_grad', 'inference_mode', 'set_grad_enabled', 'enable_grad']);
@@ -35,12 +36,14 @@ interface UnitGradFacts {
   readonly noGradDecorators: readonly string[];
 }
 
-const cache = new WeakMap<SourceFile, GradFacts>();
-const unitCache = new NodeCache<UnitGradFacts>();
+const cache = new VersionMemo<GradFacts>('gradstate.facts');
+const unitCache = new NodeMemo<UnitGradFacts>('gradstate.unit');
 
 function gradFacts(file: SourceFile): GradFacts {
-  let facts = cache.get(file);
-  if (facts !== undefined) return facts;
+  return cache.get(file, computeGradFacts);
+}
+
+function computeGradFacts(file: SourceFile): GradFacts {
   let moduleOff = false;
   const offStatements = new Map<SyntaxNode, SyntaxNode[]>();
   const indirect = new Set<SyntaxNode>();
@@ -49,7 +52,7 @@ function gradFacts(file: SourceFile): GradFacts {
   const noGradDecorators = new Set<string>();
   const sig = importSignature(file);
   for (const unit of unitsOf(file)) {
-    const u = unitCache.get(unit, sig, () => unitGradFacts(file, unit));
+    const u = unitCache.get(file, unit, sig, () => unitGradFacts(file, unit));
     moduleOff ||= u.moduleOff;
     if (u.moduleIndirect) indirect.add(file.root);
     for (const [scope, call] of u.offStatements) offStatements.set(scope, [...(offStatements.get(scope) ?? []), call]);
@@ -58,9 +61,7 @@ function gradFacts(file: SourceFile): GradFacts {
     for (const n of u.gradContextNames) gradContextNames.add(n);
     for (const n of u.noGradDecorators) noGradDecorators.add(n);
   }
-  facts = { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames, noGradDecorators };
-  cache.set(file, facts);
-  return facts;
+  return { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames, noGradDecorators };
 }
 
 function unitGradFacts(file: SourceFile, unit: SyntaxNode): UnitGradFacts {
@@ -155,28 +156,23 @@ function isWithItemOrDecorator(call: SyntaxNode): boolean {
   return p.type === 'as_pattern' && p.parent?.type === 'with_item';
 }
 
-const gradFreeCache = new WeakMap<SourceFile, Map<SyntaxNode, boolean>>();
+const gradFreeCache = new VersionMemo<boolean>('gradstate.gradFree');
 
 /**
  * A function whose body always runs without grad: a Lightning validation/test/predict hook, a function
  * this file only calls under no_grad, or one nested in such a function.
  */
 export function isGradFreeFunction(file: SourceFile, fn: SyntaxNode): boolean {
-  let perFile = gradFreeCache.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    gradFreeCache.set(file, perFile);
-  }
-  let result = perFile.get(fn);
-  if (result !== undefined) return result;
-  perFile.set(fn, false); // recursion guard
+  return gradFreeCache.keyed(file, fn, () => computeGradFree(file, fn), false); // false: recursion guard
+}
+
+function computeGradFree(file: SourceFile, fn: SyntaxNode): boolean {
   const name = file.textOf(childByField(fn, 'name') ?? fn);
-  result = isLightningNoGradHook(file, fn) || gradFacts(file).calledUnderNoGrad.has(name);
+  let result = isLightningNoGradHook(file, fn) || gradFacts(file).calledUnderNoGrad.has(name);
   if (!result) {
     const outer = scopeOf(fn);
     if (outer?.type === 'function_definition') result = isGradFreeFunction(file, outer);
   }
-  perFile.set(fn, result);
   return result;
 }
 

@@ -1,6 +1,7 @@
 // Resolves local names to the dotted names they were imported as, so rules match
 // `torch.cuda.amp.autocast` whether the code says `autocast`, `amp.autocast` or `torch.cuda.amp.autocast`.
 import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { KeyMemo, VersionMemo } from '../session';
 
 export interface ImportBinding {
   /** The name bound in the file ("ac" for `from torch.cuda.amp import autocast as ac`). */
@@ -13,36 +14,23 @@ export interface ImportBinding {
   readonly node: SyntaxNode;
 }
 
-const cache = new WeakMap<SourceFile, Map<string, ImportBinding>>();
+const cache = new VersionMemo<Map<string, ImportBinding>>('imports.bindings');
 
 /**
- * The bindings of recent versions with the import statements they came from. The document reuses the
+ * The bindings of recent versions, by the import statements they came from. The document reuses the
  * nodes of statements an edit did not touch, so while every import statement is the same node (same
  * text), the bindings are the same and the map is shared (callers never mutate it).
  */
-let recent: { readonly imports: readonly SyntaxNode[]; readonly froms: readonly SyntaxNode[]; readonly map: Map<string, ImportBinding> }[] = [];
-
-function sameNodes(a: readonly SyntaxNode[], b: readonly SyntaxNode[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+const byStatements = new KeyMemo<Map<string, ImportBinding>>('imports.byStatements', 4);
 
 /** Every import in the file, scope-insensitive: later bindings win, as at module level. */
 export function importBindings(file: SourceFile): Map<string, ImportBinding> {
-  let map = cache.get(file);
-  if (map !== undefined) return map;
-  const imports = file.nodesOfType('import_statement');
-  const froms = file.nodesOfType('import_from_statement');
-  const hit = recent.find((r) => sameNodes(r.imports, imports) && sameNodes(r.froms, froms));
-  if (hit !== undefined) {
-    cache.set(file, hit.map);
-    return hit.map;
-  }
-  map = computeBindings(file, imports, froms);
-  recent = [{ imports, froms, map }, ...recent.slice(0, 3)];
-  cache.set(file, map);
-  return map;
+  return cache.get(file, () => {
+    const imports = file.nodesOfType('import_statement');
+    const froms = file.nodesOfType('import_from_statement');
+    // null separates the two lists, so that moving a statement from one to the other changes the key.
+    return byStatements.get(file, [...imports, null, ...froms], () => computeBindings(file, imports, froms));
+  });
 }
 
 function computeBindings(file: SourceFile, imports: readonly SyntaxNode[], froms: readonly SyntaxNode[]): Map<string, ImportBinding> {
@@ -100,18 +88,14 @@ export function qualifiedName(file: SourceFile, node: SyntaxNode): string | null
   return parts.join('.');
 }
 
-const calleeCache = new WeakMap<SourceFile, Map<SyntaxNode, string | null>>();
+const calleeCache = new VersionMemo<string | null>('imports.calleeName');
 
 /** The dotted name of what a call calls, resolved through imports, or null. Cached per file: every rule asks. */
 export function calleeName(file: SourceFile, call: SyntaxNode): string | null {
-  let names = calleeCache.get(file);
-  if (names === undefined) calleeCache.set(file, (names = new Map<SyntaxNode, string | null>()));
-  const hit = names.get(call);
-  if (hit !== undefined) return hit;
-  const fn = childByField(call, 'function');
-  const name = fn === null ? null : qualifiedName(file, fn);
-  names.set(call, name);
-  return name;
+  return calleeCache.keyed(file, call, () => {
+    const fn = childByField(call, 'function');
+    return fn === null ? null : qualifiedName(file, fn);
+  });
 }
 
 /** The last segment of the called name: "zero_grad" for `self.opt.zero_grad()`. */

@@ -3,7 +3,8 @@
 // call sites on instances of the class then count as stores of that argument.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { factsSignature, ScopeFlow, Taint } from './flow';
-import { combine, NodeCache, unitsOf } from './unitcache';
+import { combine, unitsOf } from './unitcache';
+import { NodeMemo, VersionMemo } from '../session';
 import { enclosingClass, keyOf } from './models';
 
 export interface RetainingParameter {
@@ -20,7 +21,7 @@ interface MeterFacts {
   readonly instances: Map<string, Set<string>>;
 }
 
-const cache = new WeakMap<SourceFile, MeterFacts>();
+const cache = new VersionMemo<MeterFacts>('meters.facts');
 
 function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
   const params = childByField(fn, 'parameters');
@@ -73,11 +74,11 @@ interface UnitMeterData {
   readonly instances: readonly (readonly [string, string])[];
 }
 
-const unitCache = new NodeCache<UnitMeterData>();
-const retainingCache = new NodeCache<RetainingParameter[]>();
+const unitCache = new NodeMemo<UnitMeterData>('meters.unit');
+const retainingCache = new NodeMemo<RetainingParameter[]>('meters.retaining');
 
 function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
-  return unitCache.get(unit, '', () => {
+  return unitCache.get(file, unit, '', () => {
     const methods: { cls: string; name: string; fn: SyntaxNode }[] = [];
     const instances: [string, string][] = [];
     const record = (target: SyntaxNode, value: SyntaxNode): void => {
@@ -115,7 +116,7 @@ function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
 
 /** Parameters of a method whose value, if it carried history, the method would store on self. */
 function retainingParameters(file: SourceFile, fn: SyntaxNode): RetainingParameter[] {
-  return retainingCache.get(fn, factsSignature(file), () => {
+  return retainingCache.get(file, fn, factsSignature(file), () => {
     const values = selfStoreValues(file, fn);
     const found: RetainingParameter[] = [];
     parameterNames(file, fn)
@@ -132,8 +133,10 @@ function retainingParameters(file: SourceFile, fn: SyntaxNode): RetainingParamet
 }
 
 function meterFacts(file: SourceFile): MeterFacts {
-  let facts = cache.get(file);
-  if (facts !== undefined) return facts;
+  return cache.get(file, computeMeterFacts);
+}
+
+function computeMeterFacts(file: SourceFile): MeterFacts {
   const retaining = new Map<string, Map<string, RetainingParameter[]>>();
   const units = unitsOf(file).map((u) => unitMeterData(file, u));
   for (const u of units) {
@@ -154,9 +157,7 @@ function meterFacts(file: SourceFile): MeterFacts {
       }
     }
   }
-  facts = { retaining, instances };
-  cache.set(file, facts);
-  return facts;
+  return { retaining, instances };
 }
 
 /** Changes whenever which helper objects keep their arguments changes. */

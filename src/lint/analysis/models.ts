@@ -3,7 +3,8 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { combine, importSignature, intern, moduleCode, NodeCache, unitsOf } from './unitcache';
+import { combine, importSignature, intern, moduleCode, unitsOf } from './unitcache';
+import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -62,25 +63,18 @@ export interface ModelFacts {
   readonly functions: ReadonlySet<string>;
 }
 
-const factsCache = new WeakMap<SourceFile, ModelFacts>();
+const factsCache = new VersionMemo<ModelFacts>('models.facts');
 
 /** Facts by the units' tokens and the imports: an edit that changes no unit's contribution reuses them. */
-const factsByContent = new Map<string, ModelFacts>();
+const factsByContent = new KeyMemo<ModelFacts>('models.factsByContent', 8);
 
 export function modelFacts(file: SourceFile): ModelFacts {
-  let facts = factsCache.get(file);
-  if (facts === undefined) {
+  return factsCache.get(file, () => {
     // The facts hold strings only, so they can be shared by any version with the same contributions.
     const content = `${importSignature(file)}|${unitsOf(file).map((u) => unitModelData(file, u).token).join(',')}`;
-    facts = factsByContent.get(content);
-    if (facts === undefined) {
-      facts = computeFacts(file);
-      if (factsByContent.size >= 8) factsByContent.delete(factsByContent.keys().next().value!);
-      factsByContent.set(content, facts);
-    }
-    factsCache.set(file, facts);
-  }
-  return facts;
+    // computeFacts reads only what `content` summarises (each unit's token and the imports).
+    return factsByContent.get(file, [content], () => computeFacts(file));
+  });
 }
 
 function classBases(file: SourceFile, cls: SyntaxNode): string {
@@ -114,10 +108,10 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
   return file.textOf(fn).split('.')[0];
 }
 
-const unitModelCache = new NodeCache<UnitModelData>();
+const unitModelCache = new NodeMemo<UnitModelData>('models.unit');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
-  return unitModelCache.get(unit, '', () => {
+  return unitModelCache.get(file, unit, '', () => {
     const classes: [string, string][] = [];
     const markers: string[] = [];
     const frozen: string[] = [];
@@ -162,7 +156,7 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
         }
       }
     }
-    const token = intern(JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
+    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
     return { classes, markers, frozen, functions, candidates, token };
   });
 }
@@ -321,10 +315,10 @@ function inModuleClass(file: SourceFile, node: SyntaxNode): boolean {
  * `model.generate(...)` is not one: Hugging Face decorates generate() with no_grad itself.
  */
 export function forwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
-  return forwardCache.get(call, modelSignature(file), () => computeForwardReceiver(file, call));
+  return forwardCache.get(file, call, modelSignature(file), () => computeForwardReceiver(file, call));
 }
 
-const forwardCache = new NodeCache<string | null>();
+const forwardCache = new NodeMemo<string | null>('models.forwardReceiver');
 
 export interface ScopeCalls {
   /** Forward passes whose nearest scope is this one. */
@@ -338,18 +332,20 @@ interface UnitCalls {
   readonly moduleLevel: ScopeCalls;
 }
 
-const unitCallsCache = new NodeCache<UnitCalls>();
-const scopeCallsCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeCalls>>();
+const unitCallsCache = new NodeMemo<UnitCalls>('models.unitCalls');
+const scopeCallsCache = new VersionMemo<ReadonlyMap<SyntaxNode, ScopeCalls>>('models.callsByScope');
 
 /** Forward and backward calls grouped by scope (cached per top-level statement). */
 export function callsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCalls> {
-  let map = scopeCallsCache.get(file);
-  if (map !== undefined) return map;
-  map = new Map();
+  return scopeCallsCache.get(file, computeCallsByScope);
+}
+
+function computeCallsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCalls> {
+  const map = new Map<SyntaxNode, ScopeCalls>();
   const sig = modelSignature(file);
   const moduleLevel: ScopeCalls = { forwards: [], backwards: [] };
   for (const unit of unitsOf(file)) {
-    const data = unitCallsCache.get(unit, sig, () => {
+    const data = unitCallsCache.get(file, unit, sig, () => {
       const byScope = new Map<SyntaxNode, ScopeCalls>();
       const top: ScopeCalls = { forwards: [], backwards: [] };
       const stack = [unit];
@@ -376,7 +372,6 @@ export function callsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCal
     moduleLevel.backwards.push(...data.moduleLevel.backwards);
   }
   if (moduleLevel.forwards.length > 0 || moduleLevel.backwards.length > 0) map.set(file.root, moduleLevel);
-  scopeCallsCache.set(file, map);
   return map;
 }
 
@@ -520,7 +515,7 @@ export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean
   return method === 'requires_grad_' && !/False/.test(file.textOf(childByField(call, 'arguments') ?? call));
 }
 
-const gradientScopes = [new NodeCache<boolean>(), new NodeCache<boolean>()];
+const gradientScopes = [new NodeMemo<boolean>('models.computesGradients'), new NodeMemo<boolean>('models.computesInputGradients')] as const;
 
 /**
  * True when the scope (a function, with nested defs, or the module's top-level code) computes
@@ -528,7 +523,7 @@ const gradientScopes = [new NodeCache<boolean>(), new NodeCache<boolean>()];
  * `inputsOnly`, only gradients with respect to inputs count (autograd.grad, requires_grad, `.grad`).
  */
 export function computesGradients(file: SourceFile, scope: SyntaxNode, inputsOnly = false): boolean {
-  return gradientScopes[inputsOnly ? 1 : 0].get(scope, importSignature(file), () => scanGradients(file, scope, inputsOnly));
+  return gradientScopes[inputsOnly ? 1 : 0].get(file, scope, importSignature(file), () => scanGradients(file, scope, inputsOnly));
 }
 
 function scanGradients(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean): boolean {

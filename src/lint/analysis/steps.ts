@@ -13,6 +13,7 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from './imports';
 import { enclosingLoops, positionalArguments } from './context';
+import { VersionMemo } from '../session';
 
 const LOOP_TYPES = new Set(['for_statement', 'while_statement']);
 const SCOPE_TYPES = new Set(['function_definition', 'class_definition', 'lambda']);
@@ -61,9 +62,15 @@ interface FunctionSummary {
   containsStepLoop: boolean;
 }
 
+/**
+ * One version's loop and function facts. Local calls are followed at most a few levels deep, so a
+ * loop's facts depend on the depth at which they are asked: every memo here is keyed by (node, depth).
+ */
 class StepAnalysis {
-  private readonly loops = new Map<SyntaxNode, LoopInfo>();
-  private readonly summaries = new Map<SyntaxNode, FunctionSummary | 'pending'>();
+  /** Loop facts by depth, then loop. */
+  private readonly loops: Map<SyntaxNode, LoopInfo>[] = [];
+  /** Function summaries by depth, then definition. */
+  private readonly summaries: Map<SyntaxNode, FunctionSummary | 'pending'>[] = [];
   private functionsByName: Map<string, SyntaxNode[]> | null = null;
 
   constructor(private readonly file: SourceFile) {}
@@ -114,10 +121,11 @@ class StepAnalysis {
   }
 
   private info(loop: SyntaxNode, depth: number): LoopInfo {
-    let info = this.loops.get(loop);
+    const loops = (this.loops[depth] ??= new Map());
+    let info = loops.get(loop);
     if (info !== undefined) return info;
     info = { ownStep: false, ownForward: false, ownBatchFetch: false, nestedLoops: [], drivesStepLoop: false, perStep: null };
-    this.loops.set(loop, info);
+    loops.set(loop, info);
     const body = childByField(loop, 'body');
     if (body !== null) {
       const region = scanRegion(body);
@@ -158,10 +166,11 @@ class StepAnalysis {
   }
 
   private summary(def: SyntaxNode, depth: number): FunctionSummary | null {
-    const cached = this.summaries.get(def);
+    const summaries = (this.summaries[depth] ??= new Map());
+    const cached = summaries.get(def);
     if (cached === 'pending') return null; // recursion
     if (cached !== undefined) return cached;
-    this.summaries.set(def, 'pending');
+    summaries.set(def, 'pending');
     const result: FunctionSummary = { step: false, forward: false, containsStepLoop: false };
     const body = childByField(def, 'body');
     if (body !== null) {
@@ -178,7 +187,7 @@ class StepAnalysis {
         stack.push(...this.info(l, depth).nestedLoops);
       }
     }
-    this.summaries.set(def, result);
+    summaries.set(def, result);
     return result;
   }
 
@@ -312,15 +321,10 @@ export function iteratesBatches(file: SourceFile, loop: SyntaxNode): boolean {
   return BATCH_SOURCE.test(file.textOf(it).replace(/\s+/g, '')) && !/loaders$/i.test(file.textOf(it));
 }
 
-const cache = new WeakMap<SourceFile, StepAnalysis>();
+const cache = new VersionMemo<StepAnalysis>('steps.analysis');
 
 function analysis(file: SourceFile): StepAnalysis {
-  let a = cache.get(file);
-  if (a === undefined) {
-    a = new StepAnalysis(file);
-    cache.set(file, a);
-  }
-  return a;
+  return cache.get(file, (f) => new StepAnalysis(f));
 }
 
 export function isPerStepLoop(file: SourceFile, loop: SyntaxNode): boolean {

@@ -6,7 +6,7 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
-import { MergedIndex, NodeCache } from './unitcache';
+import { IndexDef, NodeMemo, VersionMemo } from '../session';
 
 const MAX_DEPTH = 6;
 
@@ -24,10 +24,10 @@ interface UnitFacts {
   readonly functions: Map<string, SyntaxNode[]>;
 }
 
-// Purely syntactic, so kept on each top-level statement across edits (its nodes shift in place).
-const unitCache = new NodeCache<UnitFacts>();
-const targetIndex = new MergedIndex<Target>((file, unit) => unitCache.get(unit, '', () => unitFacts(file, unit)).targets);
-const functionIndex = new MergedIndex<SyntaxNode>((file, unit) => unitCache.get(unit, '', () => unitFacts(file, unit)).functions);
+// Purely syntactic (no deps), so kept on each top-level statement across edits.
+const unitCache = new NodeMemo<UnitFacts>('values.unitFacts');
+const targetIndex = new IndexDef<Target>('values.targets', (file, unit) => unitCache.get(file, unit, '', () => unitFacts(file, unit)).targets);
+const functionIndex = new IndexDef<SyntaxNode>('values.functions', (file, unit) => unitCache.get(file, unit, '', () => unitFacts(file, unit)).functions);
 
 /** The file's targets and functions by name, merged per name from the per-statement facts (see MergedIndex). */
 class Facts {
@@ -42,15 +42,15 @@ class Facts {
   }
 }
 
-const cache = new WeakMap<SourceFile, Facts>();
+const cache = new VersionMemo<Facts>('values.facts');
 
 function facts(file: SourceFile): Facts {
-  let f = cache.get(file);
-  if (f === undefined) {
-    f = new Facts(file);
-    cache.set(file, f);
-  }
-  return f;
+  return cache.get(file, (f) => new Facts(f));
+}
+
+/** Changes whenever a name's targets or functions may differ (see IndexDef.stamp): deps of a memo that asked. */
+export function valuesIndexStamp(file: SourceFile): string {
+  return `${targetIndex.stamp(file)}.${functionIndex.stamp(file)}`;
 }
 
 /** Function definitions named `name` anywhere in the file, in document order. */

@@ -7,7 +7,8 @@ import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsByScope, computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
-import { checkScopes, combine, ScopeFindingsCache } from '../analysis/unitcache';
+import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
+import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -41,16 +42,13 @@ interface ScopeInfo {
   readonly evalName: boolean;
 }
 
-const scopeCache = new WeakMap<SourceFile, Map<SyntaxNode, ScopeInfo>>();
+const scopeCache = new VersionMemo<ScopeInfo>('MH001.scopeInfo');
 
 function scopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
-  let perFile = scopeCache.get(file);
-  if (perFile === undefined) {
-    perFile = new Map();
-    scopeCache.set(file, perFile);
-  }
-  let info = perFile.get(scope);
-  if (info !== undefined) return info;
+  return scopeCache.keyed(file, scope, () => computeScopeInfo(file, scope));
+}
+
+function computeScopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
   const markers: Marker[] = [];
   let tracing = false;
   const calls = file.nodesOfType('call');
@@ -74,9 +72,7 @@ function scopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
     const evaluating = method === 'eval' || (mode !== null && file.textOf(mode) === 'False');
     markers.push({ offset: call.start, receiver, evaluating });
   }
-  info = { skip: tracing || computesGradients(file, scope, true) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
-  perFile.set(scope, info);
-  return info;
+  return { skip: tracing || computesGradients(file, scope, true) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
 }
 
 function lowerBound(nodes: readonly SyntaxNode[], offset: number): number {
@@ -203,7 +199,7 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
 }
 
-const findingsCache = new ScopeFindingsCache();
+const findingsCache = new ScopeFindingsMemo('MH001');
 
 function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);

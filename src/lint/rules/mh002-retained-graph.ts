@@ -7,7 +7,7 @@ import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from
 import { gradOffAt } from '../analysis/gradstate';
 import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
-import { checkScopes, combine, nodesInScope, ScopeFindingsCache } from '../analysis/unitcache';
+import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
@@ -149,7 +149,7 @@ function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: s
   return scalarLike ? 'item' : 'detach';
 }
 
-const findingsCache = new ScopeFindingsCache();
+const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
   const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(',')]);

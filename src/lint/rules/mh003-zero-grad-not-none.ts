@@ -6,7 +6,8 @@ import { calleeMethod, calleeName } from '../analysis/imports';
 import { keywordArgument, positionalArguments } from '../analysis/context';
 import { appendArgument, hasSplat, statementOfCall } from '../analysis/call-edits';
 import { unitCallsNamed } from '../analysis/calls';
-import { fromRelative, importSignature, NodeCache, toRelative, unitNodesOfType, unitsOf, type RelativeFinding } from '../analysis/unitcache';
+import { NodeMemo } from '../session';
+import { fromRelative, importSignature, toRelative, unitNodesOfType, unitsOf, type RelativeFinding } from '../analysis/unitcache';
 import { torchAtLeast, type Rule, type RuleFinding } from '../types';
 
 const ZEROING_METHODS = new Set(['zero_', 'fill_']);
@@ -87,14 +88,14 @@ interface UnitFindings {
 
 const NO_FINDINGS: UnitFindings = { groups: [[], [], [], []] };
 const CALL_GROUPS = ['zero_grad', 'zero_', 'fill_'];
-const unitCache = new NodeCache<UnitFindings>();
+const unitCache = new NodeMemo<UnitFindings>('MH003.unit');
 
 export const zeroGradNotNone: Rule = {
   code: 'MH003',
   name: 'zero-grad-not-none',
   severity: 'warning',
   summary: 'Gradients zeroed in place instead of set to None: they stay allocated between steps.',
-  check(file, options) {
+  check(file, _session, options) {
     const target = options.targetTorch;
     // Before 2.0 zero_grad() defaulted to set_to_none=False; the flag itself exists since 1.7.
     const bareIsZeroing = target !== null && !torchAtLeast(target, 2, 0) && torchAtLeast(target, 1, 7);
@@ -103,7 +104,7 @@ export const zeroGradNotNone: Rule = {
     const customZeroGrad = bareIsZeroing && hasCustomZeroGradWithoutFlag(file);
     const signature = `${importSignature(file)}|${bareIsZeroing ? (customZeroGrad ? 'custom' : 'bare') : ''}`;
     const units = unitsOf(file).map((unit) =>
-      unitCache.get(unit, signature, () => {
+      unitCache.get(file, unit, signature, () => {
         const groups = [...CALL_GROUPS.map((m) => callFindings(file, unitCallsNamed(file, unit, m), bareIsZeroing, customZeroGrad)), assignmentFindings(file, unitNodesOfType(file, unit, 'assignment'))];
         return groups.every((g) => g.length === 0) ? NO_FINDINGS : { groups: groups.map((g) => toRelative(unit, g)) };
       }),

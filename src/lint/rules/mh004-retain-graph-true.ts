@@ -6,7 +6,7 @@ import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, keyOf } from '../analysis/models';
 import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
-import { checkScopes, nodesInScope, ScopeFindingsCache } from '../analysis/unitcache';
+import { checkScopes, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 
 function retainGraphArgument(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
   const args = childByField(call, 'arguments');
@@ -140,7 +140,7 @@ function graphEscapes(flow: ScopeFlow, roots: readonly SyntaxNode[]): boolean {
   return false;
 }
 
-const findingsCache = new ScopeFindingsCache();
+const findingsCache = new ScopeFindingsMemo('MH004');
 const CALLS = new Set(['call']);
 
 function check(file: SourceFile): RuleFinding[] {

@@ -3,7 +3,8 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingLoops } from '../analysis/context';
 import { unitCallGroups } from '../analysis/calls';
-import { importSignature, intern, NodeCache, unitNodesOfType, unitsOf } from '../analysis/unitcache';
+import { importSignature, intern, unitNodesOfType, unitsOf } from '../analysis/unitcache';
+import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { enclosingStepLoop, nestedStepLoops } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
 
@@ -31,10 +32,10 @@ const LR_SCHEDULER = /lr_scheduler/;
 /** One top-level statement's class definitions: name and the text of each base, in document order. */
 type UnitClasses = readonly (readonly [string, readonly string[]])[];
 
-const unitClassCache = new NodeCache<UnitClasses>();
+const unitClassCache = new NodeMemo<UnitClasses>('MH007.unitClasses');
 
 function unitClasses(file: SourceFile, unit: SyntaxNode): UnitClasses {
-  return unitClassCache.get(unit, '', () => {
+  return unitClassCache.get(file, unit, '', () => {
     const out: [string, string[]][] = [];
     for (const cls of unitNodesOfType(file, unit, 'class_definition')) {
       const name = childByField(cls, 'name');
@@ -51,30 +52,24 @@ function unitClasses(file: SourceFile, unit: SyntaxNode): UnitClasses {
  * Equal tokens mean equal results, so MH007's per-statement findings are kept under it.
  */
 function classesToken(file: SourceFile): string {
-  let token = classTokenCache.get(file);
-  if (token === undefined) {
+  return classTokenCache.get(file, () => {
     const parts: string[] = [importSignature(file)];
     for (const unit of unitsOf(file)) {
       const classes = unitClasses(file, unit);
       if (classes.length > 0) parts.push(JSON.stringify(classes));
     }
-    token = intern(parts.join('|'));
-    classTokenCache.set(file, token);
-  }
-  return token;
+    return intern(file, parts.join('|'));
+  });
 }
-const classTokenCache = new WeakMap<SourceFile, string>();
+const classTokenCache = new VersionMemo<string>('MH007.classesToken');
 
 /** Names of classes in this file that subclass nn.Module (directly or through other local classes). */
 function localModuleClasses(file: SourceFile): Set<string> {
-  const cached = moduleClassCache.get(file);
-  if (cached !== undefined) return cached;
-  const token = classesToken(file);
-  const shared = moduleClassesByToken.get(token);
-  if (shared !== undefined) {
-    moduleClassCache.set(file, shared);
-    return shared;
-  }
+  // computeModuleClasses reads only what the token summarises (imports, class names and bases).
+  return moduleClassCache.get(file, () => moduleClassesByToken.get(file, [classesToken(file)], () => computeModuleClasses(file)));
+}
+
+function computeModuleClasses(file: SourceFile): Set<string> {
   const bases = new Map<string, readonly string[]>();
   for (const unit of unitsOf(file)) for (const [name, supers] of unitClasses(file, unit)) bases.set(name, supers);
   const result = new Set<string>();
@@ -96,14 +91,11 @@ function localModuleClasses(file: SourceFile): Set<string> {
     return yes;
   };
   for (const cls of bases.keys()) if (isModule(cls)) result.add(cls);
-  moduleClassCache.set(file, result);
-  if (moduleClassesByToken.size >= 8) moduleClassesByToken.delete(moduleClassesByToken.keys().next().value!);
-  moduleClassesByToken.set(token, result);
   return result;
 }
-const moduleClassCache = new WeakMap<SourceFile, Set<string>>();
+const moduleClassCache = new VersionMemo<Set<string>>('MH007.moduleClasses');
 /** The classes hold strings only: any version with the same imports and class headers shares them. */
-const moduleClassesByToken = new Map<string, Set<string>>();
+const moduleClassesByToken = new KeyMemo<Set<string>>('MH007.moduleClassesByToken', 8);
 
 function qualifiedOfText(file: SourceFile, text: string): string | null {
   const parts = text.replace(/\s+/g, '').split('.');
@@ -197,7 +189,7 @@ export const rebuildInLoop: Rule = {
     // The constructions in loops, per statement: they depend on it, the imports and the local classes.
     const signature = classesToken(file);
     for (const unit of unitsOf(file)) {
-      for (const { call, kind } of unitConstructions.get(unit, signature, () => constructionsInLoops(file, unit))) {
+      for (const { call, kind } of unitConstructions.get(file, unit, signature, () => constructionsInLoops(file, unit))) {
         const loop = enclosingStepLoop(file, call);
         if (loop === null || isConditional(call, loop)) continue;
         const name = boundName(file, call);
@@ -214,7 +206,7 @@ interface Construction {
   readonly kind: Kind;
 }
 
-const unitConstructions = new NodeCache<readonly Construction[]>();
+const unitConstructions = new NodeMemo<readonly Construction[]>('MH007.constructions');
 
 /** Constructions of optimizers, models and scalers inside a loop in one top-level statement, in document order. */
 function constructionsInLoops(file: SourceFile, unit: SyntaxNode): Construction[] {

@@ -4,6 +4,7 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
+import { KeyMemo } from '../session';
 import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
@@ -170,7 +171,7 @@ export const deprecatedAmp: Rule = {
   name: 'deprecated-amp',
   severity: 'info',
   summary: '`torch.cuda.amp.*` and `torch.cpu.amp.autocast` are deprecated since PyTorch 2.4; use `torch.amp`.',
-  check(file, options) {
+  check(file, _session, options) {
     // Not deprecated on an older target (and torch.amp.GradScaler / custom_fwd only exist since 2.3 / 2.4).
     if (!torchAtLeast(options.targetTorch, 2, 4)) return [];
     const findings: RuleFinding[] = [];
@@ -268,17 +269,11 @@ export const deprecatedAmp: Rule = {
 };
 
 // Keyed by the bindings map, which versions with the same import statements share (see importBindings).
-const countsCache = new WeakMap<object, Map<string, number>>();
+const countsCache = new KeyMemo<Map<string, number>>('MH008.bindingCounts', 4);
 
 /** How many import statements bind each local name (a try/except import shim binds it twice). */
 function bindingCounts(file: SourceFile): Map<string, number> {
-  const bindings = importBindings(file);
-  let counts = countsCache.get(bindings);
-  if (counts === undefined) {
-    counts = countBindings(file);
-    countsCache.set(bindings, counts);
-  }
-  return counts;
+  return countsCache.get(file, [importBindings(file)], () => countBindings(file));
 }
 
 function countBindings(file: SourceFile): Map<string, number> {

@@ -9,7 +9,10 @@ import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
 import { functionsNamed, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callsNamed, unitCallGroups } from '../analysis/calls';
-import { importSignature, lookupsStillHold, NodeCache, recordLookups, unitsOf, type Lookup } from '../analysis/unitcache';
+import { importSignature, unitsOf } from '../analysis/unitcache';
+import { NodeMemo } from '../session';
+import { callsIndexStamp } from '../analysis/calls';
+import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import type { Rule, RuleFinding } from '../types';
@@ -445,39 +448,31 @@ interface LoopResult {
 }
 
 const NO_RESULT: LoopResult = { found: null, transfers: [] };
-const copies = new WeakMap<SyntaxNode, boolean>();
+const copies = new NodeMemo<boolean>('MH009.copyInside');
 
 /**
- * Per for-loop results, kept while the loop's statement is reused, the imports are the same and every
- * file-wide lookup the result was computed from (values of names, functions, calls by name) returns
- * the same array (see recordLookups).
+ * Per for-loop results, kept while the loop's statement is reused and its deps are equal: the imports
+ * and the stamps of the file-wide indexes it reads (values of names, functions, calls by name).
  */
-const loopCache = new WeakMap<SyntaxNode, { readonly signature: string; readonly result: LoopResult; readonly lookups: readonly Lookup[] }>();
+const loopCache = new NodeMemo<LoopResult>('MH009.loop');
 
 function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signature: string): LoopResult {
-  // Cheap text test before any name resolution: the body must copy something.
-  let inside = copies.get(body);
-  if (inside === undefined) {
-    inside = copyInside(file, body);
-    copies.set(body, inside);
-  }
+  // Cheap text test before any name resolution: the body must copy something (its text is the node's).
+  const inside = copies.get(file, body, '', () => copyInside(file, body));
   if (!inside && !copyAcrossEnd(file, body)) return NO_RESULT;
-  const hit = loopCache.get(loop);
-  if (hit !== undefined && hit.signature === signature && lookupsStillHold(file, hit.lookups)) return hit.result;
-  const { value, lookups } = recordLookups((): LoopResult => {
+  const deps = `${signature}|${valuesIndexStamp(file)}|${callsIndexStamp(file)}`;
+  return loopCache.get(file, loop, deps, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
     if (found === null || found.loader.pinned === 'unknown') return { found, transfers: [] };
     return { found, transfers: transfersIn(file, loop, found.enumerated) };
   });
-  loopCache.set(loop, { signature, result: value, lookups });
-  return value;
 }
 
-const unitLoaders = new NodeCache<boolean>();
+const unitLoaders = new NodeMemo<boolean>('MH009.constructsLoader');
 
 /** The statement constructs a DataLoader (under the import signature: aliases and names resolve through imports). */
 function constructsLoader(file: SourceFile, unit: SyntaxNode, signature: string, aliases: ReadonlySet<string>): boolean {
-  return unitLoaders.get(unit, signature, () => {
+  return unitLoaders.get(file, unit, signature, () => {
     for (const [method, calls] of unitCallGroups(file, unit)) if ((method.endsWith('Loader') || aliases.has(method)) && calls.some((c) => isDataLoader(file, c))) return true;
     return false;
   });

@@ -1,0 +1,320 @@
+// One analysis session per open document (one per file in the CLI): it owns every cache, index,
+// intern table and memo the rules and analyses use, and is dropped with the document. Nothing under
+// src/lint keeps mutable state at module level; a module declares *what* it memoises with an
+// immutable descriptor (VersionMemo, NodeMemo, ModuleCodeMemo, IndexDef) and the session holds the
+// values. A descriptor's `get` names everything the value depends on:
+//   - VersionMemo.get(file, compute):             a value of one version (the file is the whole key);
+//   - VersionMemo.keyed(file, key, compute):      a value of one version and one key (node, name...);
+//   - NodeMemo.get(file, node, deps, compute):    a value computed from one node's subtree that is kept
+//                                                 across versions while the node is reused (unchanged
+//                                                 statement) and `deps` (every other input) is equal;
+//   - ModuleCodeMemo.get(file, deps, compute):    the same for the module's own (non-definition) code;
+//   - IndexDef.get(file, key):                    a per-key merge of per-statement parts (MergedIndex).
+// `compute` receives no hidden context: a result that depends on anything beyond the key and `deps`
+// (another argument, a depth, a setting) must put it in the key or in `deps`.
+import type { SourceFile, SyntaxNode } from './syntax';
+
+/** The session's store for one descriptor, created on first use. */
+interface Store {
+  readonly kind: string;
+}
+
+export class AnalysisSession {
+  private readonly stores = new Map<object, Store>();
+  private readonly interned = new Map<string, string>();
+  private internCounter = 0;
+
+  /** The store of `descriptor`, created by `create` the first time the session sees it. */
+  store<S extends Store>(descriptor: object, create: () => S): S {
+    let s = this.stores.get(descriptor);
+    if (s === undefined) {
+      s = create();
+      this.stores.set(descriptor, s);
+    }
+    return s as S;
+  }
+
+  /**
+   * A short token for a long signature, so cache checks compare a few characters. Tokens are unique
+   * within the session (the counter never resets), so a dropped entry can never be confused with another.
+   */
+  intern(signature: string): string {
+    let token = this.interned.get(signature);
+    if (token === undefined) {
+      if (this.interned.size > 10_000) this.interned.clear();
+      token = `#${++this.internCounter}`;
+      this.interned.set(signature, token);
+    }
+    return token;
+  }
+
+  /** Descriptors with a store in this session (tests). */
+  get storeCount(): number {
+    return this.stores.size;
+  }
+}
+
+/** A memo of values computed from one version of the file (weakly held: dropped with the version). */
+export class VersionMemo<V> {
+  constructor(readonly name: string) {
+    Object.freeze(this);
+  }
+
+  /** The value for `file`, computed once per version. */
+  get(file: SourceFile, compute: (file: SourceFile) => V): V {
+    const store = file.session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, V>() }));
+    let v = store.byFile.get(file);
+    if (v === undefined && !store.byFile.has(file)) {
+      v = compute(file);
+      store.byFile.set(file, v);
+    }
+    return v as V;
+  }
+
+  /**
+   * The value for (`file`, `key`), computed once per version and key. With `whileComputing`, a
+   * recursive request for the same key during `compute` gets that value (a recursion guard).
+   */
+  keyed<K>(file: SourceFile, key: K, compute: (key: K) => V, ...whileComputing: [] | [V]): V {
+    const store = file.session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, V>>() }));
+    let perFile = store.byFile.get(file);
+    if (perFile === undefined) store.byFile.set(file, (perFile = new Map()));
+    if (perFile.has(key)) return perFile.get(key) as V;
+    if (whileComputing.length > 0) perFile.set(key, whileComputing[0] as V);
+    const v = compute(key);
+    perFile.set(key, v);
+    return v;
+  }
+}
+
+interface NodeEntry<V> {
+  readonly deps: string;
+  readonly value: V;
+}
+
+/**
+ * A memo of values computed from one node's subtree, kept on the node across versions: the document
+ * reuses (as the same object) every subtree an edit did not touch. `deps` must cover every input
+ * outside the subtree (imports, file-wide facts, options): the entry is recomputed when it differs.
+ * Values must not hold absolute offsets of other nodes; keep nodes, or offsets relative to a node.
+ */
+export class NodeMemo<V> {
+  constructor(readonly name: string) {
+    Object.freeze(this);
+  }
+
+  get(file: SourceFile, node: SyntaxNode, deps: string, compute: (node: SyntaxNode) => V): V {
+    const store = file.session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }));
+    const hit = store.byNode.get(node);
+    if (hit !== undefined && hit.deps === deps) return hit.value;
+    const value = compute(node);
+    store.byNode.set(node, { deps, value });
+    return value;
+  }
+}
+
+/**
+ * A memo keyed by explicit parts (strings, nodes, numbers: compared with ===), shared by the versions
+ * of the document: the `capacity` most recently used keys are kept. Put in `key` every input the
+ * value depends on; `compute` gets nothing else.
+ */
+export class KeyMemo<V> {
+  constructor(
+    readonly name: string,
+    readonly capacity: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  get<const K extends readonly unknown[]>(file: SourceFile, key: K, compute: (...key: NoInfer<K>) => V): V {
+    const store = file.session.store(this, () => ({ kind: 'key', entries: [] as { key: readonly unknown[]; value: V }[] }));
+    const entries = store.entries;
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      if (e.key.length !== key.length || !e.key.every((p, k) => p === key[k])) continue;
+      if (i > 0) entries.unshift(...entries.splice(i, 1));
+      return e.value;
+    }
+    const value = compute(...key);
+    entries.unshift({ key, value });
+    if (entries.length > this.capacity) entries.pop();
+    return value;
+  }
+}
+
+/** The module's own code: its top-level statements that are not definitions (in order). */
+export function moduleCode(file: SourceFile): readonly SyntaxNode[] {
+  return moduleCodeMemo.get(file, (f) => f.root.children.filter((u) => !isDefinition(u)));
+}
+const moduleCodeMemo = new VersionMemo<readonly SyntaxNode[]>('moduleCode');
+
+export function isDefinition(n: SyntaxNode): boolean {
+  return n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'decorated_definition';
+}
+
+/**
+ * A memo of a result computed over the module's own code. The module node is new in every version,
+ * but its statements are reused across edits: an entry is valid while every top-level statement that
+ * is not a definition is the same (reused) node and `deps`, which must cover every other input, is
+ * equal. A few entries are kept (undo/redo).
+ */
+export class ModuleCodeMemo<V> {
+  constructor(readonly name: string) {
+    Object.freeze(this);
+  }
+
+  get(file: SourceFile, deps: string, compute: (file: SourceFile) => V): V {
+    const store = file.session.store(this, () => ({ kind: 'module', entries: [] as { code: readonly SyntaxNode[]; deps: string; value: V }[] }));
+    const entries = store.entries;
+    const code = moduleCode(file);
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i];
+      if (e.deps !== deps || e.code.length !== code.length || !e.code.every((n, k) => n === code[k])) continue;
+      if (i > 0) entries.unshift(...entries.splice(i, 1));
+      return e.value;
+    }
+    const value = compute(file);
+    entries.unshift({ code, deps, value });
+    if (entries.length > 4) entries.pop();
+    return value;
+  }
+}
+
+/**
+ * A file-wide index (values by key, merged over the top-level statements in document order) built
+ * from per-statement parts that `partOf` computes from the statement's subtree alone. See MergedIndex.
+ */
+export class IndexDef<V> {
+  constructor(
+    readonly name: string,
+    readonly partOf: (file: SourceFile, unit: SyntaxNode) => ReadonlyMap<string, readonly V[]>,
+  ) {
+    Object.freeze(this);
+  }
+
+  /** The values of `key` in document order. */
+  get(file: SourceFile, key: string): readonly V[] {
+    return this.index(file).get(file, key);
+  }
+
+  /**
+   * A token that changes whenever any key's merged values may have changed since the previous version:
+   * what a memo that read this index (with any key) must put in its `deps`.
+   */
+  stamp(file: SourceFile): string {
+    return this.index(file).stamp(file);
+  }
+
+  private index(file: SourceFile): MergedIndex<V> {
+    return file.session.store(this, () => new MergedIndex<V>(this.partOf));
+  }
+}
+
+interface Lineage<V> {
+  /** The version the memo is valid for (the newest one seen). */
+  file: SourceFile;
+  units: readonly SyntaxNode[];
+  readonly memo: Map<string, V[]>;
+  /** Bumped whenever a key of the memo is dropped (see IndexDef.stamp). */
+  generation: number;
+}
+
+/** Changed statements beyond which a version starts a fresh memo instead of updating one. */
+const MAX_CHANGED_UNITS = 16;
+
+/**
+ * Values by key merged over the file's top-level statements in document order, from per-statement
+ * parts. The merged arrays are kept across versions of a document: a new version is compared with the
+ * last one by statement identity (reused statements are the same nodes), and only the keys that a
+ * removed or added statement has are merged again. So a key's array is the same object in a later
+ * version exactly while no statement having that key changed.
+ */
+class MergedIndex<V> implements Store {
+  readonly kind = 'index';
+  private readonly parts = new WeakMap<SyntaxNode, ReadonlyMap<string, readonly V[]>>();
+  private readonly byFile = new WeakMap<SourceFile, Lineage<V>>();
+  private lineages: Lineage<V>[] = [];
+  private generations = 0;
+
+  constructor(private readonly partOf: (file: SourceFile, unit: SyntaxNode) => ReadonlyMap<string, readonly V[]>) {}
+
+  get(file: SourceFile, key: string): readonly V[] {
+    const lineage = this.lineageOf(file);
+    let list = lineage.memo.get(key);
+    if (list === undefined) {
+      list = [];
+      for (const unit of lineage.units) {
+        const part = this.part(file, unit).get(key);
+        if (part !== undefined) for (const v of part) list.push(v);
+      }
+      lineage.memo.set(key, list);
+    }
+    return list;
+  }
+
+  stamp(file: SourceFile): string {
+    return `${this.lineageOf(file).generation}`;
+  }
+
+  private part(file: SourceFile, unit: SyntaxNode): ReadonlyMap<string, readonly V[]> {
+    let part = this.parts.get(unit);
+    if (part === undefined) {
+      part = this.partOf(file, unit);
+      this.parts.set(unit, part);
+    }
+    return part;
+  }
+
+  private fresh(file: SourceFile, units: readonly SyntaxNode[]): Lineage<V> {
+    return { file, units, memo: new Map(), generation: ++this.generations };
+  }
+
+  private lineageOf(file: SourceFile): Lineage<V> {
+    let lineage = this.byFile.get(file);
+    if (lineage !== undefined) {
+      if (lineage.file === file) return lineage;
+      // An older version than the lineage's: it gets a memo of its own.
+      lineage = this.fresh(file, [...file.root.children]);
+      this.byFile.set(file, lineage);
+      return lineage;
+    }
+    const units = [...file.root.children];
+    lineage = this.advance(file, units) ?? this.fresh(file, units);
+    if (!this.lineages.includes(lineage)) this.lineages = [lineage, ...this.lineages.slice(0, 3)];
+    this.byFile.set(file, lineage);
+    return lineage;
+  }
+
+  /** The recent lineage closest to `units`, moved to this version, or null when none is close. */
+  private advance(file: SourceFile, units: readonly SyntaxNode[]): Lineage<V> | null {
+    for (const lineage of this.lineages) {
+      const old = lineage.units;
+      const max = Math.min(old.length, units.length);
+      let prefix = 0;
+      while (prefix < max && old[prefix] === units[prefix]) prefix++;
+      let suffix = 0;
+      while (suffix < max - prefix && old[old.length - 1 - suffix] === units[units.length - 1 - suffix]) suffix++;
+      const removed = old.slice(prefix, old.length - suffix);
+      const added = units.slice(prefix, units.length - suffix);
+      if (removed.length + added.length > MAX_CHANGED_UNITS || (prefix + suffix === 0 && old.length > 0)) continue;
+      let dropped = false;
+      for (const unit of removed) {
+        const part = this.parts.get(unit);
+        if (part === undefined) {
+          // Never split into parts: no merge ran since it appeared, so nothing merged is kept.
+          lineage.memo.clear();
+          dropped = true;
+          break;
+        }
+        for (const key of part.keys()) dropped = lineage.memo.delete(key) || dropped;
+      }
+      for (const unit of added) for (const key of this.part(file, unit).keys()) dropped = lineage.memo.delete(key) || dropped;
+      // A key that no changed statement has keeps its array; any other change moves the stamp.
+      if (dropped || removed.length + added.length > 0) lineage.generation = ++this.generations;
+      lineage.file = file;
+      lineage.units = units;
+      return lineage;
+    }
+    return null;
+  }
+}

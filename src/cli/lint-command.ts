@@ -1,7 +1,7 @@
 // `memhint lint [options] PATH...`: exit 0 clean, 1 findings, 2 usage or I/O errors.
 import { parseArgs } from 'node:util';
 import { Linter, parseTorchVersion, unknownRuleSelectors, type LintSettings } from '../lint';
-import { ConfigError, emptyConfig, findProjectConfig, isExcluded, parseSize, settingsForFile, type Overrides, type ProjectConfig } from '../lint/config';
+import { ConfigError, emptyConfig, findProjectConfig, isExcluded, parseSize, ProjectConfigCache, settingsForFile, type Overrides, type ProjectConfig } from '../lint/config';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { collectPythonFiles } from './files';
 import { DEFAULT_MAX_FILE_SIZE, FixTargets, lintOneFile } from './lint-file';
@@ -90,6 +90,8 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   }
 
   const linter = await createLinter();
+  /** pyproject.toml files parsed once per run, not once per file. */
+  const configs = new ProjectConfigCache();
   const { files, errors } = collectPythonFiles(positionals);
   const results: FileFindings[] = [];
   let ioErrors = errors.length;
@@ -107,7 +109,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
     let settings: LintSettings;
     let config: ProjectConfig;
     try {
-      config = values['no-config'] ? emptyConfig : findProjectConfig(filename, warn);
+      config = values['no-config'] ? emptyConfig : findProjectConfig(filename, warn, configs);
       if (isExcluded(config, filename) && !positionals.includes(filename)) continue;
       settings = settingsForFile(config, filename, overrides);
     } catch (err) {

@@ -44,18 +44,30 @@ export interface Overrides {
   readonly targetTorch?: TorchVersion | null;
 }
 
-const cache = new Map<string, { mtimeMs: number; config: ProjectConfig | null }>();
+/** Parsed pyproject.toml files by path, re-read when their mtime changes; owned by a caller (one CLI run). */
+export class ProjectConfigCache {
+  private readonly entries = new Map<string, { mtimeMs: number; config: ProjectConfig | null }>();
+
+  get(file: string, mtimeMs: number): ProjectConfig | null | undefined {
+    const hit = this.entries.get(file);
+    return hit !== undefined && hit.mtimeMs === mtimeMs ? hit.config : undefined;
+  }
+
+  set(file: string, mtimeMs: number, config: ProjectConfig | null): void {
+    this.entries.set(file, { mtimeMs, config });
+  }
+}
 
 /**
- * The nearest pyproject.toml with a [tool.memhint] table above `filePath`, parsed. A pyproject.toml
- * that is not a regular file (FIFO, device, directory) or is absurdly large is skipped as if absent,
- * and `onSkip` gets a one-line message saying so.
+ * The nearest pyproject.toml with a [tool.memhint] table above `filePath`, parsed (through `cache`
+ * when given). A pyproject.toml that is not a regular file (FIFO, device, directory) or is absurdly
+ * large is skipped as if absent, and `onSkip` gets a one-line message saying so.
  */
-export function findProjectConfig(filePath: string, onSkip: (message: string) => void = () => {}): ProjectConfig {
+export function findProjectConfig(filePath: string, onSkip: (message: string) => void = () => {}, cache?: ProjectConfigCache): ProjectConfig {
   let dir = path.dirname(path.resolve(filePath));
   for (;;) {
     const candidate = path.join(dir, 'pyproject.toml');
-    const config = readIfMemhint(candidate, onSkip);
+    const config = readIfMemhint(candidate, onSkip, cache);
     if (config !== null) return config;
     const parent = path.dirname(dir);
     if (parent === dir) return emptyConfig;
@@ -63,15 +75,15 @@ export function findProjectConfig(filePath: string, onSkip: (message: string) =>
   }
 }
 
-function readIfMemhint(file: string, onSkip: (message: string) => void): ProjectConfig | null {
+function readIfMemhint(file: string, onSkip: (message: string) => void, cache: ProjectConfigCache | undefined): ProjectConfig | null {
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
   } catch {
     return null;
   }
-  const hit = cache.get(file);
-  if (hit !== undefined && hit.mtimeMs === stat.mtimeMs && stat.isFile()) return hit.config;
+  const hit = stat.isFile() ? cache?.get(file, stat.mtimeMs) : undefined;
+  if (hit !== undefined) return hit;
   let text: string;
   try {
     text = readRegularFile(file, MAX_PYPROJECT_BYTES).bytes.toString('utf8');
@@ -81,7 +93,7 @@ function readIfMemhint(file: string, onSkip: (message: string) => void): Project
     return null;
   }
   const config = parseProjectConfig(text, file);
-  cache.set(file, { mtimeMs: stat.mtimeMs, config });
+  cache?.set(file, stat.mtimeMs, config);
   return config;
 }
 

@@ -637,21 +637,15 @@ interface NodeTables {
   readonly fields: readonly (string | null)[];
 }
 
-const tablesByLanguage = new WeakMap<TS.Language, NodeTables>();
-
+/** Built per document (a few hundred wasm calls, well under a parse). */
 function nodeTables(language: TS.Language): NodeTables {
-  let tables = tablesByLanguage.get(language);
-  if (tables === undefined) {
-    const types: string[] = [];
-    const named: boolean[] = [];
-    for (let id = 0; id < language.nodeTypeCount; id++) {
-      types.push(language.types[id] ?? 'ERROR');
-      named.push(language.nodeTypeIsNamed(id));
-    }
-    tables = { types, named, fields: language.fields.map((f) => f ?? null) };
-    tablesByLanguage.set(language, tables);
+  const types: string[] = [];
+  const named: boolean[] = [];
+  for (let id = 0; id < language.nodeTypeCount; id++) {
+    types.push(language.types[id] ?? 'ERROR');
+    named.push(language.nodeTypeIsNamed(id));
   }
-  return tables;
+  return { types, named, fields: language.fields.map((f) => f ?? null) };
 }
 
 const ERROR_TYPE_ID = 65535;

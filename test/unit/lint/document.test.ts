@@ -1,9 +1,9 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { getLinter, seededRandom } from './harness';
+import { getLinter, getOracle, seededRandom } from './harness';
 import type { Linter, PythonDocument } from '../../../src/lint';
-import { computeLineStarts, walk, type SyntaxNode } from '../../../src/lint/syntax';
+import { computeLineStarts, walk, type SourceFile, type SyntaxNode } from '../../../src/lint/syntax';
 
 /** Structural dump of the mirror, to compare incremental and fresh parses. */
 function dump(root: SyntaxNode): string {
@@ -22,10 +22,10 @@ function randomInts(seed: number): (n: number) => number {
 }
 
 /** Applies one edit to `doc` and checks it against a fresh parse of the new text; returns the new text. */
-function editAndCompare(linter: Linter, doc: PythonDocument, text: string, at: number, del: number, ins: string, label: string): string {
+function editAndCompare(oracle: Linter, doc: PythonDocument, text: string, at: number, del: number, ins: string, label: string): string {
   doc.update([{ rangeOffset: at, rangeLength: del, text: ins }]);
   const next = text.slice(0, at) + ins + text.slice(at + del);
-  const fresh = linter.open(next);
+  const fresh = oracle.open(next);
   try {
     assert.equal(dump(doc.source.root), dump(fresh.source.root), `after ${label} at ${at} (-${del} +${JSON.stringify(ins)})`);
     assert.deepEqual(doc.source.lineStarts, computeLineStarts(next), `line starts after ${label}`);
@@ -51,6 +51,7 @@ describe('PythonDocument', () => {
 
   it('incremental edits give the same mirror as a fresh parse', async () => {
     const linter = await getLinter();
+    const oracle = await getOracle();
     let text = 'import torch\n\ndef f(x):\n    return x + 1\n\ndef g(y):\n    total = 0\n    total += y\n    return total\n';
     const doc = linter.open(text);
     const edits = [
@@ -61,7 +62,7 @@ describe('PythonDocument', () => {
     for (const e of edits) {
       doc.update([e]);
       text = text.slice(0, e.rangeOffset) + e.text + text.slice(e.rangeOffset + e.rangeLength);
-      const fresh = linter.open(text);
+      const fresh = oracle.open(text);
       assert.equal(doc.text, text);
       assert.equal(dump(doc.source.root), dump(fresh.source.root));
       assert.equal(doc.source.nodesOfType('identifier').length, fresh.source.nodesOfType('identifier').length);
@@ -76,6 +77,7 @@ describe('PythonDocument', () => {
     it(`stays identical to a fresh parse over many random edits${label}`, async function () {
       this.timeout(60000);
       const linter = await getLinter();
+      const oracle = await getOracle();
       let text = [
         'import torch',
         'class Net(torch.nn.Module):',
@@ -102,7 +104,7 @@ describe('PythonDocument', () => {
         const at = rand(text.length + 1);
         const del = rand(3) === 0 ? Math.min(rand(6), text.length - at) : 0;
         const ins = rand(4) === 0 ? '' : pieces[rand(pieces.length)];
-        text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
+        text = editAndCompare(oracle, doc, text, at, del, ins, `edit ${i}`);
       }
       doc.dispose();
     });
@@ -110,6 +112,7 @@ describe('PythonDocument', () => {
     it(`keeps many top-level statements identical to a fresh parse (edits before, inside, across and after them)${label}`, async function () {
       this.timeout(120000);
       const linter = await getLinter();
+      const oracle = await getOracle();
       const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
       let text = fs.readdirSync(fixtures).sort().slice(0, 4).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
       const pieces = ['1', 'x', ' ', '\n', '(', ')', ':', '"""', '#', 'else:\n', '\n\n', '    ', 'def f():\n    return 1\n', '@dec\n', '\\\n', '[', ']', 'if x:\n'];
@@ -120,7 +123,7 @@ describe('PythonDocument', () => {
         // Mostly small edits; some delete whole lines or statements, so edits span statement boundaries.
         const del = rand(5) === 0 ? Math.min(rand(400), text.length - at) : rand(3) === 0 ? Math.min(rand(4), text.length - at) : 0;
         const ins = rand(5) === 0 ? '' : pieces[rand(pieces.length)];
-        text = editAndCompare(linter, doc, text, at, del, ins, `edit ${i}`);
+        text = editAndCompare(oracle, doc, text, at, del, ins, `edit ${i}`);
       }
       doc.dispose();
     });
@@ -129,6 +132,7 @@ describe('PythonDocument', () => {
   it('parses a long clean file in chunks that stay identical to a fresh parse (errors made and mended, statements added at chunk boundaries)', async function () {
     this.timeout(120000);
     const linter = await getLinter();
+    const oracle = await getOracle();
     const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'corpus');
     let text = fs.readdirSync(fixtures).sort().slice(0, 3).map((f) => fs.readFileSync(path.join(fixtures, f), 'utf8')).join('\n');
     const random = seededRandom(4242);
@@ -144,26 +148,26 @@ describe('PythonDocument', () => {
           // An error made, then mended: the whole-file tree takes over and hands back to the chunks.
           const at = rand(text.length + 1);
           const piece = ['(', '"""', 'else:\n', '\\\n', 'def (:\n', '[', '@d\n'][rand(7)];
-          text = editAndCompare(linter, doc, text, at, 0, piece, `error ${i}`);
-          text = editAndCompare(linter, doc, text, at, piece.length, '', `mend ${i}`);
+          text = editAndCompare(oracle, doc, text, at, 0, piece, `error ${i}`);
+          text = editAndCompare(oracle, doc, text, at, piece.length, '', `mend ${i}`);
         } else if (kind === 1) {
           // A statement typed at a top-level line start (often a chunk boundary), or a blank line.
           const starts = topLevelLines();
-          text = editAndCompare(linter, doc, text, starts[rand(starts.length)], 0, ['y = 1\n', '\n', 'import os\n', '# note\n', 'if y:\n    pass\n'][rand(5)], `insert ${i}`);
+          text = editAndCompare(oracle, doc, text, starts[rand(starts.length)], 0, ['y = 1\n', '\n', 'import os\n', '# note\n', 'if y:\n    pass\n'][rand(5)], `insert ${i}`);
         } else if (kind === 2) {
           // A blank line or an import removed (may join a chunk's end to the next chunk's start).
           const starts = computeLineStarts(text);
           const lines = starts.slice(0, -1).map((s, k) => [s, starts[k + 1]]).filter(([s, e]) => /^(\r?\n|import .*\n)$/.test(text.slice(s, e)));
           if (lines.length > 0) {
             const [s, e] = lines[rand(lines.length)];
-            text = editAndCompare(linter, doc, text, s, e - s, '', `delete line ${i}`);
+            text = editAndCompare(oracle, doc, text, s, e - s, '', `delete line ${i}`);
           }
         } else {
           // Keystrokes that keep the file valid: a digit replaced, a name typed after `(`.
           const digits = [...text.matchAll(/\d/g)].map((m) => m.index);
           const opens = [...text.matchAll(/\(/g)].map((m) => m.index + 1);
-          if (kind % 2 === 0 && digits.length > 0) text = editAndCompare(linter, doc, text, digits[rand(digits.length)], 1, String(rand(10)), `digit ${i}`);
-          else if (opens.length > 0) text = editAndCompare(linter, doc, text, opens[rand(opens.length)], 0, 'x, ', `name ${i}`);
+          if (kind % 2 === 0 && digits.length > 0) text = editAndCompare(oracle, doc, text, digits[rand(digits.length)], 1, String(rand(10)), `digit ${i}`);
+          else if (opens.length > 0) text = editAndCompare(oracle, doc, text, opens[rand(opens.length)], 0, 'x, ', `name ${i}`);
         }
       }
       assert.ok(doc.reparses.chunk > 50, `reparses ${JSON.stringify(doc.reparses)}`);
@@ -185,4 +189,46 @@ describe('PythonDocument', () => {
     fresh.dispose();
     doc.dispose();
   });
+});
+
+// Pending (issue #12, phase 2): reused subtrees are still shifted and re-parented in place, because nodes
+// carry absolute offsets and parent pointers that rules read directly; sharing them immutably needs
+// offsets relative to the statement and parents resolved through the version (see the phase-1 report).
+describe.skip('PythonDocument versions are immutable', () => {
+  /** Everything a holder of a version can read: text, every node's type, range, parent and index. */
+  function snapshot(file: SourceFile): string {
+    const parts: string[] = [file.text];
+    walk(file.root, (n) => {
+      parts.push(`${n.type}@${n.start}-${n.end}:${file.textOf(n)}<${n.parent === null ? '' : `${n.parent.type}@${n.parent.start}`}`);
+    });
+    for (const type of ['call', 'identifier', 'expression_statement', 'function_definition']) parts.push(file.nodesOfType(type).map((n) => `${n.start}-${n.end}`).join(','));
+    return parts.join('\n');
+  }
+
+  for (const chunkLines of [undefined, 1]) {
+    it(`an earlier version reads the same after later edits${chunkLines === undefined ? '' : ' (chunks of 1 line)'}`, async () => {
+      const linter = await getLinter();
+      const text = 'x = f()\n\ndef g(a):\n    y = a + 1\n    return y\n\nz = g(x)\n' + 'w = 1\n'.repeat(5);
+      const doc = linter.open(text, { chunkLines });
+      const v1 = doc.source;
+      const stmt = v1.root.children[0];
+      assert.equal(v1.textOf(stmt), 'x = f()');
+      const before = snapshot(v1);
+      doc.update([{ rangeOffset: 0, rangeLength: 0, text: '# a new first line\n' }]);
+      const v2 = doc.source;
+      doc.update([{ rangeOffset: v2.text.indexOf('a + 1') + 4, rangeLength: 1, text: '22' }]);
+      doc.update([{ rangeOffset: doc.text.length, rangeLength: 0, text: 'q = 2\n' }]);
+      assert.equal(v1.textOf(stmt), 'x = f()');
+      assert.equal(stmt.parent, v1.root);
+      assert.equal(snapshot(v1), before);
+      // And the new version is right too.
+      const fresh = (await getOracle()).open(doc.text);
+      try {
+        assert.equal(dump(doc.source.root), dump(fresh.source.root));
+      } finally {
+        fresh.dispose();
+      }
+      doc.dispose();
+    });
+  }
 });

@@ -8,6 +8,20 @@ export function getLinter(): Promise<Linter> {
   return linter;
 }
 
+let oracle: Promise<Linter> | undefined;
+
+/**
+ * The reference for differential tests: a separate Linter (its own language and parser) whose lints
+ * each run in a session of their own, so it shares no cache, index or tree with the incremental path
+ * it checks (only web-tree-sitter's process-wide wasm runtime).
+ */
+export async function getOracle(): Promise<Linter> {
+  oracle ??= Linter.create();
+  const [o, l] = await Promise.all([oracle, getLinter()]);
+  if (o === l || o.parser.parser === l.parser.parser || o.parser.language === l.parser.language) throw new Error('the oracle shares its parser with the linter under test');
+  return o;
+}
+
 export async function lint(source: string, settings: Partial<LintSettings> = {}): Promise<Finding[]> {
   return (await getLinter()).lintText(source, { ...defaultSettings, ...settings });
 }

@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { lintFile, defaultSettings, type LintSettings } from '../../../src/lint';
-import { findingsView as view, getLinter, seededRandom as rng } from './harness';
+import { findingsView as view, getLinter, getOracle, seededRandom as rng } from './harness';
 
 const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
 
@@ -16,18 +16,19 @@ const SETTINGS: LintSettings[] = [defaultSettings, { ...defaultSettings, targetT
 /** Applies each edit (replace the first `from` by `to`) in turn, comparing after each with a fresh lint. */
 async function checkEdits(text: string, edits: readonly (readonly [string, string])[]): Promise<void> {
   const linter = await getLinter();
+  const oracle = await getOracle();
   const doc = linter.open(text);
   try {
-    for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), 'before any edit');
+    for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), 'before any edit');
     let changed = 0;
     for (const [from, to] of edits) {
       const at = text.indexOf(from);
       assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
       doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
-      const before = view(linter.lintText(text, defaultSettings)).length;
+      const before = view(oracle.lintText(text, defaultSettings)).length;
       text = text.slice(0, at) + to + text.slice(at + from.length);
-      for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
-      if (view(linter.lintText(text, defaultSettings)).length !== before) changed++;
+      for (const settings of SETTINGS) assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
+      if (view(oracle.lintText(text, defaultSettings)).length !== before) changed++;
     }
     assert.ok(changed > 0, 'the edits should change some finding');
   } finally {
@@ -143,6 +144,7 @@ function fixtureFiles(): string[] {
 describe('every rule: incremental re-lint after random edits matches a fresh lint', () => {
   it('fixtures of MH003, MH007 and MH009', async () => {
     const linter = await getLinter();
+    const oracle = await getOracle();
     for (const file of fixtureFiles()) {
       let text = fs.readFileSync(file, 'utf8');
       const doc = linter.open(text);
@@ -155,7 +157,7 @@ describe('every rule: incremental re-lint after random edits matches a fresh lin
           doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
           text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
           const settings = SETTINGS[step % SETTINGS.length];
-          assert.deepEqual(view(lintFile(doc.source, settings)), view(linter.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+          assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
         }
       } finally {
         doc.dispose();

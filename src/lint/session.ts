@@ -34,6 +34,11 @@ export class AnalysisSession {
     return s as S;
   }
 
+  /** The store of `descriptor`, or undefined before its first use (lets hot paths skip the closure). */
+  existing<S extends Store>(descriptor: object): S | undefined {
+    return this.stores.get(descriptor) as S | undefined;
+  }
+
   /**
    * A short token for a long signature, so cache checks compare a few characters. Tokens are unique
    * within the session (the counter never resets), so a dropped entry can never be confused with another.
@@ -62,7 +67,8 @@ export class VersionMemo<V> {
 
   /** The value for `file`, computed once per version. */
   get(file: SourceFile, compute: (file: SourceFile) => V): V {
-    const store = file.session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, V>() }));
+    const store =
+      file.session.existing<{ kind: string; byFile: WeakMap<SourceFile, V> }>(this) ?? file.session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, V>() }));
     let v = store.byFile.get(file);
     if (v === undefined && !store.byFile.has(file)) {
       v = compute(file);
@@ -76,10 +82,13 @@ export class VersionMemo<V> {
    * recursive request for the same key during `compute` gets that value (a recursion guard).
    */
   keyed<K>(file: SourceFile, key: K, compute: (key: K) => V, ...whileComputing: [] | [V]): V {
-    const store = file.session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, V>>() }));
+    const store =
+      file.session.existing<{ kind: string; byFile: WeakMap<SourceFile, Map<unknown, V>> }>(this) ??
+      file.session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, V>>() }));
     let perFile = store.byFile.get(file);
     if (perFile === undefined) store.byFile.set(file, (perFile = new Map()));
-    if (perFile.has(key)) return perFile.get(key) as V;
+    const hit = perFile.get(key);
+    if (hit !== undefined || perFile.has(key)) return hit as V;
     if (whileComputing.length > 0) perFile.set(key, whileComputing[0] as V);
     const v = compute(key);
     perFile.set(key, v);
@@ -104,7 +113,9 @@ export class NodeMemo<V> {
   }
 
   get(file: SourceFile, node: SyntaxNode, deps: string, compute: (node: SyntaxNode) => V): V {
-    const store = file.session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }));
+    const store =
+      file.session.existing<{ kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> }>(this) ??
+      file.session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }));
     const hit = store.byNode.get(node);
     if (hit !== undefined && hit.deps === deps) return hit.value;
     const value = compute(node);

@@ -189,6 +189,18 @@ export function walk(node: SyntaxNode, visit: (n: SyntaxNode) => boolean | void)
   }
 }
 
+/** Index of the first node (of nodes sorted by start) starting at or after `offset`: a range scan starts here, not at 0. */
+export function firstStartingAtOrAfter(nodes: readonly SyntaxNode[], offset: number): number {
+  let lo = 0;
+  let hi = nodes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (nodes[mid].start < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export function contains(outer: SyntaxNode, inner: SyntaxNode): boolean {
   return outer.start <= inner.start && inner.end <= outer.end;
 }

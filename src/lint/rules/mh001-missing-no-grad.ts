@@ -186,6 +186,13 @@ function torchName(file: SourceFile): string | null {
   return null;
 }
 
+const eols = new VersionMemo<string>('MH001.eol');
+
+/** The file's line break for inserted lines (scanned once per version, not once per fix). */
+function eolOf(file: SourceFile): string {
+  return eols.get(file, (f) => (f.text.includes('\r\n') ? '\r\n' : '\n'));
+}
+
 function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   if (scope.type !== 'function_definition' || scope.children[0]?.type === 'async') return null;
   const torch = torchName(file);
@@ -194,7 +201,7 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   const lineStart = file.lineStarts[line];
   const indent = /^[ \t]*/.exec(file.lineText(line))?.[0] ?? '';
   if (lineStart + indent.length !== scope.start) return null; // `def` not at the start of its line
-  const eol = file.text.includes('\r\n') ? '\r\n' : '\n';
+  const eol = eolOf(file);
   const name = file.textOf(childByField(scope, 'name') ?? scope);
   return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
 }
@@ -204,7 +211,7 @@ const findingsCache = new ScopeFindingsMemo('MH001');
 function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);
   if (calls.size === 0) return [];
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), file.text.includes('\r\n') ? 'crlf' : 'lf']);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf']);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)?.forwards ?? []));
 }
 

@@ -1,6 +1,6 @@
 // MH002 retained-graph: a tensor with autograd history kept across iterations or stored, so every
 // step's graph (and, before backward, its saved activations) stays alive.
-import { childByField, contains, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
@@ -243,8 +243,10 @@ function carriedState(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
 }
 
 function backwardInBody(file: SourceFile, body: SyntaxNode, scope: SyntaxNode): boolean {
-  for (const call of file.nodesOfType('call')) {
-    if (call.start < body.start) continue;
+  // Only the body's calls: starting the scan at the file's first call made each loop cost the file.
+  const calls = file.nodesOfType('call');
+  for (let i = firstStartingAtOrAfter(calls, body.start); i < calls.length; i++) {
+    const call = calls[i];
     if (call.start >= body.end) break;
     if (backwardTargets(file, call) !== null && scopeOf(call) === scope) return true;
   }

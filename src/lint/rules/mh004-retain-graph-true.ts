@@ -1,7 +1,7 @@
 // MH004 retain-graph-true: `backward(retain_graph=True)` keeps the graph's saved activations after the
 // backward pass. Flagged only when nothing can backpropagate through that graph again: no later
 // backward in the scope or loop, no history shared across iterations, no graph handed elsewhere.
-import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, keyOf } from '../analysis/models';
@@ -25,8 +25,11 @@ function within(outer: SyntaxNode, inner: SyntaxNode): boolean {
 
 /** Another backward-like call in the scope after `call`, or anywhere in a loop body around it. */
 function anotherBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, loops: readonly SyntaxNode[]): boolean {
-  for (const other of file.nodesOfType('call')) {
-    if (other === call || other.start < scope.start) continue;
+  // Only the scope's calls: starting the scan at the file's first call made each call cost the file.
+  const calls = file.nodesOfType('call');
+  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length; i++) {
+    const other = calls[i];
+    if (other === call) continue;
     if (other.start >= scope.end) break;
     if (backwardTargets(file, other) === null) continue;
     if (other.start > call.start && within(scope, other)) return true;

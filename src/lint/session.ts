@@ -86,7 +86,7 @@ export class VersionMemo<V> {
       file.session.existing<{ kind: string; byFile: WeakMap<SourceFile, Map<unknown, V>> }>(this) ??
       file.session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, V>>() }));
     let perFile = store.byFile.get(file);
-    if (perFile === undefined) store.byFile.set(file, (perFile = new Map()));
+    if (perFile === undefined) store.byFile.set(file, (perFile = new Map<unknown, V>()));
     const hit = perFile.get(key);
     if (hit !== undefined || perFile.has(key)) return hit as V;
     if (whileComputing.length > 0) perFile.set(key, whileComputing[0] as V);

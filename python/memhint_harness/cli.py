@@ -24,11 +24,33 @@ def parse_args(argv):
     parser.add_argument("--memory-limit", type=int, default=None,
                         help="address-space headroom in bytes above the size after importing torch (RLIMIT_AS)")
     parser.add_argument("--cuda-snapshot", default=None, help="where to write the memory_viz snapshot")
+    # Prediction (python/memhint_harness/predict): meta tensors, a predicted CUDA device.
+    parser.add_argument("--predict", action="store_true")
+    parser.add_argument("--setup-args", default=None, help="JSON object of keyword arguments for --setup")
+    parser.add_argument("--device-memory", type=int, default=None, help="bytes")
+    parser.add_argument("--amp", choices=("bf16", "fp16"), default=None)
+    parser.add_argument("--checkpoint", default=None, help="module path/class pattern(s) to checkpoint")
+    parser.add_argument("--max-split-size", type=int, default=None, help="allocator max_split_size in bytes")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
     if options.script_args and options.script_args[0] == "--":
         options.script_args = options.script_args[1:]
+    options.setup_args = _setup_args(options.setup_args, parser)
     return options
+
+
+def _setup_args(text, parser):
+    if text is None:
+        return None
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        parser.error("--setup-args is not JSON: %s" % error)
+    if not isinstance(value, dict):
+        parser.error("--setup-args must be a JSON object")
+    return value
 
 
 def main(argv):
@@ -68,6 +90,13 @@ def _run(options, channel):
     except Exception as error:  # noqa: BLE001 - any import failure means "no usable torch"
         return _error(channel, "torch_missing", "cannot import torch with %s: %s" % (sys.executable, error))
 
+    if options.predict:
+        from .predict.run import predict
+
+        return predict(torch, options, channel)
+    if options.setup_args and options.setup is None:
+        return _error(channel, "bad_arguments", "--setup-args needs --setup")
+
     from .capabilities import detect
     from .report import build_report
     from .runner import TargetError
@@ -101,7 +130,8 @@ def _run(options, channel):
                       "torch %s has no storage weak references (UntypedStorage._weak_ref/_expired): frees cannot "
                       "be observed" % torch.__version__)
     user_files = UserFiles()
-    tracker, state, runner, mode = instrument(torch, options, backend, channel, storage_api, user_files)
+    tracker, state, runner, mode = instrument(torch, options, "cuda" if backend == "cuda" else "cpu", channel,
+                                              storage_api, user_files)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=tracker.disable_in_child)
     history = cudainfo.start_history(torch) if backend == "cuda" else None
@@ -157,15 +187,16 @@ def _run(options, channel):
     return 0
 
 
-def instrument(torch, options, backend, channel, storage_api, user_files):
+def instrument(torch, options, device_type, channel, storage_api, user_files):
     """The measuring parts wired together: tracker, analysis state, runner, dispatch mode; backward() and
-    autograd.grad() are patched. Also used by scripts/bench_interleaved.py to time steps with and without."""
+    autograd.grad() are patched. `device_type`: whose storages are counted (cpu, cuda, or meta when predicting).
+    Also used by scripts/bench_interleaved.py to time steps with and without."""
     from .analysis import Registry, State
     from .runner import Runner
     from .tracker import DispatchMode, Tracker
 
-    tracker = Tracker(storage_api, user_files, "cuda" if backend == "cuda" else "cpu",
-                      budget=options.budget, cuda_lines=backend == "cuda")
+    tracker = Tracker(storage_api, user_files, device_type,
+                      budget=options.budget, cuda_lines=device_type == "cuda")
     state = State(tracker, Registry(), options.warmup)
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line

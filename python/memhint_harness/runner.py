@@ -266,7 +266,7 @@ class Runner:
             target = getattr(target, part, None)
             if target is None:
                 raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
-        args, kwargs = step_arguments(setup())
+        args, kwargs = step_arguments(setup(**(getattr(options, "setup_args", None) or {})))
         try:
             for _ in range(self.total_calls):
                 self.call_step(target, args, kwargs)

@@ -88,7 +88,7 @@ class Frame:
 
 def _device_flag(device_type):
     """Whether a tensor is on the tracked device, without building a torch.device per tensor."""
-    flag = {"cpu": "is_cpu", "cuda": "is_cuda"}.get(device_type)
+    flag = {"cpu": "is_cpu", "cuda": "is_cuda", "meta": "is_meta"}.get(device_type)
     if flag is not None and hasattr(torch.Tensor, flag):
         return attrgetter(flag)
     return lambda tensor: tensor.device.type == device_type

@@ -1,5 +1,6 @@
 // CLI entry: `memhint <command> [options]`. bin/memhint.js calls main() from the bundle.
 import { LINT_HELP, runLintCommand } from './lint-command';
+import { PREDICT_USAGE, runPredictCommand } from './predict-command';
 import { PROFILE_USAGE, runProfileCommand } from './profile-command';
 import { UsageError } from './usage';
 import { version } from '../../package.json';
@@ -9,6 +10,7 @@ const HELP = `memhint ${version}: PyTorch memory linter and step profiler
 Usage:
   memhint lint [options] PATH...          lint Python files (memhint lint --help)
   memhint profile FILE.py[::STEP] [opts]  profile a training step's memory per line (memhint profile --help)
+  memhint predict FILE.py::STEP --setup F predict its CUDA memory without a GPU (memhint predict --help)
   memhint rules                           list the rules
   memhint --version
 
@@ -23,6 +25,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await runLintCommand(rest);
       case 'profile':
         return await runProfileCommand([...rest]);
+      case 'predict':
+        return await runPredictCommand([...rest]);
       case 'rules':
         return await printRules();
       case '--version':
@@ -33,7 +37,9 @@ export async function main(argv: readonly string[]): Promise<number> {
       case '-h':
       case '--help':
       case 'help':
-        process.stdout.write(rest[0] === 'lint' ? LINT_HELP : rest[0] === 'profile' ? PROFILE_USAGE : HELP);
+        process.stdout.write(
+          rest[0] === 'lint' ? LINT_HELP : rest[0] === 'profile' ? PROFILE_USAGE : rest[0] === 'predict' ? PREDICT_USAGE : HELP,
+        );
         return 0;
       default:
         throw new UsageError(`unknown command "${command}" (try: memhint --help)`);

@@ -36,6 +36,10 @@ export interface ProfileOptions {
   readonly cwd?: string;
   readonly cudaSnapshotPath?: string | null;
   readonly env?: NodeJS.ProcessEnv;
+  /** Keyword arguments for the --setup function (JSON values). */
+  readonly setupArgs?: Readonly<Record<string, unknown>> | null;
+  /** More harness options, placed before the script arguments (`memhint predict` passes `--predict ...`). */
+  readonly extraArgs?: readonly string[];
 }
 
 /** A process-memory sampler started on the child (see src/sampler); its series becomes `timeline.os`. */
@@ -110,6 +114,8 @@ export function harnessArgs(options: ProfileOptions): string[] {
   if (options.budgetBytes !== null) args.push('--budget', String(Math.floor(options.budgetBytes)));
   if (options.memoryLimitBytes !== null) args.push('--memory-limit', String(Math.floor(options.memoryLimitBytes)));
   if (options.cudaSnapshotPath) args.push('--cuda-snapshot', options.cudaSnapshotPath);
+  if (options.setupArgs && Object.keys(options.setupArgs).length > 0) args.push('--setup-args', JSON.stringify(options.setupArgs));
+  if (options.extraArgs) args.push(...options.extraArgs);
   if (options.scriptArgs.length > 0) args.push('--', ...options.scriptArgs);
   return args;
 }

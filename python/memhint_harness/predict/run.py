@@ -1,0 +1,194 @@
+"""`--predict`: the profiler's per-line accounting on meta tensors, reported for a predicted CUDA device.
+
+The same Tracker, analysis State, Runner and report builder as `profile` run unchanged; only the device
+differs (tensors live on `meta`, see device.py). On top: a model of the CUDA caching allocator fed with the
+same allocation/free sequence (allocator.py), a per-module breakdown (modules.py), autocast emulation
+(autocast.py) and activation checkpointing of chosen modules (checkpoint.py).
+"""
+import os
+import platform
+import sys
+import time
+import traceback
+
+from .. import HARNESS_VERSION
+from .allocator import CachingAllocatorModel
+
+CUDA_CONTEXT_NOTE = ("not included: the CUDA context and kernels loaded by the driver (about 300-500 MiB per "
+                     "process on current GPUs and drivers, more with many kernels/libraries loaded, e.g. "
+                     "cuBLAS/cuDNN handles), which nvidia-smi shows but torch.cuda.memory_reserved() does not")
+WORKSPACE_NOTE = ("not included: memory a kernel library allocates through the caching allocator for itself "
+                  "(cuBLAS workspaces, typically 8-32 MiB per stream/handle; cuDNN convolution workspaces, "
+                  "which depend on the chosen algorithm); see docs/predict.md")
+
+
+def supported(torch):
+    """None when this torch can predict, else a one-line reason."""
+    try:
+        major = int(str(torch.__version__).split(".")[0])
+    except ValueError:
+        major = 0
+    if major < 2:
+        return ("memhint predict needs torch >= 2.0 (meta kernels for training ops); %s has torch %s"
+                % (sys.executable, torch.__version__))
+    return None
+
+
+class AllocatorFeed:
+    """Feeds the tracker's storage events to the allocator model and notes where it first exceeds capacity."""
+
+    def __init__(self, tracker, model, capacity):
+        self.tracker = tracker
+        self.model = model
+        self.capacity = capacity
+        self.crossed = None  # (site, reserved, allocated, step)
+        self.step_max = None  # (max_allocated, max_reserved) within profiled steps
+
+    def install(self):
+        tracker = self.tracker
+        grow, on_free = tracker._grow, tracker._on_free
+        model = self.model
+
+        def _grow(rec, nbytes, bw_site):
+            if rec.serial in model.blocks:
+                model.resize(rec.serial, rec.nbytes)
+            else:
+                model.malloc(rec.serial, rec.nbytes)
+            if self.capacity is not None and self.crossed is None and model.reserved > self.capacity:
+                self.crossed = (rec.site, model.reserved, model.allocated, tracker.step_index, tracker.phase())
+            grow(rec, nbytes, bw_site)
+
+        def _on_free(rec, nbytes):
+            if rec.cdata not in tracker.live or tracker.live[rec.cdata] is not rec:
+                model.free(rec.serial)
+            on_free(rec, nbytes)
+
+        tracker._grow, tracker._on_free = _grow, _on_free
+
+
+def predict(torch, options, channel):
+    from .. import cli
+    from ..capabilities import detect
+    from ..report import build_report, _code
+    from ..runner import TargetError
+    from ..storage import StorageApi
+    from ..userfiles import UserFiles
+    from .autocast import AutocastEmulation
+    from .device import CudaStandIn, MetaDevice
+    from .modules import ModuleTracker
+
+    reason = supported(torch)
+    if reason is not None:
+        return cli._error(channel, "unsupported_torch", reason)
+    started = time.perf_counter()
+    caps, notes = detect(torch)
+    caps = dict(caps, cudaAvailable=False)
+    environment = {"python": sys.executable, "pythonVersion": platform.python_version(),
+                   "torchVersion": str(torch.__version__), "backend": "cuda", "device": "cuda (predicted)",
+                   "pid": os.getpid(), "capabilities": caps}
+    channel.send("hello", harnessVersion=HARNESS_VERSION, **environment)
+
+    storage_api = StorageApi()
+    user_files = UserFiles()
+    tracker, state, runner, mode = cli.instrument(torch, options, "meta", channel, storage_api, user_files)
+    capacity = options.device_memory
+    model = CachingAllocatorModel(max_split_size=options.max_split_size)
+    feed = AllocatorFeed(tracker, model, capacity)
+    feed.install()
+    modules = ModuleTracker(tracker, state)
+    modules.install()
+    emulation = AutocastEmulation()
+    emulation.install()
+    device_mode = MetaDevice(user_files, emulation)
+    _wrap_step(torch, runner, options, state, notes)
+
+    failure = None
+    stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
+    sys.settrace(tracker.trace_call)
+    try:
+        with stand_in, device_mode, mode:
+            runner.run()
+    except TargetError as error:
+        failure = (error.kind, str(error), None, None)
+    except SyntaxError as error:
+        location = {"file": os.path.abspath(error.filename or options.script), "line": error.lineno or 0}
+        failure = ("syntax_error", "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno),
+                   traceback.format_exc(), location)
+    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
+        sys.settrace(None)
+        failure = ("user_exception", "%s: %s" % (type(error).__name__, error),
+                   cli._user_traceback(error, user_files), cli._user_location(error.__traceback__, user_files))
+    finally:
+        sys.settrace(None)
+        modules.remove()
+        emulation.remove()
+    try:
+        state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
+    except Exception:  # noqa: BLE001 - a failing leak check must not hide the prediction
+        notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
+
+    notes.extend(runner.notes)
+    notes.extend(device_mode.notes())
+    if tracker.internal_error is not None:
+        notes.append("memhint stopped measuring after an internal error; figures are partial:\n"
+                     + tracker.internal_error)
+    measured = runner.measured_steps()
+    if failure is not None and measured == 0:
+        return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
+    notes.append("predicted on meta tensors: no kernel ran; " + CUDA_CONTEXT_NOTE)
+    notes.append(WORKSPACE_NOTE)
+    report = build_report(options, environment, notes, tracker, state, runner, None,
+                          partial=failure is not None or measured < options.steps
+                          or tracker.internal_error is not None)
+    report["mode"] = "predicted"
+    crossed = None
+    if feed.crossed is not None:
+        site, reserved, allocated, step, phase = feed.crossed
+        crossed = {"file": site[0], "line": site[1], "function": site[2], "code": _code(site[0], site[1]),
+                   "reservedBytes": reserved, "allocatedBytes": allocated, "step": step, "phase": phase}
+    report["prediction"] = {
+        "allocator": dict(model.stats(), model="CUDACachingAllocator (native, 1 stream)",
+                          maxSplitSize=options.max_split_size),
+        "rawPeakBytes": max((s["peakLive"] for s in report["steps"]), default=0),
+        "deviceMemoryBytes": capacity,
+        "fits": None if capacity is None else feed.crossed is None,
+        "firstExceeded": crossed,
+        "amp": options.amp,
+        "checkpoint": options.checkpoint,
+        "setupArgs": options.setup_args or {},
+        "seconds": time.perf_counter() - started,
+    }
+    report.update(modules.report(max(measured, 1)))
+    channel.send("result", report=report)
+    if failure is not None:
+        return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
+    return 0
+
+
+def _wrap_step(torch, runner, options, state, notes):
+    """--amp and --checkpoint: the step runs under autocast / with matching modules checkpointed."""
+    if not options.amp and not options.checkpoint:
+        return
+    original = runner.call_step
+    done = {"checkpoint": False}
+
+    def call_step(target, args, kwargs):
+        if options.checkpoint and not done["checkpoint"]:
+            from .checkpoint import checkpoint_modules
+
+            done["checkpoint"] = True
+            wrapped = checkpoint_modules(list(state.registry.modules), options.checkpoint)
+            notes.append("--checkpoint %s: %d module(s) checkpointed%s" % (
+                options.checkpoint, len(wrapped), (": " + ", ".join(wrapped[:8]) + (" ..." if len(wrapped) > 8
+                                                                                     else "")) if wrapped else ""))
+        if options.amp:
+            dtype = torch.bfloat16 if options.amp == "bf16" else torch.float16
+
+            def under_autocast(*a, **k):
+                with torch.autocast("cuda", dtype=dtype):
+                    return target(*a, **k)
+
+            return original(under_autocast, args, kwargs)
+        return original(target, args, kwargs)
+
+    runner.call_step = call_step

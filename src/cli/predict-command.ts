@@ -1,0 +1,235 @@
+// `memhint predict SCRIPT.py::STEP --setup NAME [options]`: predicts the step's CUDA memory on meta tensors.
+// Exit codes: 0 predicted (fits, or no --device-memory), 3 predicted and does not fit, 1 the prediction
+// failed, 2 bad usage.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { ProfileFailure } from '../profiler/launcher';
+import { parseTarget } from '../profiler/target';
+import { parseByteSize } from '../profiler/units';
+import { formatPrediction, type PredictionView } from '../predict/format';
+import {
+  adviceVariants,
+  childPredictor,
+  compareVariants,
+  maxBatch,
+  snapshotAdvice,
+  type PredictOptions,
+  type Predictor,
+  type VariantResult,
+} from '../predict/run';
+
+export const PREDICT_USAGE = `usage: memhint predict SCRIPT.py::FUNCTION --setup NAME [options]
+
+Predicts a training step's CUDA memory per line without a GPU: the step runs on meta tensors (torch >= 2.0),
+your code's .cuda() / .to("cuda") / device="cuda" unchanged.
+
+options:
+  --setup NAME            function of SCRIPT.py returning FUNCTION's arguments (required)
+  --setup-arg K=V         keyword argument for the setup function (repeatable; V is JSON, else a string)
+  --device cuda           the device predicted (only cuda)
+  --device-memory SIZE    e.g. 80GiB: say whether the step fits, where it first does not, and what would help
+  --amp bf16|fp16         predict under torch.autocast("cuda", dtype) and report the saving
+  --checkpoint PATTERN    checkpoint modules whose path or class matches (fnmatch, comma-separated)
+  --max-batch ARG         largest value of setup argument ARG that fits --device-memory (bisection)
+  --max-split-size SIZE   the allocator's max_split_size (PYTORCH_CUDA_ALLOC_CONF)
+  --warmup N              calls before the predicted one (default 1: optimizer state exists)
+  --steps N               predicted calls (default 1; meta tensors are deterministic)
+  --python PATH           interpreter with torch >= 2.0 (default python3)
+  --format text|json      (default text)
+  --out FILE              write the report to FILE instead of stdout
+  --timeout S             stop a prediction after S seconds (default 600)
+`;
+
+class UsageError extends Error {}
+
+interface ParsedPredict {
+  readonly options: PredictOptions;
+  readonly maxBatchArg: string | null;
+  readonly format: 'text' | 'json';
+  readonly out: string | null;
+}
+
+const VALUED = new Set([
+  '--setup', '--setup-arg', '--device', '--device-memory', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
+  '--warmup', '--steps', '--python', '--format', '--out', '--timeout',
+]);
+
+export function parseSetupArg(text: string): [string, unknown] {
+  const eq = text.indexOf('=');
+  if (eq <= 0) throw new UsageError(`--setup-arg "${text}" is not KEY=VALUE`);
+  const key = text.slice(0, eq);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new UsageError(`--setup-arg: "${key}" is not a Python identifier`);
+  const raw = text.slice(eq + 1);
+  try {
+    return [key, JSON.parse(raw) as unknown];
+  } catch {
+    return [key, raw];
+  }
+}
+
+export function parsePredictArgs(args: readonly string[]): ParsedPredict {
+  let target: string | null = null;
+  const values = new Map<string, string>();
+  const setupArgs: Record<string, unknown> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+    if (VALUED.has(name)) {
+      const value = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : args[++i];
+      if (value === undefined) throw new UsageError(`${name} needs a value`);
+      if (name === '--setup-arg') {
+        const [k, v] = parseSetupArg(value);
+        setupArgs[k] = v;
+      } else values.set(name, value);
+    } else if (arg.startsWith('-')) {
+      throw new UsageError(`unknown option ${arg}`);
+    } else if (target === null) {
+      target = arg;
+    } else {
+      throw new UsageError(`unexpected argument ${arg}`);
+    }
+  }
+  if (target === null) throw new UsageError('missing target SCRIPT.py::FUNCTION');
+  let spec;
+  try {
+    spec = parseTarget(target);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (spec.function === null) throw new UsageError('predict needs a step function: SCRIPT.py::FUNCTION');
+  const setup = values.get('--setup');
+  if (!setup) throw new UsageError('predict needs --setup NAME (a function returning the step\'s arguments)');
+  const device = values.get('--device') ?? 'cuda';
+  if (device !== 'cuda') throw new UsageError(`--device ${device}: only cuda can be predicted`);
+  const size = (name: string): number | null => {
+    const raw = values.get(name);
+    if (raw === undefined) return null;
+    const n = parseByteSize(raw);
+    if (n === null || n <= 0) throw new UsageError(`${name}: "${raw}" is not a size (e.g. 80GiB, 24GB)`);
+    return n;
+  };
+  const int = (name: string, fallback: number, min: number): number => {
+    const raw = values.get(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const amp = values.get('--amp') ?? null;
+  if (amp !== null && amp !== 'bf16' && amp !== 'fp16') throw new UsageError('--amp must be bf16 or fp16');
+  const format = values.get('--format') ?? 'text';
+  if (format !== 'text' && format !== 'json') throw new UsageError('--format must be text or json');
+  const maxBatchArg = values.get('--max-batch') ?? null;
+  const deviceMemoryBytes = size('--device-memory');
+  if (maxBatchArg !== null) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(maxBatchArg)) throw new UsageError(`--max-batch: "${maxBatchArg}" is not an argument name`);
+    if (deviceMemoryBytes === null) throw new UsageError('--max-batch needs --device-memory');
+    const given = setupArgs[maxBatchArg];
+    if (given !== undefined && !(typeof given === 'number' && Number.isInteger(given) && given > 0)) {
+      throw new UsageError(`--max-batch ${maxBatchArg}: the given --setup-arg ${maxBatchArg} is not a positive integer`);
+    }
+  }
+  const timeout = values.get('--timeout');
+  const timeoutS = timeout === undefined ? 600 : Number(timeout);
+  if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError('--timeout must be a positive number of seconds');
+  return {
+    format,
+    out: values.get('--out') ?? null,
+    maxBatchArg,
+    options: {
+      script: spec.script,
+      function: spec.function,
+      setup,
+      setupArgs,
+      python: values.get('--python') ?? 'python3',
+      deviceMemoryBytes,
+      amp,
+      checkpoint: values.get('--checkpoint') ?? null,
+      maxSplitSizeBytes: size('--max-split-size'),
+      warmup: int('--warmup', 1, 0),
+      steps: int('--steps', 1, 1),
+      timeoutMs: timeoutS * 1000,
+    },
+  };
+}
+
+/** Which setup argument is the batch size, for the "smaller batch" advice. */
+function batchArgument(parsed: ParsedPredict): string | null {
+  if (parsed.maxBatchArg !== null) return parsed.maxBatchArg;
+  return ['batch', 'batch_size', 'bs'].find((name) => typeof parsed.options.setupArgs[name] === 'number') ?? null;
+}
+
+export async function runPredictCommand(args: string[], predictor: Predictor = childPredictor(stderrHooks())): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(PREDICT_USAGE);
+    return 0;
+  }
+  let parsed: ParsedPredict;
+  try {
+    parsed = parsePredictArgs(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`memhint predict: ${error.message}\n\n${PREDICT_USAGE}`);
+    return 2;
+  }
+  const script = path.resolve(parsed.options.script);
+  if (!fs.existsSync(script)) {
+    process.stderr.write(`memhint predict: script not found: ${script}\n`);
+    return 1;
+  }
+  const options = { ...parsed.options, script };
+  const main = await predictor(options);
+  if (main.failure || !main.report) {
+    if (main.failure) process.stderr.write(describePredictFailure(main.failure));
+    return 1;
+  }
+  const report = main.report;
+  let whatIf: VariantResult | null = null;
+  if (options.amp !== null || options.checkpoint !== null) {
+    const label = [options.amp ? `--amp ${options.amp}` : '', options.checkpoint ? `--checkpoint ${options.checkpoint}` : ''].filter(Boolean).join(' ');
+    const baseline = await predictor({ ...options, amp: null, checkpoint: null });
+    whatIf = baseline.report
+      ? {
+          label,
+          advice: '',
+          maxReservedBytes: baseline.report.prediction.allocator.maxReservedBytes,
+          maxAllocatedBytes: baseline.report.prediction.allocator.maxAllocatedBytes,
+          savingBytes: baseline.report.prediction.allocator.maxReservedBytes - report.prediction.allocator.maxReservedBytes,
+          error: null,
+        }
+      : { label, advice: '', maxReservedBytes: null, maxAllocatedBytes: null, savingBytes: null, error: baseline.failure?.message ?? 'no report' };
+  }
+  const fits = report.prediction.fits;
+  const advice = fits === false ? await compareVariants(predictor, report, adviceVariants(options, report, batchArgument(parsed))) : [];
+  const fromSnapshot = fits === false ? snapshotAdvice(report) : [];
+  let batch = null;
+  if (parsed.maxBatchArg !== null && options.deviceMemoryBytes !== null) {
+    const given = options.setupArgs[parsed.maxBatchArg];
+    batch = await maxBatch(predictor, options, parsed.maxBatchArg, typeof given === 'number' ? given : 1, options.deviceMemoryBytes);
+  }
+  const view: PredictionView = { report, whatIf, advice, snapshotAdvice: fromSnapshot, maxBatch: batch };
+  const rendered =
+    parsed.format === 'json'
+      ? `${JSON.stringify({ ...report, whatIf, advice, adviceFromPeak: fromSnapshot, maxBatch: batch }, null, 2)}\n`
+      : formatPrediction(view);
+  if (parsed.out) fs.writeFileSync(parsed.out, rendered);
+  else process.stdout.write(rendered);
+  return fits === false ? 3 : 0;
+}
+
+function stderrHooks() {
+  // The user's prints go to stderr so that stdout carries only the report.
+  return { onStdout: (chunk: Buffer) => process.stderr.write(chunk), onStderr: (chunk: Buffer) => process.stderr.write(chunk) };
+}
+
+export function describePredictFailure(failure: ProfileFailure): string {
+  const lines = [`memhint predict: ${failure.kind.replace(/_/g, ' ')}: ${failure.message}`];
+  if (failure.location) lines.push(`  at ${failure.location.file}:${failure.location.line}`);
+  if (failure.traceback && failure.kind !== 'unsupported_torch') lines.push(failure.traceback.trimEnd());
+  if (failure.kind === 'torch_missing' || failure.kind === 'spawn') lines.push('  hint: pass --python PATH with an interpreter that has torch >= 2.0');
+  if ((failure.kind === 'crash' || failure.kind === 'protocol') && failure.stderrTail.trim()) {
+    lines.push('last output of the interpreter:', failure.stderrTail.trimEnd());
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,89 @@
+// Text rendering of a prediction: the profile's per-line table (same report schema), then the allocator
+// model, the device-memory verdict, the per-module breakdown, what-ifs, advice and the max-batch curve.
+import { formatReport } from '../profiler/format';
+import { formatBytes } from '../profiler/units';
+import type { MaxBatchResult, VariantResult } from './run';
+import type { ModuleStats, PredictedReport } from './schema';
+
+export interface PredictionView {
+  readonly report: PredictedReport;
+  /** --amp / --checkpoint against the same step without them. */
+  readonly whatIf: VariantResult | null;
+  readonly advice: readonly VariantResult[];
+  readonly snapshotAdvice: readonly string[];
+  readonly maxBatch: MaxBatchResult | null;
+}
+
+const MODULE_ROWS = 40;
+
+export function formatPrediction(view: PredictionView): string {
+  const { report } = view;
+  const p = report.prediction;
+  const out: string[] = [formatReport(report).replace(/^memhint profile/, 'memhint predict').trimEnd(), ''];
+  out.push('Predicted CUDA memory (caching-allocator model, docs/predict.md)');
+  out.push(`  raw tensor peak      ${formatBytes(p.rawPeakBytes)}`);
+  out.push(`  max allocated        ${formatBytes(p.allocator.maxAllocatedBytes)}   (torch.cuda.max_memory_allocated)`);
+  out.push(`  max reserved         ${formatBytes(p.allocator.maxReservedBytes)}   (torch.cuda.max_memory_reserved, ${p.allocator.segments} segments)`);
+  out.push('  + CUDA context       ~300-500 MiB per process, not included (nvidia-smi shows it)');
+  const args = Object.entries(p.setupArgs).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ');
+  if (args) out.push(`  setup arguments      ${args}`);
+  if (p.amp) out.push(`  autocast             ${p.amp} (emulated CUDA autocast rules)`);
+  if (p.checkpoint) out.push(`  checkpointed         ${p.checkpoint}`);
+  out.push(`  prediction time      ${p.seconds.toFixed(2)} s`);
+  if (p.deviceMemoryBytes !== null) {
+    out.push('');
+    if (p.fits) {
+      out.push(`FITS in ${formatBytes(p.deviceMemoryBytes)}: ${formatBytes(p.deviceMemoryBytes - p.allocator.maxReservedBytes)} left before the CUDA context.`);
+    } else {
+      out.push(`DOES NOT FIT in ${formatBytes(p.deviceMemoryBytes)} (max reserved ${formatBytes(p.allocator.maxReservedBytes)}).`);
+      const first = p.firstExceeded;
+      if (first) {
+        out.push(`  first exceeded at ${first.file}:${first.line} (${first.function}, ${first.phase}, reserved ${formatBytes(first.reservedBytes)})`);
+        if (first.code) out.push(`    ${first.code}`);
+      }
+    }
+  }
+  if (view.whatIf) {
+    const w = view.whatIf;
+    out.push('', `What-if ${w.label}: ${w.error ? `baseline failed: ${w.error}` : `saves ${formatBytes(w.savingBytes ?? 0)} of max reserved against the baseline (${formatBytes(w.maxReservedBytes ?? 0)})`}`);
+  }
+  if (view.advice.length > 0 || view.snapshotAdvice.length > 0) {
+    out.push('', 'Advice (ranked by predicted saving of max reserved):');
+    for (const a of view.advice) {
+      out.push(a.error ? `  - ${a.label}: could not be predicted (${a.error})` : `  - ${a.label}: ${formatBytes(a.savingBytes ?? 0, { signed: true }).replace(/^\+/, '-')} → ${formatBytes(a.maxReservedBytes ?? 0)}; ${a.advice}`);
+    }
+    for (const a of view.snapshotAdvice) out.push(`  - ${a.replace(/(\d+) bytes/g, (_m, n: string) => formatBytes(Number(n)))}`);
+  }
+  if (view.maxBatch) out.push('', ...formatMaxBatch(view.maxBatch, p.deviceMemoryBytes));
+  if (report.modules.length > 0) out.push('', ...formatModules(report.modules));
+  return `${out.join('\n')}\n`;
+}
+
+function formatMaxBatch(result: MaxBatchResult, capacity: number | null): string[] {
+  const out = [
+    result.best !== null
+      ? `Largest ${result.arg} that fits${capacity !== null ? ` in ${formatBytes(capacity)}` : ''}: ${result.best}`
+      : `No ${result.arg} tried fits${capacity !== null ? ` in ${formatBytes(capacity)}` : ''}.`,
+    `  ${result.arg.padStart(8)}  max reserved  max allocated`,
+  ];
+  for (const point of result.curve) {
+    const reserved = point.maxReservedBytes === null ? `error: ${point.error ?? ''}` : formatBytes(point.maxReservedBytes).padStart(12);
+    const allocated = point.maxAllocatedBytes === null ? '' : formatBytes(point.maxAllocatedBytes).padStart(13);
+    out.push(`  ${String(point.value).padStart(8)}  ${reserved}  ${allocated}${point.fits ? '' : '  ✗'}`);
+  }
+  return out;
+}
+
+function formatModules(modules: readonly ModuleStats[]): string[] {
+  const cols = ['params', 'grads', 'optimizer', 'saved', 'fwd alloc', 'bwd alloc', 'at peak'];
+  const out = ['Per module (inclusive of submodules; per step):', `  ${'module'.padEnd(36)}${cols.map((c) => c.padStart(11)).join('')}`];
+  const shown = modules.filter((m) => m.depth <= 3).slice(0, MODULE_ROWS);
+  for (const m of shown) {
+    const name = `${'  '.repeat(Math.min(m.depth, 6))}${m.path === '' ? `(${m.type})` : `${m.path.split('.').pop() ?? m.path} (${m.type})`}`;
+    const values = [m.params, m.grads, m.optimizer, m.saved, m.forward_alloc, m.backward_alloc, m.live_at_peak];
+    out.push(`  ${name.slice(0, 35).padEnd(36)}${values.map((v) => (v ? formatBytes(v) : '').padStart(11)).join('')}`);
+  }
+  const hidden = modules.length - shown.length;
+  if (hidden > 0) out.push(`  … ${hidden} more (--format json lists every module)`);
+  return out;
+}

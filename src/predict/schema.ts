@@ -1,0 +1,80 @@
+// What `memhint predict` adds to the profile report (python/memhint_harness/predict/run.py builds it).
+// A predicted report is a ProfileReport (same per-line counters, peak snapshot, steps) with
+// `mode: "predicted"`, environment.device "cuda (predicted)", plus the allocator model and a per-module
+// breakdown. Sizes in bytes.
+import { isProfileReport, type ProfileReport, type SourceLocation } from '../profiler/report';
+
+/** CUDA caching-allocator model fed with the step's allocation sequence (allocator.py). */
+export interface AllocatorPrediction {
+  /** memory_allocated() at the end of the run: block sizes after rounding. */
+  readonly allocatedBytes: number;
+  readonly reservedBytes: number;
+  /** max_memory_allocated() / max_memory_reserved() over the whole run (setup, warmup and steps). */
+  readonly maxAllocatedBytes: number;
+  readonly maxReservedBytes: number;
+  readonly requestedBytes: number;
+  readonly segments: number;
+  readonly allocRetries: number;
+  readonly ooms: number;
+  readonly model: string;
+  readonly maxSplitSize: number | null;
+}
+
+export interface FirstExceeded extends SourceLocation {
+  readonly code: string;
+  readonly reservedBytes: number;
+  readonly allocatedBytes: number;
+  readonly step: number | null;
+  readonly phase: 'forward' | 'backward' | 'other';
+}
+
+export interface PredictionInfo {
+  readonly allocator: AllocatorPrediction;
+  /** Highest live tensor bytes in a predicted step, before allocator rounding (= profile's peakLive). */
+  readonly rawPeakBytes: number;
+  readonly deviceMemoryBytes: number | null;
+  /** Whether max reserved stays within deviceMemoryBytes; null when no device memory was given. */
+  readonly fits: boolean | null;
+  /** First allocation that took the predicted reserved memory above deviceMemoryBytes. */
+  readonly firstExceeded: FirstExceeded | null;
+  readonly amp: 'bf16' | 'fp16' | null;
+  readonly checkpoint: string | null;
+  readonly setupArgs: Readonly<Record<string, unknown>>;
+  /** Wall time of the prediction inside the harness (import of torch excluded). */
+  readonly seconds: number;
+}
+
+/** One nn.Module, figures inclusive of its submodules (modules.py). */
+export interface ModuleStats {
+  /** Dotted path from the root model ("" is the root; other roots are `<ClassName>`). */
+  readonly path: string;
+  readonly type: string;
+  readonly depth: number;
+  readonly params: number;
+  readonly grads: number;
+  readonly optimizer: number;
+  readonly saved: number;
+  readonly forward_alloc: number;
+  readonly backward_alloc: number;
+  readonly live_at_peak: number;
+}
+
+export interface PredictedReport extends ProfileReport {
+  readonly mode: 'predicted';
+  readonly prediction: PredictionInfo;
+  readonly modules: readonly ModuleStats[];
+}
+
+export function isPredictedReport(value: unknown): value is PredictedReport {
+  if (!isProfileReport(value)) return false;
+  const v = value as unknown as Record<string, unknown>;
+  const prediction = v.prediction as Record<string, unknown> | undefined;
+  return (
+    v.mode === 'predicted' &&
+    typeof prediction === 'object' &&
+    prediction !== null &&
+    typeof prediction.allocator === 'object' &&
+    typeof prediction.rawPeakBytes === 'number' &&
+    Array.isArray(v.modules)
+  );
+}

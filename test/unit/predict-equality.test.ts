@@ -1,0 +1,164 @@
+// Correctness evidence of `memhint predict`: for the same model and batch, the prediction on meta tensors
+// equals the CPU backend's measurement (`profile --backend cpu`) line by line and kind by kind, in raw tensor
+// bytes (before the allocator model). The differences that must exist are asserted exactly too:
+// - Adam/AdamW keep a 4-byte float32 `step` tensor per parameter on the host with CUDA (neither capturable
+//   nor fused), so the CPU measurement has 4 x (parameter tensors) more optimizer state;
+// - 0-dim tensors made without a device (`torch.tensor(1.0)`) are host scalars with CUDA: a line may differ
+//   by such allocations only (at most 8 bytes each);
+// - nn.LSTM: the CPU precomputes the input projection of the whole sequence, meta (like CUDA without cuDNN)
+//   runs it per timestep; only the lines outside the LSTM are equal (docs/predict.md).
+import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { runProfile } from '../../src/profiler/launcher';
+import type { LineStats, MemoryCounters, ProfileReport } from '../../src/profiler/report';
+import { childPredictor } from '../../src/predict/run';
+import type { PredictedReport } from '../../src/predict/schema';
+import { REPO, torch2Python } from './predict-torch2';
+
+const FIXTURES = path.join(REPO, 'test/fixtures/predict');
+
+async function measure(script: string, setupArgs: Record<string, unknown>): Promise<ProfileReport> {
+  const outcome = await runProfile(
+    {
+      script: path.join(FIXTURES, script),
+      function: 'train_step',
+      setup: 'make_inputs',
+      setupArgs,
+      warmup: 1,
+      steps: 1,
+      maxSeconds: null,
+      backend: 'cpu',
+      python: torch2Python(),
+      budgetBytes: null,
+      memoryLimitBytes: null,
+      timeoutMs: 300_000,
+      scriptArgs: [],
+    },
+    { onSpawn: () => undefined },
+  );
+  assert.equal(outcome.failure, null, outcome.failure ? `${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.stderrTail}` : '');
+  assert.ok(outcome.report);
+  return outcome.report;
+}
+
+async function predict(script: string, setupArgs: Record<string, unknown>): Promise<PredictedReport> {
+  const outcome = await childPredictor()({
+    script: path.join(FIXTURES, script),
+    function: 'train_step',
+    setup: 'make_inputs',
+    setupArgs,
+    python: torch2Python(),
+    deviceMemoryBytes: null,
+    amp: null,
+    checkpoint: null,
+    maxSplitSizeBytes: null,
+    warmup: 1,
+    steps: 1,
+    timeoutMs: 300_000,
+  });
+  assert.equal(outcome.failure, null, outcome.failure ? `${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.traceback ?? ''}\n${outcome.failure.stderrTail}` : '');
+  assert.ok(outcome.report);
+  return outcome.report;
+}
+
+const counters = (l: LineStats): Record<string, MemoryCounters> => ({ self: l.self, inclusive: l.inclusive, backward: l.backward });
+
+/** Equal, or different only by host scalars: every extra allocation at most 8 bytes, allocated == freed. */
+function equalModuloHostScalars(measured: MemoryCounters, predicted: MemoryCounters): boolean {
+  const allocs = measured.allocations - predicted.allocations;
+  const bytes = measured.allocated - predicted.allocated;
+  const freed = measured.freed - predicted.freed;
+  if (allocs === 0) return bytes === 0 && freed === 0 && measured.peak === predicted.peak;
+  return allocs > 0 && bytes > 0 && bytes <= 8 * allocs && freed === bytes;
+}
+
+function compareLines(measured: ProfileReport, predicted: ProfileReport, skip: ReadonlySet<number> = new Set()): number {
+  const key = (l: LineStats): string => `${l.file}:${l.line}`;
+  const predictedLines = new Map(predicted.lines.map((l) => [key(l), l]));
+  let compared = 0;
+  for (const m of measured.lines) {
+    if (skip.has(m.line)) continue;
+    const p = predictedLines.get(key(m));
+    assert.ok(p, `line ${m.line} (${m.code}) measured but not predicted`);
+    assert.equal(p.savedForBackward, m.savedForBackward, `saved for backward, line ${m.line}: ${m.code}`);
+    const mc = counters(m);
+    const pc = counters(p);
+    for (const phase of Object.keys(mc)) {
+      const exact = JSON.stringify(mc[phase]) === JSON.stringify(pc[phase]);
+      assert.ok(
+        exact || equalModuloHostScalars(mc[phase], pc[phase]),
+        `line ${m.line} (${m.code}) ${phase}: measured ${JSON.stringify(mc[phase])} predicted ${JSON.stringify(pc[phase])}`,
+      );
+    }
+    compared++;
+  }
+  for (const p of predicted.lines) {
+    if (!skip.has(p.line)) assert.ok(measured.lines.some((m) => key(m) === key(p)), `line ${p.line} predicted but not measured`);
+  }
+  return compared;
+}
+
+interface Case {
+  readonly script: string;
+  readonly setupArgs: Record<string, unknown>;
+  /** Parameter tensors with an Adam `step` counter (0 for SGD). */
+  readonly adamParams: number;
+}
+
+const CASES: readonly Case[] = [
+  // 3 Linear layers, weight + bias each.
+  { script: 'mlp.py', setupArgs: { batch: 32 }, adamParams: 6 },
+  // SGD with momentum has no step counter.
+  { script: 'cnn.py', setupArgs: { batch: 8 }, adamParams: 0 },
+  // wte, wpe, 2 x (ln1 2 + qkv 2 + proj 2 + ln2 2 + mlp 4), ln_f 2; the head is tied to wte.
+  { script: 'gpt.py', setupArgs: { batch: 4, seq: 32 }, adamParams: 28 },
+  // GPT-2, 2 layers: wte, wpe, 2 x 12, ln_f 2 (lm_head tied). Eager attention: the same algorithm on both sides.
+  { script: 'hf_gpt2.py', setupArgs: { batch: 2, seq: 32, attn: 'eager' }, adamParams: 28 },
+];
+
+describe('predict: equals the CPU measurement byte for byte (torch 2)', function () {
+  this.timeout(600_000);
+
+  for (const c of CASES) {
+    it(`${c.script} ${JSON.stringify(c.setupArgs)}`, async () => {
+      const [measured, predicted] = await Promise.all([measure(c.script, c.setupArgs), predict(c.script, c.setupArgs)]);
+      assert.equal(predicted.mode, 'predicted');
+      assert.equal(predicted.environment.device, 'cuda (predicted)');
+      assert.ok(compareLines(measured, predicted) >= 3);
+      const mPeak = measured.peak;
+      const pPeak = predicted.peak;
+      assert.ok(mPeak && pPeak);
+      const hostSteps = 4 * c.adamParams;
+      for (const kind of ['parameter', 'gradient', 'activation', 'input', 'temporary'] as const) {
+        assert.equal(pPeak.byKind[kind], mPeak.byKind[kind], `${kind} at the peak`);
+      }
+      assert.equal(mPeak.byKind.optimizer_state - pPeak.byKind.optimizer_state, hostSteps, 'optimizer state: the host step counters');
+      assert.equal(mPeak.bytes - pPeak.bytes, hostSteps);
+      assert.equal(measured.steps[0].allocated - predicted.steps[0].allocated, 0);
+      assert.equal(measured.steps[0].peakLive - predicted.steps[0].peakLive, hostSteps);
+      // The per-module breakdown's root holds the model's parameters and optimizer state, once each.
+      const root = predicted.modules.find((m) => m.path === '');
+      assert.ok(root);
+      assert.equal(root.params, pPeak.byKind.parameter);
+      assert.equal(root.optimizer, pPeak.byKind.optimizer_state);
+      assert.ok(root.saved > 0 && root.forward_alloc > 0 && root.backward_alloc > 0);
+      const alloc = predicted.prediction.allocator;
+      assert.ok(alloc.maxAllocatedBytes >= predicted.prediction.rawPeakBytes);
+      assert.ok(alloc.maxReservedBytes >= alloc.maxAllocatedBytes);
+    });
+  }
+
+  it('lstm.py: equal outside the LSTM (whose CPU algorithm differs), parameters and gradients equal', async () => {
+    const setupArgs = { batch: 4, seq: 16, cpu_fused: false };
+    const [measured, predicted] = await Promise.all([measure('lstm.py', setupArgs), predict('lstm.py', setupArgs)]);
+    const forward = measured.lines.find((l) => l.code.startsWith('logits = model('));
+    const backward = measured.lines.find((l) => l.code === 'loss.backward()');
+    assert.ok(forward && backward);
+    const lstmLines = measured.lines.filter((l) => l.code.startsWith('h, _ = self.rnn(')).map((l) => l.line);
+    compareLines(measured, predicted, new Set([forward.line, backward.line, ...lstmLines]));
+    assert.ok(measured.peak && predicted.peak);
+    assert.equal(predicted.peak.byKind.parameter, measured.peak.byKind.parameter);
+    assert.equal(predicted.peak.byKind.gradient, measured.peak.byKind.gradient);
+    assert.equal(measured.peak.byKind.optimizer_state - predicted.peak.byKind.optimizer_state, 4 * 11);
+  });
+});

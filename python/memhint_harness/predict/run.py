@@ -100,7 +100,7 @@ def predict(torch, options, channel):
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
-    _wrap_step(torch, runner, options, state, notes)
+    _wrap_step(torch, runner, options, state, notes, device_mode)
 
     failure = None
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
@@ -165,7 +165,7 @@ def predict(torch, options, channel):
     return 0
 
 
-def _wrap_step(torch, runner, options, state, notes):
+def _wrap_step(torch, runner, options, state, notes, device_mode):
     """--amp and --checkpoint: the step runs under autocast / with matching modules checkpointed."""
     if not options.amp and not options.checkpoint:
         return
@@ -177,7 +177,7 @@ def _wrap_step(torch, runner, options, state, notes):
             from .checkpoint import checkpoint_modules
 
             done["checkpoint"] = True
-            wrapped = checkpoint_modules(list(state.registry.modules), options.checkpoint)
+            wrapped = checkpoint_modules(list(state.registry.modules), options.checkpoint, device_mode)
             notes.append("--checkpoint %s: %d module(s) checkpointed%s" % (
                 options.checkpoint, len(wrapped), (": " + ", ".join(wrapped[:8]) + (" ..." if len(wrapped) > 8
                                                                                      else "")) if wrapped else ""))

@@ -165,3 +165,27 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
     assert.equal(measured.peak.byKind.optimizer_state - predicted.peak.byKind.optimizer_state, 4 * 11);
   });
 });
+
+describe('predict: what cannot be predicted fails with the line (torch 2)', function () {
+  this.timeout(300_000);
+
+  it('boolean-mask indexing (data-dependent size) names the op and the line', async () => {
+    const outcome = await childPredictor()({
+      script: path.join(FIXTURES, 'data_dependent.py'),
+      function: 'train_step',
+      setup: 'make_inputs',
+      setupArgs: {},
+      python: torch2Python(),
+      deviceMemoryBytes: null,
+      amp: null,
+      checkpoint: null,
+      maxSplitSizeBytes: null,
+      warmup: 1,
+      steps: 1,
+      timeoutMs: 240_000,
+    });
+    assert.equal(outcome.failure?.kind, 'user_exception');
+    assert.match(outcome.failure.message, /depends on tensor values/);
+    assert.equal(outcome.failure.location?.line, 10);
+  });
+});

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import type { ProfileFailure } from '../profiler/launcher';
 import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
+import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { formatPrediction, type PredictionView } from '../predict/format';
 import {
   adviceVariants,
@@ -173,6 +174,15 @@ export async function runPredictCommand(args: string[], predictor: Predictor = c
     process.stderr.write(`memhint predict: ${error.message}\n\n${PREDICT_USAGE}`);
     return 2;
   }
+  // --out: the previous report goes when the run starts, the new one appears whole or not at all.
+  if (parsed.out) {
+    try {
+      removeStaleOutput(parsed.out);
+    } catch (error) {
+      process.stderr.write(`memhint predict: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 2;
+    }
+  }
   const script = path.resolve(parsed.options.script);
   if (!fs.existsSync(script)) {
     process.stderr.write(`memhint predict: script not found: ${script}\n`);
@@ -213,8 +223,14 @@ export async function runPredictCommand(args: string[], predictor: Predictor = c
     parsed.format === 'json'
       ? `${JSON.stringify({ ...report, whatIf, advice, adviceFromPeak: fromSnapshot, maxBatch: batch }, null, 2)}\n`
       : formatPrediction(view);
-  if (parsed.out) fs.writeFileSync(parsed.out, rendered);
-  else process.stdout.write(rendered);
+  if (parsed.out) {
+    try {
+      writeFileAtomic(parsed.out, rendered);
+    } catch (error) {
+      process.stderr.write(`memhint predict: cannot write ${parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
+  } else process.stdout.write(rendered);
   return fits === false ? 3 : 0;
 }
 

@@ -189,3 +189,50 @@ describe('predict: what cannot be predicted fails with the line (torch 2)', func
     assert.equal(outcome.failure.location?.line, 10);
   });
 });
+
+describe('predict: what-ifs change what they should (torch 2)', function () {
+  this.timeout(600_000);
+
+  it('--amp bf16 saves bf16 copies as CUDA autocast does; --checkpoint keeps only the blocks\' inputs', async () => {
+    const run = async (amp: 'bf16' | null, checkpoint: string | null): Promise<PredictedReport> => {
+      const outcome = await childPredictor()({
+        script: path.join(FIXTURES, 'gpt.py'),
+        function: 'train_step',
+        setup: 'make_inputs',
+        setupArgs: { batch: 4, seq: 32 },
+        python: torch2Python(),
+        deviceMemoryBytes: null,
+        amp,
+        checkpoint,
+        maxSplitSizeBytes: null,
+        warmup: 1,
+        steps: 1,
+        timeoutMs: 300_000,
+      });
+      assert.equal(outcome.failure, null, outcome.failure?.message);
+      assert.ok(outcome.report);
+      return outcome.report;
+    };
+    const [base, amp, ckpt] = await Promise.all([run(null, null), run('bf16', null), run(null, 'h.*')]);
+    const saved = (r: PredictedReport, p: string): number => r.modules.find((m) => m.path === p)?.saved ?? NaN;
+    // h.0.mlp = Linear(128, 512), GELU, Linear(512, 128) on 4 x 32 = 128 tokens. In float32 it saves the first
+    // Linear's input, GELU's input and the second Linear's input (parameters are not step allocations).
+    // Under bf16 autocast each Linear saves a bf16 copy of its input and of its weight (the cached casts are
+    // new allocations, as on CUDA), GELU runs on the bf16 output.
+    const tokens = 128;
+    assert.equal(saved(base, 'h.0.mlp'), 4 * (tokens * 128 + tokens * 512 + tokens * 512));
+    assert.equal(saved(amp, 'h.0.mlp'), 2 * (tokens * 128 + 512 * 128 + tokens * 512 + tokens * 512 + 128 * 512));
+    assert.equal(amp.prediction.amp, 'bf16');
+    // (No claim on the peak: for a model this small the bf16 weight copies outweigh the activations saved.)
+    // Non-reentrant checkpointing keeps only each block's input (saved by checkpoint's _NoopSaveInputs),
+    // nothing of what runs inside: 128 tokens x 128 float32.
+    assert.equal(saved(ckpt, 'h.0'), tokens * 128 * 4);
+    assert.equal(saved(ckpt, 'h.1'), tokens * 128 * 4);
+    assert.equal(saved(ckpt, 'h.0.mlp'), 0);
+    assert.ok(saved(ckpt, '') < saved(base, ''));
+    // Parameters and optimizer state do not change with either.
+    for (const r of [amp, ckpt]) {
+      assert.equal(r.peak?.byKind.parameter, base.peak?.byKind.parameter);
+    }
+  });
+});

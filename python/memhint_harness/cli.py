@@ -16,6 +16,8 @@ def parse_args(argv):
     parser.add_argument("--script", required=True)
     parser.add_argument("--function", default=None)
     parser.add_argument("--setup", default=None)
+    parser.add_argument("--loop", default=None,
+                        help="without --function: 'auto' (find the training loop) or the header line of a loop")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -61,6 +63,8 @@ def _user_location(tb, user_files):
 def _run(options, channel):
     if options.function is None and options.setup is not None:
         return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
+    if options.loop not in (None, "auto") and not options.loop.isdigit():
+        return _error(channel, "bad_arguments", "--loop must be auto or a line number")
     if options.warmup < 0 or options.steps < 1:
         return _error(channel, "bad_arguments", "--warmup must be >= 0 and --steps >= 1")
     try:

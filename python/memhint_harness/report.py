@@ -88,7 +88,7 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
     report = {
         "version": REPORT_VERSION,
         "harnessVersion": HARNESS_VERSION,
-        "target": {"kind": "setup" if options.setup else ("function" if options.function else "script"),
+        "target": {"kind": _target_kind(options, runner), "loopLine": runner.loop.header if runner.loop else None,
                    "script": os.path.abspath(options.script), "function": options.function,
                    "setup": options.setup, "warmup": options.warmup, "steps": options.steps,
                    "maxSeconds": options.max_seconds, "scriptArgs": list(options.script_args)},
@@ -115,6 +115,14 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
             first = dict(location, code=_code(location["file"], location["line"]), liveBytes=live, step=step)
         report["budget"] = {"budgetBytes": options.budget, "exceeded": hit is not None, "firstExceeded": first}
     return report
+
+
+def _target_kind(options, runner):
+    if options.setup:
+        return "setup"
+    if options.function:
+        return "function"
+    return "loop" if runner.loop is not None else "script"
 
 
 def _oom(tracker, state, backend):

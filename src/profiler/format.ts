@@ -28,7 +28,7 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
   const steps = Math.max(report.steps.length, 1);
   const env = report.environment;
   out.push(
-    `memhint profile — ${report.target.script}${report.target.function ? `::${report.target.function}` : ''}`,
+    `memhint profile — ${report.target.script}${targetSuffix(report)}`,
     `torch ${env.torchVersion} · backend ${env.backend} · ${env.device} · ${report.steps.length} step(s) after ${report.target.warmup} warmup` +
       (report.partial ? ' · PARTIAL' : ''),
     'Columns are per step (totals / steps); peak = highest rise of live memory within one execution of the line.',
@@ -118,6 +118,12 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
   }
   if (report.notes.length > 0) out.push('', 'Notes:', ...report.notes.map((n) => `  - ${n}`));
   return `${out.join('\n')}\n`;
+}
+
+function targetSuffix(report: ProfileReport): string {
+  if (report.target.function) return `::${report.target.function}`;
+  if (report.target.loopLine) return `:${report.target.loopLine} (each iteration of the loop is a step)`;
+  return '';
 }
 
 function isActive(line: LineStats): boolean {

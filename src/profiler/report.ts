@@ -40,10 +40,13 @@ export interface SourceLocation {
 /** How the step was selected, as given on the command line. */
 export interface ProfileTarget {
   /** function: run the script as __main__ and count calls of `function`; setup: import the file and
-   *  call `setup()` for the arguments; script: profile the whole script for `maxSeconds`. */
-  readonly kind: 'function' | 'setup' | 'script';
+   *  call `setup()` for the arguments; loop: run the script, each iteration of the loop on `loopLine` is
+   *  a step; script: profile the whole script for `maxSeconds` (no training loop found). */
+  readonly kind: 'function' | 'setup' | 'loop' | 'script';
   readonly script: string;
   readonly function: string | null;
+  /** kind loop: the 1-based line of the loop's `for`/`while` header; else null. */
+  readonly loopLine: number | null;
   readonly setup: string | null;
   readonly warmup: number;
   readonly steps: number;

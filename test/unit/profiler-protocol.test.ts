@@ -33,7 +33,7 @@ function sampleReport(): ProfileReport {
   return {
     version: 1,
     harnessVersion: '0.1.0',
-    target: { kind: 'function', script: file, function: 'train_step', setup: null, warmup: 1, steps: 2, maxSeconds: null, scriptArgs: [] },
+    target: { kind: 'function', script: file, function: 'train_step', loopLine: null, setup: null, warmup: 1, steps: 2, maxSeconds: null, scriptArgs: [] },
     environment: {
       python: '/usr/bin/python3',
       pythonVersion: '3.11.2',

@@ -31,7 +31,7 @@ export function report(partial: Partial<ProfileReport> = {}): ProfileReport {
   return {
     version: 1,
     harnessVersion: '0.1.0',
-    target: { kind: 'function', script: FILE, function: 'train_step', setup: null, warmup: 1, steps: 3, maxSeconds: null, scriptArgs: [] },
+    target: { kind: 'function', script: FILE, function: 'train_step', loopLine: null, setup: null, warmup: 1, steps: 3, maxSeconds: null, scriptArgs: [] },
     environment: {
       python: '/usr/bin/python3',
       pythonVersion: '3.11.2',

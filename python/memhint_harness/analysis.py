@@ -132,6 +132,8 @@ class State:
         for rec, delta in events[: tracker.step_peak_index]:
             sizes[rec] = sizes.get(rec, 0) + delta
         snapshot = self.snapshot(((rec, n) for rec, n in sizes.items() if n > 0), log.peak)
+        if tracker.modules is not None:
+            tracker.modules.note_peak((rec, n) for rec, n in sizes.items() if n > 0)
         snapshot.update(step=log.index, atMs=log.peak_at, location=site_location(tracker.step_peak_site),
                         phase=tracker.step_peak_phase)
         self.best_peak = snapshot

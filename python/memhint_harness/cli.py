@@ -165,6 +165,7 @@ def instrument(torch, options, backend, channel, storage_api, user_files):
     """The measuring parts wired together: tracker, analysis state, runner, dispatch mode; backward() and
     autograd.grad() are patched. Also used by scripts/bench_interleaved.py to time steps with and without."""
     from .analysis import Registry, State
+    from .modules import ModuleLedger
     from .runner import Runner
     from .tracker import DispatchMode, Tracker
 
@@ -173,6 +174,13 @@ def instrument(torch, options, backend, channel, storage_api, user_files):
     state = State(tracker, Registry(), options.warmup)
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
+    tracker.backward_hook = state.stamp_state_kinds
+    modules = ModuleLedger(lambda: tracker.in_step)
+    missing = modules.install()
+    if missing is None:
+        tracker.modules = modules
+    else:
+        runner.notes.append(missing)
     _patch_backward(torch, tracker)
     return tracker, state, runner, DispatchMode(tracker)
 

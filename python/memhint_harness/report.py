@@ -102,6 +102,8 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         "leaks": leaks,
         "timeline": timeline,
     }
+    if tracker.modules is not None:
+        report["modules"] = tracker.modules.report(len(steps), state.registry.optimizers, tracker.api.describe)
     if cuda is not None:
         report["cuda"] = cuda
     if tracker.oom is not None:

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover - torch < 1.12
     TorchDispatchMode = None
 
 NODE_KEY = "memhint_site"
+MODULE_KEY = "memhint_module"
 UNTRACKED = ("<untracked>", 0, "")
 
 
@@ -51,7 +52,7 @@ class LineAcc:
 
 class StorageRec:
     __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "state",
-                 "tensor_ref", "t")
+                 "tensor_ref", "t", "module")
 
     def __init__(self, serial, cdata, handle, nbytes, site, epoch, step, t):
         self.serial = serial
@@ -66,6 +67,7 @@ class StorageRec:
         self.state = None  # parameter / gradient / optimizer_state, as of the last classification
         self.tensor_ref = None
         self.t = t
+        self.module = None  # modules.ModuleKey of the module that allocated it (forward or backward)
 
 
 class Frame:
@@ -146,6 +148,8 @@ class Tracker:
         self.internal_error = None
         self.returning = False
         self.line_hook = None
+        self.modules = None  # modules.ModuleLedger, when module hooks are available
+        self.backward_hook = None  # called at the end of each profiled backward()
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
@@ -311,6 +315,17 @@ class Tracker:
         accs = self._stack_accs = (self.stack[-1].acc, distinct)
         return accs
 
+    def _running_node_module(self):
+        if self.current_node is None:
+            return None
+        node = self.current_node()
+        if node is None:
+            return None
+        try:
+            return node.metadata.get(MODULE_KEY)
+        except Exception:
+            return None
+
     def _running_node_site(self):
         if self.current_node is None:
             return None
@@ -334,6 +349,9 @@ class Tracker:
         bw_site = self._running_node_site() if in_backward else None
         rec = StorageRec(self.serial, cdata, storage._weak_ref(), nbytes,
                          bw_site or site or UNTRACKED, self.epoch, self.step_index, None)
+        modules = self.modules
+        if modules is not None:
+            rec.module = self._running_node_module() if in_backward else modules.top()
         self.live[cdata] = self.young[cdata] = rec
         self.young_handles[cdata] = rec.handle
         self._grow(rec, nbytes, bw_site)
@@ -373,7 +391,11 @@ class Tracker:
         if self.in_backward and bw_site is not None:
             self._charge_backward(bw_site, nbytes)
             self._charge_stack(nbytes, freed=False, self_too=False)
+            if rec.module is not None:
+                self.modules.charge_backward(rec.module, nbytes)
             return
+        if not in_backward and rec.module is not None:
+            self.modules.charge_forward(rec.module, nbytes)
         self._charge_stack(nbytes, freed=False, self_too=True)
 
     def _charge_backward(self, site, nbytes):
@@ -407,7 +429,8 @@ class Tracker:
             # the line that allocated the storage.
             site = self.current_site()
             if site is not None:
-                self.pending.extend((tensor, rec, site) for tensor, rec in seen)
+                module = self.modules.top() if self.modules is not None else None
+                self.pending.extend((tensor, rec, site, module) for tensor, rec in seen)
 
     def _see(self, tensor, seen):
         if not self._on_device(tensor):
@@ -444,7 +467,7 @@ class Tracker:
         pending = self.pending
         self.pending = []
         hooks = self.current_node is None
-        for tensor, rec, site in pending:
+        for tensor, rec, site, module in pending:
             node = tensor.grad_fn
             if node is None:
                 continue
@@ -460,26 +483,30 @@ class Tracker:
             if NODE_KEY in metadata:
                 continue
             metadata[NODE_KEY] = site
+            if module is not None:
+                metadata[MODULE_KEY] = module
             if hooks:
-                node.register_hook(self._hook_for(site))
+                node.register_hook(self._hook_for(site, module))
             for next_node, _ in node.next_functions:
                 # AccumulateGrad writes .grad; it belongs to the line that used the parameter.
                 if next_node is not None and type(next_node).__name__ == "AccumulateGrad":
                     md = next_node.metadata
                     if NODE_KEY not in md:
                         md[NODE_KEY] = site
+                        if module is not None:
+                            md[MODULE_KEY] = module
                         if hooks:
-                            next_node.register_hook(self._hook_for(site))
+                            next_node.register_hook(self._hook_for(site, module))
 
-    def _hook_for(self, site):
-        hook = self.site_hooks.get(site)
+    def _hook_for(self, site, module):
+        hook = self.site_hooks.get((site, module))
         if hook is None:
-            def hook(grad_inputs, grad_outputs, site=site):
-                self.node_done(site)
-            self.site_hooks[site] = hook
+            def hook(grad_inputs, grad_outputs, site=site, module=module):
+                self.node_done(site, module)
+            self.site_hooks[(site, module)] = hook
         return hook
 
-    def node_done(self, site):
+    def node_done(self, site, module=None):
         """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
         self.poll(full=False)
         events = self.bw_pending.pop(threading.get_ident(), None)
@@ -488,11 +515,14 @@ class Tracker:
         for rec, nbytes, in_step in events:
             if nbytes > 0:
                 rec.site = site
+                rec.module = module
             if not in_step:
                 continue
             if nbytes > 0:
                 self._charge_backward(site, nbytes)
                 self._charge_stack(nbytes, freed=False, self_too=False)
+                if module is not None:
+                    self.modules.charge_backward(module, nbytes)
             else:
                 self._acc(site[:2]).bw_c[1] += -nbytes
                 self._charge_stack(-nbytes, freed=True, self_too=False)
@@ -524,6 +554,10 @@ class Tracker:
             site = self.current_site()
             if site is not None:
                 self._acc(site[:2]).saved += rec.nbytes
+            if self.modules is not None and not self.in_backward:
+                module = self.modules.top()
+                if module is not None:
+                    self.modules.charge_saved(module, rec.nbytes)
 
     def register_existing(self, tensor, hint=None, site=None):
         """Adds a tensor allocated outside tracking (numpy, before start) to the ledger without charging a line."""
@@ -717,6 +751,12 @@ class Tracker:
 
     def backward_end(self):
         self.poll()
+        if self.in_step and self.in_backward == 1:
+            if self.modules is not None:
+                self.modules.measure_grads(self.api.describe)
+            if self.backward_hook is not None:
+                # Gradients accumulated over micro-steps are live inside the step: stamp them as such now.
+                self.backward_hook()
         self.in_backward -= 1
         if not self.in_backward:
             self.settle_backward()

@@ -1,7 +1,7 @@
 // Text rendering of a report: the user's source with per-line memory columns (like a line profiler),
 // followed by the step summary, live memory at the peak, leaks, OOM, budget and notes.
 import * as fs from 'node:fs';
-import { MEMORY_KINDS, type LineStats, type LiveSnapshot, type ProfileReport } from './report';
+import { MEMORY_KINDS, type LineStats, type LiveSnapshot, type ModuleStats, type ProfileReport } from './report';
 import { formatBytes } from './units';
 
 const GAP = 3; // inactive lines shown around active ones before collapsing
@@ -79,6 +79,7 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
     );
   }
   if (report.peak) out.push('', ...formatSnapshot('Live at peak', report.peak));
+  if (report.modules && report.modules.length > 0) out.push('', ...formatModules(report.modules));
   if (report.leaks.length > 0) {
     out.push('', 'Leaks (memory from step k still alive after step k+1):');
     for (const leak of report.leaks) {
@@ -134,6 +135,35 @@ function isActive(line: LineStats): boolean {
     line.backward.allocated > 0 ||
     (line.calls > 0 && line.inclusive.allocated > 0)
   );
+}
+
+const MODULE_ROWS = 30;
+const MODULE_SHARE = 0.05; // modules below this share of their model's largest figure are left out
+
+/** The module tree (figures include submodules), largest modules only, indented by depth. */
+export function formatModules(modules: readonly ModuleStats[]): string[] {
+  const weight = (m: ModuleStats): number =>
+    Math.max(m.params + m.grads + m.optimizer, m.forward_alloc, m.saved, m.backward_alloc, m.live_at_peak);
+  const rootWeight = new Map<string, number>();
+  for (const m of modules) rootWeight.set(m.root, Math.max(rootWeight.get(m.root) ?? 0, weight(m)));
+  const shown = modules.filter((m) => weight(m) > 0 && weight(m) >= MODULE_SHARE * (rootWeight.get(m.root) ?? 0));
+  const header = ['module', 'calls', 'params', 'grads', 'optim', 'fwd.alloc', 'saved', 'bwd.alloc', 'live@peak'];
+  const size = (n: number): string => (n ? formatBytes(n) : '');
+  const rows = shown.slice(0, MODULE_ROWS).map((m) => {
+    const depth = m.path === '' ? 0 : m.path.split('.').length;
+    const name = m.path === '' ? `${m.root}` : `${m.path.split('.').pop()} (${m.type})`;
+    return [
+      `${'  '.repeat(depth)}${name}`,
+      m.calls > 1 ? `x${m.calls}` : m.calls ? '1' : '',
+      size(m.params), size(m.grads), size(m.optimizer), size(m.forward_alloc), size(m.saved), size(m.backward_alloc), size(m.live_at_peak),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const render = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[0]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  const lines = ['Modules (per step, each including its submodules; largest only):', render(header), ...rows.map(render)];
+  if (shown.length > MODULE_ROWS) lines.push(`  … ${shown.length - MODULE_ROWS} more in the JSON report`);
+  return lines;
 }
 
 function formatSnapshot(title: string, snap: LiveSnapshot): string[] {

@@ -240,6 +240,35 @@ export interface BudgetInfo {
   readonly firstExceeded: (SourceLocation & { readonly code: string; readonly liveBytes: Bytes; readonly step: number | null }) | null;
 }
 
+/**
+ * Memory of one nn.Module of the profiled model, including its submodules'. Snake-case keys: the shape the
+ * predictor's per-module data shares. Per-step figures are totals over the profiled steps / steps.
+ */
+export interface ModuleStats {
+  /** Class name of the model the module belongs to (the outermost module that ran). */
+  readonly root: string;
+  /** Path under the root, as `named_modules()` gives it (`transformer.h.3.mlp`); "" for the root itself. */
+  readonly path: string;
+  /** Class name of the module. */
+  readonly type: string;
+  /** forward() calls per step (this module itself). */
+  readonly calls: number;
+  /** Parameter and buffer bytes (distinct storages: tied weights once). */
+  readonly params: Bytes;
+  /** Gradient bytes of its parameters, highest at the end of a profiled backward(). */
+  readonly grads: Bytes;
+  /** Optimizer state bytes of its parameters. */
+  readonly optimizer: Bytes;
+  /** Bytes saved for backward by ops that ran inside its forward, per step. */
+  readonly saved: Bytes;
+  /** Bytes allocated inside its forward, per step. */
+  readonly forward_alloc: Bytes;
+  /** Bytes allocated in backward by graph nodes its forward created, per step. */
+  readonly backward_alloc: Bytes;
+  /** Bytes allocated inside it (forward or backward) and live at the profile's peak. */
+  readonly live_at_peak: Bytes;
+}
+
 export interface ProfileReport {
   readonly version: typeof REPORT_VERSION;
   readonly harnessVersion: string;
@@ -258,6 +287,9 @@ export interface ProfileReport {
   readonly peak: LiveSnapshot | null;
   readonly leaks: readonly Leak[];
   readonly timeline: Timeline;
+  /** Per-module breakdown in tree order (parents before children); absent when torch has no global
+   *  module hooks, empty when no nn.Module ran. */
+  readonly modules?: readonly ModuleStats[];
   readonly cuda?: CudaAllocatorInfo;
   readonly oom?: OomInfo;
   readonly budget?: BudgetInfo;

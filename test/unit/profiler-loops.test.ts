@@ -97,6 +97,24 @@ for (const [label, python] of [
         const torch2 = Number(report.environment.torchVersion.split('.')[0]) >= 2;
         assert.equal(report.peak?.byKind.parameter, PARAMS + (torch2 ? 0 : CAUSAL_MASKS));
         assert.equal(report.peak?.byKind.optimizer_state, 2 * PARAMS + 4 * PARAM_TENSORS);
+        // The peak is in the second micro-step's forward: the first one's gradients are live.
+        assert.equal(report.peak?.byKind.gradient, PARAMS);
+      });
+
+      it('breaks memory down by module: c_fc\'s parameters, GELU\'s saved input, the model\'s totals', () => {
+        const modules = new Map((report.modules ?? []).map((m) => [m.path, m]));
+        const fc = modules.get('transformer.h.0.mlp.c_fc');
+        assert.equal(fc?.params, (C * 4 * C + 4 * C) * 4);
+        assert.equal(fc?.calls, MICRO);
+        assert.equal(fc?.forward_alloc, MICRO * B * T * 4 * C * 4, 'its output, each micro-step');
+        assert.equal(modules.get('transformer.h.0.mlp.gelu')?.saved, MICRO * B * T * 4 * C * 4, 'GELU saves its input');
+        const root = modules.get('');
+        assert.equal(root?.root, 'GPT');
+        assert.equal(root?.params, report.peak?.byKind.parameter);
+        assert.equal(root?.grads, PARAMS);
+        assert.equal(root?.optimizer, 2 * PARAMS + 4 * PARAM_TENSORS);
+        const model = lineOf(report, NANO, 'logits, loss = model(X, Y)');
+        assert.equal(root?.forward_alloc, model.inclusive.allocated / 3);
       });
 
       it('finds no leak in a loop that prefetches the next batch', () => {

@@ -9,6 +9,10 @@
 //   the standard library and itself). `line` is 1-based.
 // - Times are milliseconds relative to `timeline.originEpochMs` unless a field says otherwise.
 
+import { reportProblem } from './schema';
+
+export { reportProblem };
+
 /** Bumped on any incompatible change of this shape. Readers must reject other versions. */
 export const REPORT_VERSION = 1;
 
@@ -295,18 +299,8 @@ export interface ProfileReport {
   readonly budget?: BudgetInfo;
 }
 
-/** Type guard used by readers (editor, CLI) before trusting a parsed file. */
+/** Type guard used by readers (editor, CLI, protocol) before trusting a parsed report: a deep check
+ *  against schema/report.schema.json (reportProblem() says what is wrong). */
 export function isProfileReport(value: unknown): value is ProfileReport {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    v.version === REPORT_VERSION &&
-    Array.isArray(v.lines) &&
-    Array.isArray(v.steps) &&
-    Array.isArray(v.leaks) &&
-    typeof v.timeline === 'object' &&
-    v.timeline !== null &&
-    typeof v.environment === 'object' &&
-    v.environment !== null
-  );
+  return reportProblem(value) === null;
 }

@@ -143,10 +143,13 @@ describe('profiler protocol', () => {
 });
 
 describe('profiler targets and sizes', () => {
-  it('splits SCRIPT::FUNCTION, keeping dotted names and Windows paths', () => {
-    assert.deepEqual(parseTarget('train.py::train_step'), { script: 'train.py', function: 'train_step' });
-    assert.deepEqual(parseTarget('C:\\w\\train.py::Trainer.step'), { script: 'C:\\w\\train.py', function: 'Trainer.step' });
-    assert.deepEqual(parseTarget('train.py'), { script: 'train.py', function: null });
+  it('splits SCRIPT::FUNCTION and SCRIPT:LINE, keeping dotted names and Windows paths', () => {
+    assert.deepEqual(parseTarget('train.py::train_step'), { script: 'train.py', function: 'train_step', loopLine: null });
+    assert.deepEqual(parseTarget('C:\\w\\train.py::Trainer.step'), { script: 'C:\\w\\train.py', function: 'Trainer.step', loopLine: null });
+    assert.deepEqual(parseTarget('train.py'), { script: 'train.py', function: null, loopLine: null });
+    assert.deepEqual(parseTarget('train.py:120'), { script: 'train.py', function: null, loopLine: 120 });
+    assert.deepEqual(parseTarget('C:\\w\\train.py:7'), { script: 'C:\\w\\train.py', function: null, loopLine: 7 });
+    assert.throws(() => parseTarget('train.py:0'));
     assert.throws(() => parseTarget('train.py::'));
     assert.throws(() => parseTarget('train.py::1bad'));
     assert.throws(() => parseTarget('::f'));

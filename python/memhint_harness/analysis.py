@@ -17,15 +17,15 @@ class Registry:
         self._patch(torch.optim.Optimizer, self.optimizers)
 
     @staticmethod
-    def _patch(cls, registry):
-        original = cls.__init__
+    def _patch(klass, registry):
+        original = klass.__init__
 
         def __init__(self, *args, **kwargs):
             registry.add(self)
             original(self, *args, **kwargs)
 
         __init__.__wrapped__ = original
-        cls.__init__ = __init__
+        klass.__init__ = __init__
 
     def state_tensors(self):
         """Yields (kind, tensor) for model parameters and buffers, their gradients and optimizer state."""

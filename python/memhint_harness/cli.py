@@ -72,12 +72,12 @@ def _run(options, channel):
     except Exception as error:  # noqa: BLE001 - any import failure means "no usable torch"
         return _error(channel, "torch_missing", "cannot import torch with %s: %s" % (sys.executable, error))
 
+    from . import cudainfo
     from .capabilities import detect
     from .report import build_report
     from .runner import TargetError
     from .storage import StorageApi
     from .userfiles import UserFiles
-    from . import cudainfo
 
     caps, notes = detect(torch)
     backend = options.backend

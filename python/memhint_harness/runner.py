@@ -6,10 +6,11 @@ import os
 import sys
 import time
 import types
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from .loops import LoopError, LoopFinder, LoopWatch, code_with_line
+from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line
 from .tracker import StopProfiling
 
 
@@ -52,10 +53,10 @@ class Runner:
         self.target_seen = False
         self.steps = []
         self.saved_hooks = _saved_tensor_hooks(tracker)
-        self.loop_watches = {}  # code object -> LoopWatch of each candidate loop it runs
-        self.loop_candidates = []
-        self.loop = None  # the Loop being profiled, once one ran
-        self.open_step = None  # loop mode: (log, index, hooks) of the running iteration
+        self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
+        self.loop_candidates: List[Loop] = []
+        self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
+        self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
         if self.saved_hooks is None:
             self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
@@ -204,7 +205,10 @@ class Runner:
             self._stop_at_boundary()
 
     def _close_loop_step(self):
-        log, index, hooks = self.open_step
+        open_step = self.open_step
+        if open_step is None:
+            return
+        log, index, hooks = open_step
         self.open_step = None
         log.end = self.tracker.now_ms()
         self._step_done(log, index, hooks)
@@ -258,10 +262,10 @@ class Runner:
             inner = value.__func__
 
             @functools.wraps(inner)
-            def step(*args, **kwargs):
+            def bound_step(*args, **kwargs):
                 return runner.call_step(inner, args, kwargs)
 
-            return type(value)(step)
+            return type(value)(bound_step)
 
         @functools.wraps(value)
         def step(*args, **kwargs):
@@ -284,7 +288,7 @@ class Runner:
             return self._run_setup(code)
         module = types.ModuleType("__main__")
         module.__file__ = self.script
-        module.__builtins__ = __builtins__
+        module.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = module
         self.module_globals = module.__dict__
         if not options.function:
@@ -362,6 +366,8 @@ class Runner:
         options = self.options
         name = os.path.splitext(os.path.basename(self.script))[0]
         spec = importlib.util.spec_from_loader(name, loader=None, origin=self.script)
+        if spec is None:
+            raise TargetError("missing_target", "cannot import %s" % self.script)
         module = importlib.util.module_from_spec(spec)
         module.__file__ = self.script
         sys.modules[name] = module

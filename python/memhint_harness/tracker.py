@@ -13,6 +13,8 @@ running node comes from `torch._C._current_autograd_node()` when the torch has i
 device threads too); otherwise (torch 1.13) a post-hook on each tagged node closes the allocations made since
 the previous node finished: exact on CPU, where the engine runs nodes one by one in the calling thread.
 """
+from __future__ import annotations
+
 import sys
 import threading
 import time
@@ -20,8 +22,13 @@ import weakref
 from itertools import compress
 from operator import attrgetter
 from time import perf_counter
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    from .modules import ModuleLedger
 
 _Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -67,7 +74,8 @@ class StorageRec:
         self.state = None  # parameter / gradient / optimizer_state, as of the last classification
         self.tensor_ref = None
         self.t = t
-        self.module = None  # modules.ModuleKey of the module that allocated it (forward or backward)
+        # modules.ModuleKey of the module that allocated it (forward or backward)
+        self.module: Optional[Tuple[int, str]] = None
 
 
 class Frame:
@@ -128,7 +136,7 @@ class Tracker:
         self.backward_site = None
         self.backward_start_live = 0
         self.active = False
-        self.events = None  # per profiled step: list of (serial, +nbytes/-nbytes)
+        self.events: Optional[List[Tuple[StorageRec, int]]] = None  # per profiled step: (record, +/-nbytes)
         self.timeline = []
         self.step_peak = 0
         self.step_peak_at = 0.0
@@ -147,9 +155,9 @@ class Tracker:
         self.disabled = False
         self.internal_error = None
         self.returning = False
-        self.line_hook = None
-        self.modules = None  # modules.ModuleLedger, when module hooks are available
-        self.backward_hook = None  # called at the end of each profiled backward()
+        self.line_hook: Optional[Callable[[FrameType], None]] = None
+        self.modules: Optional[ModuleLedger] = None  # when torch has global module hooks
+        self.backward_hook: Optional[Callable[[], Any]] = None  # called at the end of each profiled backward()
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
@@ -383,7 +391,7 @@ class Tracker:
         if live > self.step_peak:
             self.step_peak = live
             self.step_peak_at = now
-            self.step_peak_index = len(self.events)
+            self.step_peak_index = len(self.events or ())
             self.step_peak_site = rec.site
             self.step_peak_phase = self.phase()
         if hooks_backward:
@@ -499,11 +507,14 @@ class Tracker:
                             next_node.register_hook(self._hook_for(site, module))
 
     def _hook_for(self, site, module):
-        hook = self.site_hooks.get((site, module))
-        if hook is None:
-            def hook(grad_inputs, grad_outputs, site=site, module=module):
-                self.node_done(site, module)
-            self.site_hooks[(site, module)] = hook
+        found = self.site_hooks.get((site, module))
+        if found is not None:
+            return found
+
+        def hook(grad_inputs, grad_outputs, site=site, module=module):
+            self.node_done(site, module)
+
+        self.site_hooks[(site, module)] = hook
         return hook
 
     def node_done(self, site, module=None):
@@ -531,7 +542,7 @@ class Tracker:
         """End of backward(): events no node claimed stay on the backward() line."""
         events = [event for thread_events in self.bw_pending.values() for event in thread_events]
         self.bw_pending = {}
-        for rec, nbytes, in_step in events:
+        for _rec, nbytes, in_step in events:
             if not in_step:
                 continue
             if nbytes > 0:
@@ -791,7 +802,7 @@ _gettrace = sys.gettrace
 _settrace = sys.settrace
 
 
-class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):
+class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
     """Feeds every aten op's outputs to the tracker."""
 
     def __init__(self, tracker):
@@ -799,7 +810,7 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         self.tracker = tracker
         self._trampoline = None
 
-    _detach = torch.ops.aten.detach.default
+    _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
 
     def __enter__(self):
         entered = super().__enter__()

@@ -18,7 +18,7 @@ export interface Schema {
   readonly definitions?: Readonly<Record<string, Schema>>;
 }
 
-export const REPORT_SCHEMA: Schema = reportSchema as Schema;
+export const REPORT_SCHEMA: Schema = reportSchema;
 
 function typeOf(value: unknown): string {
   if (value === null) return 'null';

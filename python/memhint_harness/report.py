@@ -48,7 +48,7 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         files.add(file)
         entry = {"file": file, "line": line, "function": tracker.funcs.get((file, line), ""),
                  "code": _code(file, line), "calls": acc.calls, "self": _counters(acc.self_c),
-                 "inclusive": _counters(acc.incl_c), "savedForBackward": acc.saved,
+                 "inclusive": _counters(acc.incl_c), "savedForBackward": acc.saved, "savedMadeHere": acc.saved_made,
                  "backward": _counters(acc.bw_c)}
         if acc.cuda is not None:
             entry["cuda"] = {"allocatedDelta": acc.cuda[0], "reservedDelta": acc.cuda[1],

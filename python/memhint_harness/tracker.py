@@ -45,7 +45,7 @@ UNTRACKED = ("<untracked>", 0, "")
 
 
 class LineAcc:
-    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "cuda")
+    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "saved_made", "cuda")
 
     def __init__(self):
         # allocated, freed, peak, allocations
@@ -53,7 +53,8 @@ class LineAcc:
         self.incl_c = [0, 0, 0, 0]
         self.bw_c = [0, 0, 0, 0]
         self.calls = 0
-        self.saved = 0
+        self.saved = 0  # saved for backward by the ops this line ran
+        self.saved_made = 0  # allocated by this line and saved for backward by any op
         self.cuda = None  # [allocated_delta, reserved_delta, max_allocated_rise]
 
 
@@ -565,6 +566,8 @@ class Tracker:
             site = self.current_site()
             if site is not None:
                 self._acc(site[:2]).saved += rec.nbytes
+            if rec.site[0] != UNTRACKED[0]:
+                self._acc(rec.site[:2]).saved_made += rec.nbytes
             if self.modules is not None and not self.in_backward:
                 module = self.modules.top()
                 if module is not None:

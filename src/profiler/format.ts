@@ -20,6 +20,7 @@ const COLUMNS: readonly Column[] = [
   { title: 'peak', value: (l) => (l.self.peak ? formatBytes(l.self.peak) : '') },
   { title: 'incl.alloc', value: (l, s) => perStep(l.inclusive.allocated, s) },
   { title: 'saved', value: (l, s) => perStep(l.savedForBackward, s) },
+  { title: 'made.saved', value: (l, s) => perStep(l.savedMadeHere, s) },
   { title: 'backward', value: (l, s) => perStep(l.backward.allocated, s) },
 ];
 
@@ -132,6 +133,7 @@ function isActive(line: LineStats): boolean {
     line.self.allocated > 0 ||
     line.self.freed > 0 ||
     line.savedForBackward > 0 ||
+    line.savedMadeHere > 0 ||
     line.backward.allocated > 0 ||
     (line.calls > 0 && line.inclusive.allocated > 0)
   );

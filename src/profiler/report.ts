@@ -114,8 +114,12 @@ export interface LineStats extends SourceLocation {
   readonly self: MemoryCounters;
   /** Allocations while this line was anywhere on the user call stack (includes callees). */
   readonly inclusive: MemoryCounters;
-  /** Bytes autograd saved for backward from this line's forward ops (saved-tensor hooks). Total over steps. */
+  /** Bytes autograd saved for backward by the ops this line ran (saved-tensor hooks), wherever the tensors
+   *  were allocated: `out = self.fc2(h)` saves `h`. Total over steps. */
   readonly savedForBackward: Bytes;
+  /** Bytes this line allocated that autograd saved for backward, by whichever op: the activations this
+   *  line made (`h = F.gelu(self.fc1(x))` makes fc1's output, saved by gelu, and h, saved by fc2). */
+  readonly savedMadeHere: Bytes;
   /** Allocations made during backward() by graph nodes this line created in forward. */
   readonly backward: MemoryCounters;
   readonly cuda?: CudaLineCounters;

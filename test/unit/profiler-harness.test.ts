@@ -175,6 +175,18 @@ describe('profiler harness (real torch, cpu)', function () {
     }
   });
 
+  it('tells saved bytes by the ops of a line apart from saved bytes the line made', async () => {
+    const script = path.join(FIXTURES, 'saved_lines.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const MIB2 = 512 * 1024 * 4;
+    const gelu = lineOf(report, script, 'h = F.gelu(self.fc1(x))');
+    assert.equal(gelu.savedForBackward, 3 * MIB2, 'gelu saves fc1\'s output');
+    assert.equal(gelu.savedMadeHere, 3 * 2 * MIB2, 'fc1\'s output and h, both made here, are saved');
+    const fc2 = lineOf(report, script, 'return self.fc2(h)');
+    assert.equal(fc2.savedForBackward, 3 * MIB2, 'fc2 saves h');
+    assert.equal(fc2.savedMadeHere, 0);
+  });
+
   it('charges an in-place op\'s backward to its own line, not to the line that made the storage', async () => {
     const script = path.join(FIXTURES, 'inplace_backward.py');
     const report = ok(await runProfile(options({ script, function: 'step' })));

@@ -27,6 +27,7 @@ function sampleReport(): ProfileReport {
     self: counters(0),
     inclusive: counters(0),
     savedForBackward: 0,
+    savedMadeHere: 0,
     backward: counters(0),
     ...extra,
   });

@@ -22,6 +22,7 @@ export function line(lineNo: number, code: string, partial: Partial<LineStats> =
     self: counters(0, 0, 0, 0),
     inclusive: counters(0, 0, 0, 0),
     savedForBackward: 0,
+    savedMadeHere: 0,
     backward: counters(0, 0, 0, 0),
     ...partial,
   };

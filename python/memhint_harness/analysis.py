@@ -98,6 +98,7 @@ class State:
         self.checked_epochs = []
         self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
         self.holders = {}  # site -> description of what holds the leak
+        self.held_nodes = {}  # site -> autograd nodes the leaked tensors keep reachable (all steps)
 
     def stamp_state_kinds(self):
         """Marks live storages that are parameters, gradients or optimizer state *now*, registering any the
@@ -183,8 +184,26 @@ class State:
 
     final_epoch = None
 
+    def _count_held_nodes(self, live):
+        """Autograd nodes reachable from the leaked tensors of each site: a kept `loss` is 4 bytes of storage
+        but keeps its whole graph (and whatever the graph still saves) alive."""
+        for site, cdatas in self.leaked_cdatas.items():
+            nodes = 0
+            for cdata in cdatas:
+                rec = live.get(cdata)
+                tensor = rec.tensor_ref() if rec is not None and rec.tensor_ref is not None else None
+                node = tensor.grad_fn if tensor is not None else None
+                if node is not None:
+                    nodes += count_nodes(node)
+            if nodes:
+                self.held_nodes[site] = nodes
+
     def _name_holders(self):
         live = self.tracker.live
+        try:
+            self._count_held_nodes(live)
+        except Exception:  # noqa: BLE001 - a courtesy, like the names
+            pass
         alive = {site: [c for c in cdatas if c in live] for site, cdatas in self.leaked_cdatas.items()}
         try:
             names = describe_holders(self.tracker, {c for cs in alive.values() for c in cs})
@@ -213,9 +232,11 @@ class State:
             by_step = [per_epoch.get(e, 0) for e in epochs]
             if not any(by_step):
                 continue
+            leaked_steps = max(sum(1 for b in by_step if b), 1)
             result[site[:2]] = {"site": site, "bytesByStep": by_step, "heldBy": self.holders.get(site),
                                 "bytesPerStep": sum(by_step) // max(len(by_step), 1),
-                                "graphNodesPerStep": 0, "reason": "storage"}
+                                "graphNodesPerStep": self.held_nodes.get(site, 0) // leaked_steps,
+                                "reason": "storage"}
         for rec, counts in self.graph_counts.values():
             if len(counts) < 2 or counts[-1] <= counts[0]:
                 continue

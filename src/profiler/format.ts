@@ -84,10 +84,13 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
   if (report.leaks.length > 0) {
     out.push('', 'Leaks (memory from step k still alive after step k+1):');
     for (const leak of report.leaks) {
+      // Lead with what a leak holds: a kept `loss` is 4 bytes of storage but a whole autograd graph.
       const what =
         leak.reason === 'autograd_graph'
           ? `keeps the autograd graph alive (+${leak.graphNodesPerStep} nodes per step)`
-          : `${formatBytes(leak.bytesPerStep)} per step`;
+          : leak.graphNodesPerStep > 0
+            ? `keeps ${leak.graphNodesPerStep} autograd nodes alive per step (their tensors: ${formatBytes(leak.bytesPerStep)} per step)`
+            : `${formatBytes(leak.bytesPerStep)} per step`;
       out.push(`  ${leak.file}:${leak.line}  ${what}${leak.heldBy ? `, held by ${leak.heldBy}` : ''}   ${leak.code}`);
     }
   }

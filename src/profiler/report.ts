@@ -165,7 +165,8 @@ export interface Leak extends SourceLocation {
   readonly bytesPerStep: Bytes;
   /** Bytes allocated at this line in step k that survived step k+1, for each k checked. */
   readonly bytesByStep: readonly Bytes[];
-  /** Autograd graph nodes kept alive per step by tensors created at this line (e.g. `total += loss`). */
+  /** Autograd graph nodes kept alive per step by tensors created at this line: a graph that grows
+   *  (`total += loss`, reason autograd_graph), or the graphs behind leaked tensors (`losses.append(loss)`). */
   readonly graphNodesPerStep: number;
   readonly reason: 'storage' | 'autograd_graph';
   /** What keeps the leaked storages alive, when the harness could name it: "`grad_snapshots` (list) in main()". */

@@ -17,15 +17,15 @@ class Registry:
         self._patch(torch.optim.Optimizer, self.optimizers)
 
     @staticmethod
-    def _patch(cls, registry):
-        original = cls.__init__
+    def _patch(klass, registry):
+        original = klass.__init__
 
         def __init__(self, *args, **kwargs):
             registry.add(self)
             original(self, *args, **kwargs)
 
         __init__.__wrapped__ = original
-        cls.__init__ = __init__
+        klass.__init__ = __init__
 
     def state_tensors(self):
         """Yields (kind, tensor) for model parameters and buffers, their gradients and optimizer state."""
@@ -98,6 +98,7 @@ class State:
         self.checked_epochs = []
         self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
         self.holders = {}  # site -> description of what holds the leak
+        self.held_nodes = {}  # site -> autograd nodes the leaked tensors keep reachable (all steps)
 
     def stamp_state_kinds(self):
         """Marks live storages that are parameters, gradients or optimizer state *now*, registering any the
@@ -132,6 +133,8 @@ class State:
         for rec, delta in events[: tracker.step_peak_index]:
             sizes[rec] = sizes.get(rec, 0) + delta
         snapshot = self.snapshot(((rec, n) for rec, n in sizes.items() if n > 0), log.peak)
+        if tracker.modules is not None:
+            tracker.modules.note_peak((rec, n) for rec, n in sizes.items() if n > 0)
         snapshot.update(step=log.index, atMs=log.peak_at, location=site_location(tracker.step_peak_site),
                         phase=tracker.step_peak_phase)
         self.best_peak = snapshot
@@ -181,8 +184,26 @@ class State:
 
     final_epoch = None
 
+    def _count_held_nodes(self, live):
+        """Autograd nodes reachable from the leaked tensors of each site: a kept `loss` is 4 bytes of storage
+        but keeps its whole graph (and whatever the graph still saves) alive."""
+        for site, cdatas in self.leaked_cdatas.items():
+            nodes = 0
+            for cdata in cdatas:
+                rec = live.get(cdata)
+                tensor = rec.tensor_ref() if rec is not None and rec.tensor_ref is not None else None
+                node = tensor.grad_fn if tensor is not None else None
+                if node is not None:
+                    nodes += count_nodes(node)
+            if nodes:
+                self.held_nodes[site] = nodes
+
     def _name_holders(self):
         live = self.tracker.live
+        try:
+            self._count_held_nodes(live)
+        except Exception:  # noqa: BLE001 - a courtesy, like the names
+            pass
         alive = {site: [c for c in cdatas if c in live] for site, cdatas in self.leaked_cdatas.items()}
         try:
             names = describe_holders(self.tracker, {c for cs in alive.values() for c in cs})
@@ -211,9 +232,11 @@ class State:
             by_step = [per_epoch.get(e, 0) for e in epochs]
             if not any(by_step):
                 continue
+            leaked_steps = max(sum(1 for b in by_step if b), 1)
             result[site[:2]] = {"site": site, "bytesByStep": by_step, "heldBy": self.holders.get(site),
                                 "bytesPerStep": sum(by_step) // max(len(by_step), 1),
-                                "graphNodesPerStep": 0, "reason": "storage"}
+                                "graphNodesPerStep": self.held_nodes.get(site, 0) // leaked_steps,
+                                "reason": "storage"}
         for rec, counts in self.graph_counts.values():
             if len(counts) < 2 or counts[-1] <= counts[0]:
                 continue

@@ -16,6 +16,8 @@ def parse_args(argv):
     parser.add_argument("--script", required=True)
     parser.add_argument("--function", default=None)
     parser.add_argument("--setup", default=None)
+    parser.add_argument("--loop", default=None,
+                        help="without --function: 'auto' (find the training loop) or the header line of a loop")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -83,6 +85,8 @@ def _user_location(tb, user_files):
 def _run(options, channel):
     if options.function is None and options.setup is not None:
         return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
+    if options.loop not in (None, "auto") and not options.loop.isdigit():
+        return _error(channel, "bad_arguments", "--loop must be auto or a line number")
     if options.warmup < 0 or options.steps < 1:
         return _error(channel, "bad_arguments", "--warmup must be >= 0 and --steps >= 1")
     try:
@@ -97,12 +101,12 @@ def _run(options, channel):
     if options.setup_args and options.setup is None:
         return _error(channel, "bad_arguments", "--setup-args needs --setup")
 
+    from . import cudainfo
     from .capabilities import detect
     from .report import build_report
     from .runner import TargetError
     from .storage import StorageApi
     from .userfiles import UserFiles
-    from . import cudainfo
 
     caps, notes = detect(torch)
     backend = options.backend
@@ -192,6 +196,7 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     autograd.grad() are patched. `device_type`: whose storages are counted (cpu, cuda, or meta when predicting).
     Also used by scripts/bench_interleaved.py to time steps with and without."""
     from .analysis import Registry, State
+    from .modules import ModuleLedger
     from .runner import Runner
     from .tracker import DispatchMode, Tracker
 
@@ -200,6 +205,13 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     state = State(tracker, Registry(), options.warmup)
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
+    tracker.backward_hook = state.stamp_state_kinds
+    modules = ModuleLedger(lambda: tracker.in_step)
+    missing = modules.install()
+    if missing is None:
+        tracker.modules = modules
+    else:
+        runner.notes.append(missing)
     _patch_backward(torch, tracker)
     return tracker, state, runner, DispatchMode(tracker)
 

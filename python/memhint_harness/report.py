@@ -48,7 +48,7 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         files.add(file)
         entry = {"file": file, "line": line, "function": tracker.funcs.get((file, line), ""),
                  "code": _code(file, line), "calls": acc.calls, "self": _counters(acc.self_c),
-                 "inclusive": _counters(acc.incl_c), "savedForBackward": acc.saved,
+                 "inclusive": _counters(acc.incl_c), "savedForBackward": acc.saved, "savedMadeHere": acc.saved_made,
                  "backward": _counters(acc.bw_c)}
         if acc.cuda is not None:
             entry["cuda"] = {"allocatedDelta": acc.cuda[0], "reservedDelta": acc.cuda[1],
@@ -88,7 +88,7 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
     report = {
         "version": REPORT_VERSION,
         "harnessVersion": HARNESS_VERSION,
-        "target": {"kind": "setup" if options.setup else ("function" if options.function else "script"),
+        "target": {"kind": _target_kind(options, runner), "loopLine": runner.loop.header if runner.loop else None,
                    "script": os.path.abspath(options.script), "function": options.function,
                    "setup": options.setup, "warmup": options.warmup, "steps": options.steps,
                    "maxSeconds": options.max_seconds, "scriptArgs": list(options.script_args)},
@@ -102,6 +102,8 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         "leaks": leaks,
         "timeline": timeline,
     }
+    if tracker.modules is not None:
+        report["modules"] = tracker.modules.report(len(steps), state.registry.optimizers, tracker.api.describe)
     if cuda is not None:
         report["cuda"] = cuda
     if tracker.oom is not None:
@@ -115,6 +117,14 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
             first = dict(location, code=_code(location["file"], location["line"]), liveBytes=live, step=step)
         report["budget"] = {"budgetBytes": options.budget, "exceeded": hit is not None, "firstExceeded": first}
     return report
+
+
+def _target_kind(options, runner):
+    if options.setup:
+        return "setup"
+    if options.function:
+        return "function"
+    return "loop" if runner.loop is not None else "script"
 
 
 def _oom(tracker, state, backend):

@@ -6,9 +6,11 @@ import os
 import sys
 import time
 import types
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line
 from .tracker import StopProfiling
 
 
@@ -51,6 +53,10 @@ class Runner:
         self.target_seen = False
         self.steps = []
         self.saved_hooks = _saved_tensor_hooks(tracker)
+        self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
+        self.loop_candidates: List[Loop] = []
+        self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
+        self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
         if self.saved_hooks is None:
             self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
@@ -80,20 +86,7 @@ class Runner:
         # The harness's own work around the step runs untraced: each of its calls would be a trace event.
         trace = tracker.pause_tracing()
         try:
-            if not self.state.epoch_boundary(tracker.epoch + 1):
-                self.state.stamp_state_kinds()
-            # Registering the inputs after the stamp changes no kind: state tensors were registered by it.
-            for tensor in _tensors_in(inputs):
-                tracker.register_existing(tensor, hint="input", site=tracker.current_site())
-            log = StepLog()
-            log.index = profiled if profiled is not None else index
-            log.warmup = profiled is None
-            hooks = self.saved_hooks() if self.saved_hooks is not None else None
-            if hooks is not None:
-                hooks.__enter__()
-            tracker.step_begin(profiled)
-            log.live_start = tracker.live_bytes
-            log.start = tracker.now_ms()
+            log, hooks = self._begin_step(index, profiled, inputs)
         finally:
             tracker.resume_tracing(trace)
         try:
@@ -105,6 +98,26 @@ class Runner:
                 self._step_done(log, index, hooks)
             finally:
                 tracker.resume_tracing(trace)
+
+    def _begin_step(self, index, profiled, inputs):
+        """Opens step `index` (warmup when `profiled` is None): the leak check of the boundary, the inputs,
+        saved-tensor hooks. Runs with the tracer off (paused, or inside a trace callback)."""
+        tracker = self.tracker
+        if not self.state.epoch_boundary(tracker.epoch + 1):
+            self.state.stamp_state_kinds()
+        # Registering the inputs after the stamp changes no kind: state tensors were registered by it.
+        for tensor in _tensors_in(inputs):
+            tracker.register_existing(tensor, hint="input", site=tracker.current_site())
+        log = StepLog()
+        log.index = profiled if profiled is not None else index
+        log.warmup = profiled is None
+        hooks = self.saved_hooks() if self.saved_hooks is not None else None
+        if hooks is not None:
+            hooks.__enter__()
+        tracker.step_begin(profiled)
+        log.live_start = tracker.live_bytes
+        log.start = tracker.now_ms()
+        return log, hooks
 
     def _step_done(self, log, index, hooks):
         tracker = self.tracker
@@ -136,9 +149,82 @@ class Runner:
             grace = max(2.0 * sum(durations) / len(durations) / 1000.0, 1.0)
             self.stop_deadline = time.perf_counter() + grace
 
+    # ------------------------------------------------------------------ inline training loops
+
+    def _arm_loops(self, code, source):
+        """Loop mode: finds the loop (--loop LINE, or the training loop) and the code objects that run it.
+        Returns False when no training loop was found (the caller profiles the whole script)."""
+        finder = LoopFinder(source, self.script)
+        if self.options.loop not in (None, "auto"):
+            try:
+                loops = [finder.loop_at(int(self.options.loop))]
+            except LoopError as error:
+                raise TargetError("missing_target", "%s: %s" % (self.script, error))
+        else:
+            loops = finder.training_loops()
+            if not loops:
+                return False
+        for loop in loops:
+            runs = code_with_line(code, (loop.header, loop.body_first))
+            if runs is not None:
+                self.loop_watches.setdefault(runs, []).append(LoopWatch(loop))
+        if not self.loop_watches:
+            raise TargetError("missing_target", "%s: no code runs the loop on line %d" % (self.script, loops[0].header))
+        self.loop_candidates = loops
+        return True
+
+    def _on_loop_line(self, frame):
+        for watch in self.loop_watches[frame.f_code]:
+            what = watch.event(frame.f_lineno)
+            if what is None:
+                continue
+            if self.loop is None and what == "boundary":
+                self.loop = watch.loop  # the first candidate that runs is the training loop
+            if watch.loop is not self.loop:
+                continue
+            if what == "boundary":
+                self._loop_boundary(watch)
+            elif what == "exit":
+                self._loop_exit(watch)
+
+    def _loop_boundary(self, watch):
+        if self.open_step is not None:
+            self._close_loop_step()
+        if self.done:
+            self._stop_at_boundary()
+        index = self.calls
+        self.calls += 1
+        profiled = None if index < self.options.warmup else index - self.options.warmup
+        log, hooks = self._begin_step(index, profiled, ((), {}))
+        self.open_step = (log, index, hooks)
+
+    def _loop_exit(self, watch):
+        if self.open_step is not None:
+            self._close_loop_step()
+        if self.done:
+            self._stop_at_boundary()
+
+    def _close_loop_step(self):
+        open_step = self.open_step
+        if open_step is None:
+            return
+        log, index, hooks = open_step
+        self.open_step = None
+        log.end = self.tracker.now_ms()
+        self._step_done(log, index, hooks)
+
+    def _stop_at_boundary(self):
+        # The boundary is checked now, while the user's loop still holds what it holds.
+        self.state.final_epoch = self.tracker.epoch + 1
+        self.state.epoch_boundary(self.tracker.epoch + 1)
+        self.stopped_at_call = True
+        raise StopProfiling()
+
     # ------------------------------------------------------------------ line hook
 
     def on_line(self, frame):
+        if self.loop_watches and frame.f_code in self.loop_watches:
+            self._on_loop_line(frame)
         if self.done and self.stop_deadline is not None and time.perf_counter() > self.stop_deadline:
             raise StopProfiling()
         if self.deadline is not None and time.perf_counter() > self.deadline:
@@ -176,10 +262,10 @@ class Runner:
             inner = value.__func__
 
             @functools.wraps(inner)
-            def step(*args, **kwargs):
+            def bound_step(*args, **kwargs):
                 return runner.call_step(inner, args, kwargs)
 
-            return type(value)(step)
+            return type(value)(bound_step)
 
         @functools.wraps(value)
         def step(*args, **kwargs):
@@ -202,10 +288,14 @@ class Runner:
             return self._run_setup(code)
         module = types.ModuleType("__main__")
         module.__file__ = self.script
-        module.__builtins__ = __builtins__
+        module.__dict__["__builtins__"] = __builtins__
         sys.modules["__main__"] = module
         self.module_globals = module.__dict__
         if not options.function:
+            if self._arm_loops(code, source):
+                return self._run_loop(code, module)
+            self.notes.append("no training loop found (a for/while loop whose body reaches backward() and "
+                              "optimizer.step()): the whole script was profiled as one step")
             return self._run_script(code, module)
         self._exec(code, module.__dict__)
         if self.calls == 0:
@@ -216,6 +306,30 @@ class Runner:
         if self.calls < self.total_calls:
             self.notes.append("the script called %s only %d time(s); %d warmup + %d steps were requested"
                               % (options.function, self.calls, options.warmup, options.steps))
+
+    def _run_loop(self, code, module):
+        try:
+            self._exec(code, module.__dict__)
+        finally:
+            if self.open_step is not None:
+                # The script raised, exited or stopped inside an iteration: it ends the step.
+                trace = self.tracker.pause_tracing()
+                try:
+                    self._close_loop_step()
+                finally:
+                    self.tracker.resume_tracing(trace)
+        lines = ", ".join(str(loop.header) for loop in self.loop_candidates)
+        if self.loop is None:
+            raise TargetError("target_not_called", "%s ran to completion without reaching the loop on line %s"
+                              % (self.script, lines))
+        others = [loop.header for loop in self.loop_candidates if loop is not self.loop]
+        if others:
+            self.notes.append("profiled the training loop on line %d; other candidate loops: line %s (pick one "
+                              "with %s:LINE)" % (self.loop.header, ", ".join(map(str, others)),
+                                                 os.path.basename(self.script)))
+        if self.calls < self.total_calls:
+            self.notes.append("the loop on line %d ran only %d iteration(s); %d warmup + %d steps were requested"
+                              % (self.loop.header, self.calls, self.options.warmup, self.options.steps))
 
     def _exec(self, code, namespace):
         try:
@@ -252,6 +366,8 @@ class Runner:
         options = self.options
         name = os.path.splitext(os.path.basename(self.script))[0]
         spec = importlib.util.spec_from_loader(name, loader=None, origin=self.script)
+        if spec is None:
+            raise TargetError("missing_target", "cannot import %s" % self.script)
         module = importlib.util.module_from_spec(spec)
         module.__file__ = self.script
         sys.modules[name] = module

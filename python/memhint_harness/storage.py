@@ -31,7 +31,7 @@ class StorageApi:
             self.storage_of = methodcaller("storage")
         # Probe once so a torch with an unexpected storage API degrades instead of failing per op.
         storage = self.storage_of(probe)
-        storage._cdata
+        storage._cdata  # noqa: B018 - the probe: raises on a torch without it
         storage.nbytes()
         if self.weak_refs:
             handle = storage._weak_ref()

@@ -13,6 +13,8 @@ running node comes from `torch._C._current_autograd_node()` when the torch has i
 device threads too); otherwise (torch 1.13) a post-hook on each tagged node closes the allocations made since
 the previous node finished: exact on CPU, where the engine runs nodes one by one in the calling thread.
 """
+from __future__ import annotations
+
 import sys
 import threading
 import time
@@ -20,8 +22,13 @@ import weakref
 from itertools import compress
 from operator import attrgetter
 from time import perf_counter
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    from .modules import ModuleLedger
 
 _Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
@@ -33,11 +40,12 @@ except ImportError:  # pragma: no cover - torch < 1.12
     TorchDispatchMode = None
 
 NODE_KEY = "memhint_site"
+MODULE_KEY = "memhint_module"
 UNTRACKED = ("<untracked>", 0, "")
 
 
 class LineAcc:
-    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "cuda")
+    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "saved_made", "cuda")
 
     def __init__(self):
         # allocated, freed, peak, allocations
@@ -45,13 +53,14 @@ class LineAcc:
         self.incl_c = [0, 0, 0, 0]
         self.bw_c = [0, 0, 0, 0]
         self.calls = 0
-        self.saved = 0
+        self.saved = 0  # saved for backward by the ops this line ran
+        self.saved_made = 0  # allocated by this line and saved for backward by any op
         self.cuda = None  # [allocated_delta, reserved_delta, max_allocated_rise]
 
 
 class StorageRec:
     __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "state",
-                 "tensor_ref", "t")
+                 "tensor_ref", "t", "module")
 
     def __init__(self, serial, cdata, handle, nbytes, site, epoch, step, t):
         self.serial = serial
@@ -66,6 +75,8 @@ class StorageRec:
         self.state = None  # parameter / gradient / optimizer_state, as of the last classification
         self.tensor_ref = None
         self.t = t
+        # modules.ModuleKey of the module that allocated it (forward or backward)
+        self.module: Optional[Tuple[int, str]] = None
 
 
 class Frame:
@@ -126,7 +137,7 @@ class Tracker:
         self.backward_site = None
         self.backward_start_live = 0
         self.active = False
-        self.events = None  # per profiled step: list of (serial, +nbytes/-nbytes)
+        self.events: Optional[List[Tuple[StorageRec, int]]] = None  # per profiled step: (record, +/-nbytes)
         self.timeline = []
         self.step_peak = 0
         self.step_peak_at = 0.0
@@ -145,7 +156,9 @@ class Tracker:
         self.disabled = False
         self.internal_error = None
         self.returning = False
-        self.line_hook = None
+        self.line_hook: Optional[Callable[[FrameType], None]] = None
+        self.modules: Optional[ModuleLedger] = None  # when torch has global module hooks
+        self.backward_hook: Optional[Callable[[], Any]] = None  # called at the end of each profiled backward()
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
@@ -311,6 +324,17 @@ class Tracker:
         accs = self._stack_accs = (self.stack[-1].acc, distinct)
         return accs
 
+    def _running_node_module(self):
+        if self.current_node is None:
+            return None
+        node = self.current_node()
+        if node is None:
+            return None
+        try:
+            return node.metadata.get(MODULE_KEY)
+        except Exception:
+            return None
+
     def _running_node_site(self):
         if self.current_node is None:
             return None
@@ -334,6 +358,9 @@ class Tracker:
         bw_site = self._running_node_site() if in_backward else None
         rec = StorageRec(self.serial, cdata, storage._weak_ref(), nbytes,
                          bw_site or site or UNTRACKED, self.epoch, self.step_index, None)
+        modules = self.modules
+        if modules is not None:
+            rec.module = self._running_node_module() if in_backward else modules.top()
         self.live[cdata] = self.young[cdata] = rec
         self.young_handles[cdata] = rec.handle
         self._grow(rec, nbytes, bw_site)
@@ -365,7 +392,7 @@ class Tracker:
         if live > self.step_peak:
             self.step_peak = live
             self.step_peak_at = now
-            self.step_peak_index = len(self.events)
+            self.step_peak_index = len(self.events or ())
             self.step_peak_site = rec.site
             self.step_peak_phase = self.phase()
         if hooks_backward:
@@ -373,7 +400,11 @@ class Tracker:
         if self.in_backward and bw_site is not None:
             self._charge_backward(bw_site, nbytes)
             self._charge_stack(nbytes, freed=False, self_too=False)
+            if rec.module is not None:
+                self.modules.charge_backward(rec.module, nbytes)
             return
+        if not in_backward and rec.module is not None:
+            self.modules.charge_forward(rec.module, nbytes)
         self._charge_stack(nbytes, freed=False, self_too=True)
 
     def _charge_backward(self, site, nbytes):
@@ -407,7 +438,8 @@ class Tracker:
             # the line that allocated the storage.
             site = self.current_site()
             if site is not None:
-                self.pending.extend((tensor, rec, site) for tensor, rec in seen)
+                module = self.modules.top() if self.modules is not None else None
+                self.pending.extend((tensor, rec, site, module) for tensor, rec in seen)
 
     def _see(self, tensor, seen):
         if not self._on_device(tensor):
@@ -444,7 +476,7 @@ class Tracker:
         pending = self.pending
         self.pending = []
         hooks = self.current_node is None
-        for tensor, rec, site in pending:
+        for tensor, rec, site, module in pending:
             node = tensor.grad_fn
             if node is None:
                 continue
@@ -460,26 +492,33 @@ class Tracker:
             if NODE_KEY in metadata:
                 continue
             metadata[NODE_KEY] = site
+            if module is not None:
+                metadata[MODULE_KEY] = module
             if hooks:
-                node.register_hook(self._hook_for(site))
+                node.register_hook(self._hook_for(site, module))
             for next_node, _ in node.next_functions:
                 # AccumulateGrad writes .grad; it belongs to the line that used the parameter.
                 if next_node is not None and type(next_node).__name__ == "AccumulateGrad":
                     md = next_node.metadata
                     if NODE_KEY not in md:
                         md[NODE_KEY] = site
+                        if module is not None:
+                            md[MODULE_KEY] = module
                         if hooks:
-                            next_node.register_hook(self._hook_for(site))
+                            next_node.register_hook(self._hook_for(site, module))
 
-    def _hook_for(self, site):
-        hook = self.site_hooks.get(site)
-        if hook is None:
-            def hook(grad_inputs, grad_outputs, site=site):
-                self.node_done(site)
-            self.site_hooks[site] = hook
+    def _hook_for(self, site, module):
+        found = self.site_hooks.get((site, module))
+        if found is not None:
+            return found
+
+        def hook(grad_inputs, grad_outputs, site=site, module=module):
+            self.node_done(site, module)
+
+        self.site_hooks[(site, module)] = hook
         return hook
 
-    def node_done(self, site):
+    def node_done(self, site, module=None):
         """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
         self.poll(full=False)
         events = self.bw_pending.pop(threading.get_ident(), None)
@@ -488,11 +527,14 @@ class Tracker:
         for rec, nbytes, in_step in events:
             if nbytes > 0:
                 rec.site = site
+                rec.module = module
             if not in_step:
                 continue
             if nbytes > 0:
                 self._charge_backward(site, nbytes)
                 self._charge_stack(nbytes, freed=False, self_too=False)
+                if module is not None:
+                    self.modules.charge_backward(module, nbytes)
             else:
                 self._acc(site[:2]).bw_c[1] += -nbytes
                 self._charge_stack(-nbytes, freed=True, self_too=False)
@@ -501,7 +543,7 @@ class Tracker:
         """End of backward(): events no node claimed stay on the backward() line."""
         events = [event for thread_events in self.bw_pending.values() for event in thread_events]
         self.bw_pending = {}
-        for rec, nbytes, in_step in events:
+        for _rec, nbytes, in_step in events:
             if not in_step:
                 continue
             if nbytes > 0:
@@ -524,6 +566,12 @@ class Tracker:
             site = self.current_site()
             if site is not None:
                 self._acc(site[:2]).saved += rec.nbytes
+            if rec.site[0] != UNTRACKED[0]:
+                self._acc(rec.site[:2]).saved_made += rec.nbytes
+            if self.modules is not None and not self.in_backward:
+                module = self.modules.top()
+                if module is not None:
+                    self.modules.charge_saved(module, rec.nbytes)
 
     def register_existing(self, tensor, hint=None, site=None):
         """Adds a tensor allocated outside tracking (numpy, before start) to the ledger without charging a line."""
@@ -717,6 +765,12 @@ class Tracker:
 
     def backward_end(self):
         self.poll()
+        if self.in_step and self.in_backward == 1:
+            if self.modules is not None:
+                self.modules.measure_grads(self.api.describe)
+            if self.backward_hook is not None:
+                # Gradients accumulated over micro-steps are live inside the step: stamp them as such now.
+                self.backward_hook()
         self.in_backward -= 1
         if not self.in_backward:
             self.settle_backward()
@@ -751,7 +805,7 @@ _gettrace = sys.gettrace
 _settrace = sys.settrace
 
 
-class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):
+class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
     """Feeds every aten op's outputs to the tracker."""
 
     def __init__(self, tracker):
@@ -759,7 +813,7 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         self.tracker = tracker
         self._trampoline = None
 
-    _detach = torch.ops.aten.detach.default
+    _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
 
     def __enter__(self):
         entered = super().__enter__()

@@ -8,16 +8,18 @@ import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 
-export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION] [options] [-- script args]
+export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION | :LINE] [options] [-- script args]
 
   SCRIPT.py::FUNCTION   run SCRIPT.py as __main__, each call of FUNCTION is one step
-  SCRIPT.py             profile the whole script for --max-seconds
+  SCRIPT.py:LINE        run SCRIPT.py, each iteration of the for/while loop on LINE is one step
+  SCRIPT.py             each iteration of the training loop (the innermost loop reaching backward()
+                        and .step()) is one step; without one, the whole script for --max-seconds
 
 options:
   --setup NAME          import SCRIPT.py and call NAME() for FUNCTION's arguments instead of running it
-  --warmup N            calls before measuring (default 1)
-  --steps N             measured calls (default 3)
-  --max-seconds S       whole-script mode: stop after S seconds (default 30)
+  --warmup N            calls/iterations before measuring (default 1)
+  --steps N             measured calls/iterations (default 3)
+  --max-seconds S       whole-script mode (no loop found): stop after S seconds (default 30)
   --python PATH         interpreter with torch (default python3)
   --backend B           auto | cuda | cpu (default auto)
   --format F            text | json (default text)
@@ -109,6 +111,7 @@ function parseArgs(args: readonly string[]): ParsedArgs {
     options: {
       script: spec.script,
       function: spec.function,
+      loopLine: spec.loopLine,
       setup,
       warmup: int('--warmup', 1, 0),
       steps: int('--steps', 3, 1),

@@ -1,7 +1,7 @@
 // Text rendering of a report: the user's source with per-line memory columns (like a line profiler),
 // followed by the step summary, live memory at the peak, leaks, OOM, budget and notes.
 import * as fs from 'node:fs';
-import { MEMORY_KINDS, type LineStats, type LiveSnapshot, type ProfileReport } from './report';
+import { MEMORY_KINDS, type LineStats, type LiveSnapshot, type ModuleStats, type ProfileReport } from './report';
 import { formatBytes } from './units';
 
 const GAP = 3; // inactive lines shown around active ones before collapsing
@@ -20,6 +20,7 @@ const COLUMNS: readonly Column[] = [
   { title: 'peak', value: (l) => (l.self.peak ? formatBytes(l.self.peak) : '') },
   { title: 'incl.alloc', value: (l, s) => perStep(l.inclusive.allocated, s) },
   { title: 'saved', value: (l, s) => perStep(l.savedForBackward, s) },
+  { title: 'made.saved', value: (l, s) => perStep(l.savedMadeHere, s) },
   { title: 'backward', value: (l, s) => perStep(l.backward.allocated, s) },
 ];
 
@@ -28,7 +29,7 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
   const steps = Math.max(report.steps.length, 1);
   const env = report.environment;
   out.push(
-    `memhint profile — ${report.target.script}${report.target.function ? `::${report.target.function}` : ''}`,
+    `memhint profile — ${report.target.script}${targetSuffix(report)}`,
     `torch ${env.torchVersion} · backend ${env.backend} · ${env.device} · ${report.steps.length} step(s) after ${report.target.warmup} warmup` +
       (report.partial ? ' · PARTIAL' : ''),
     'Columns are per step (totals / steps); peak = highest rise of live memory within one execution of the line.',
@@ -79,13 +80,17 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
     );
   }
   if (report.peak) out.push('', ...formatSnapshot('Live at peak', report.peak));
+  if (report.modules && report.modules.length > 0) out.push('', ...formatModules(report.modules));
   if (report.leaks.length > 0) {
     out.push('', 'Leaks (memory from step k still alive after step k+1):');
     for (const leak of report.leaks) {
+      // Lead with what a leak holds: a kept `loss` is 4 bytes of storage but a whole autograd graph.
       const what =
         leak.reason === 'autograd_graph'
           ? `keeps the autograd graph alive (+${leak.graphNodesPerStep} nodes per step)`
-          : `${formatBytes(leak.bytesPerStep)} per step`;
+          : leak.graphNodesPerStep > 0
+            ? `keeps ${leak.graphNodesPerStep} autograd nodes alive per step (their tensors: ${formatBytes(leak.bytesPerStep)} per step)`
+            : `${formatBytes(leak.bytesPerStep)} per step`;
       out.push(`  ${leak.file}:${leak.line}  ${what}${leak.heldBy ? `, held by ${leak.heldBy}` : ''}   ${leak.code}`);
     }
   }
@@ -120,14 +125,50 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
   return `${out.join('\n')}\n`;
 }
 
+function targetSuffix(report: ProfileReport): string {
+  if (report.target.function) return `::${report.target.function}`;
+  if (report.target.loopLine) return `:${report.target.loopLine} (each iteration of the loop is a step)`;
+  return '';
+}
+
 function isActive(line: LineStats): boolean {
   return (
     line.self.allocated > 0 ||
     line.self.freed > 0 ||
     line.savedForBackward > 0 ||
+    line.savedMadeHere > 0 ||
     line.backward.allocated > 0 ||
     (line.calls > 0 && line.inclusive.allocated > 0)
   );
+}
+
+const MODULE_ROWS = 30;
+const MODULE_SHARE = 0.05; // modules below this share of their model's largest figure are left out
+
+/** The module tree (figures include submodules), largest modules only, indented by depth. */
+export function formatModules(modules: readonly ModuleStats[]): string[] {
+  const weight = (m: ModuleStats): number =>
+    Math.max(m.params + m.grads + m.optimizer, m.forward_alloc, m.saved, m.backward_alloc, m.live_at_peak);
+  const rootWeight = new Map<string, number>();
+  for (const m of modules) rootWeight.set(m.root, Math.max(rootWeight.get(m.root) ?? 0, weight(m)));
+  const shown = modules.filter((m) => weight(m) > 0 && weight(m) >= MODULE_SHARE * (rootWeight.get(m.root) ?? 0));
+  const header = ['module', 'calls', 'params', 'grads', 'optim', 'fwd.alloc', 'saved', 'bwd.alloc', 'live@peak'];
+  const size = (n: number): string => (n ? formatBytes(n) : '');
+  const rows = shown.slice(0, MODULE_ROWS).map((m) => {
+    const depth = m.path === '' ? 0 : m.path.split('.').length;
+    const name = m.path === '' ? `${m.root}` : `${m.path.split('.').pop()} (${m.type})`;
+    return [
+      `${'  '.repeat(depth)}${name}`,
+      m.calls > 1 ? `x${m.calls}` : m.calls ? '1' : '',
+      size(m.params), size(m.grads), size(m.optimizer), size(m.forward_alloc), size(m.saved), size(m.backward_alloc), size(m.live_at_peak),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const render = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[0]) : c.padStart(widths[i]))).join('  ').trimEnd();
+  const lines = ['Modules (per step, each including its submodules; largest only):', render(header), ...rows.map(render)];
+  if (shown.length > MODULE_ROWS) lines.push(`  … ${shown.length - MODULE_ROWS} more in the JSON report`);
+  return lines;
 }
 
 function formatSnapshot(title: string, snap: LiveSnapshot): string[] {

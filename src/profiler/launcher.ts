@@ -23,6 +23,9 @@ export interface ProfileOptions {
   /** Step function (`train_step`, `Trainer.step`); null profiles the whole script. */
   readonly function: string | null;
   readonly setup: string | null;
+  /** Without a function: the header line of the loop whose iterations are the steps; null or absent:
+   *  the harness finds the training loop, else profiles the whole script. */
+  readonly loopLine?: number | null;
   readonly warmup: number;
   readonly steps: number;
   readonly maxSeconds: number | null;
@@ -108,6 +111,7 @@ export function findHarnessRoot(start: string = __dirname): string {
 export function harnessArgs(options: ProfileOptions): string[] {
   const args = ['-m', 'memhint_harness', '--protocol-fd', '3', '--script', path.resolve(options.cwd ?? '.', options.script)];
   if (options.function) args.push('--function', options.function);
+  else args.push('--loop', options.loopLine ? String(options.loopLine) : 'auto');
   if (options.setup) args.push('--setup', options.setup);
   args.push('--warmup', String(options.warmup), '--steps', String(options.steps), '--backend', options.backend);
   if (options.maxSeconds !== null) args.push('--max-seconds', String(options.maxSeconds));

@@ -1,7 +1,7 @@
 // Parser of the harness's JSON-lines protocol (python/memhint_harness/protocol.py). Each message is one
 // line `{"v": 1, "type": ...}` on a dedicated pipe. Anything else (bad JSON, an unknown version or type, a
 // final line without a newline) is a protocol error: reported, never guessed at.
-import { isProfileReport, type Capabilities, type ProfileReport, type SourceLocation } from './report';
+import { reportProblem, type Capabilities, type ProfileReport, type SourceLocation } from './report';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -83,7 +83,10 @@ export function parseMessage(line: string): HarnessMessage {
       }
       return m as unknown as ProgressMessage;
     case 'result':
-      if (!isProfileReport(m.report)) throw new ProtocolError('result message does not carry a version-1 report');
+      {
+        const problem = reportProblem(m.report);
+        if (problem) throw new ProtocolError(`result message does not carry a valid version-1 report: ${problem}`);
+      }
       return m as unknown as ResultMessage;
     case 'error':
       if (typeof m.kind !== 'string' || typeof m.message !== 'string') {

@@ -9,6 +9,10 @@
 //   the standard library and itself). `line` is 1-based.
 // - Times are milliseconds relative to `timeline.originEpochMs` unless a field says otherwise.
 
+import { reportProblem } from './schema';
+
+export { reportProblem };
+
 /** Bumped on any incompatible change of this shape. Readers must reject other versions. */
 export const REPORT_VERSION = 1;
 
@@ -40,10 +44,13 @@ export interface SourceLocation {
 /** How the step was selected, as given on the command line. */
 export interface ProfileTarget {
   /** function: run the script as __main__ and count calls of `function`; setup: import the file and
-   *  call `setup()` for the arguments; script: profile the whole script for `maxSeconds`. */
-  readonly kind: 'function' | 'setup' | 'script';
+   *  call `setup()` for the arguments; loop: run the script, each iteration of the loop on `loopLine` is
+   *  a step; script: profile the whole script for `maxSeconds` (no training loop found). */
+  readonly kind: 'function' | 'setup' | 'loop' | 'script';
   readonly script: string;
   readonly function: string | null;
+  /** kind loop: the 1-based line of the loop's `for`/`while` header; else null. */
+  readonly loopLine: number | null;
   readonly setup: string | null;
   readonly warmup: number;
   readonly steps: number;
@@ -107,8 +114,12 @@ export interface LineStats extends SourceLocation {
   readonly self: MemoryCounters;
   /** Allocations while this line was anywhere on the user call stack (includes callees). */
   readonly inclusive: MemoryCounters;
-  /** Bytes autograd saved for backward from this line's forward ops (saved-tensor hooks). Total over steps. */
+  /** Bytes autograd saved for backward by the ops this line ran (saved-tensor hooks), wherever the tensors
+   *  were allocated: `out = self.fc2(h)` saves `h`. Total over steps. */
   readonly savedForBackward: Bytes;
+  /** Bytes this line allocated that autograd saved for backward, by whichever op: the activations this
+   *  line made (`h = F.gelu(self.fc1(x))` makes fc1's output, saved by gelu, and h, saved by fc2). */
+  readonly savedMadeHere: Bytes;
   /** Allocations made during backward() by graph nodes this line created in forward. */
   readonly backward: MemoryCounters;
   readonly cuda?: CudaLineCounters;
@@ -154,7 +165,8 @@ export interface Leak extends SourceLocation {
   readonly bytesPerStep: Bytes;
   /** Bytes allocated at this line in step k that survived step k+1, for each k checked. */
   readonly bytesByStep: readonly Bytes[];
-  /** Autograd graph nodes kept alive per step by tensors created at this line (e.g. `total += loss`). */
+  /** Autograd graph nodes kept alive per step by tensors created at this line: a graph that grows
+   *  (`total += loss`, reason autograd_graph), or the graphs behind leaked tensors (`losses.append(loss)`). */
   readonly graphNodesPerStep: number;
   readonly reason: 'storage' | 'autograd_graph';
   /** What keeps the leaked storages alive, when the harness could name it: "`grad_snapshots` (list) in main()". */
@@ -237,6 +249,35 @@ export interface BudgetInfo {
   readonly firstExceeded: (SourceLocation & { readonly code: string; readonly liveBytes: Bytes; readonly step: number | null }) | null;
 }
 
+/**
+ * Memory of one nn.Module of the profiled model, including its submodules'. Snake-case keys: the shape the
+ * predictor's per-module data shares. Per-step figures are totals over the profiled steps / steps.
+ */
+export interface ModuleStats {
+  /** Class name of the model the module belongs to (the outermost module that ran). */
+  readonly root: string;
+  /** Path under the root, as `named_modules()` gives it (`transformer.h.3.mlp`); "" for the root itself. */
+  readonly path: string;
+  /** Class name of the module. */
+  readonly type: string;
+  /** forward() calls per step (this module itself). */
+  readonly calls: number;
+  /** Parameter and buffer bytes (distinct storages: tied weights once). */
+  readonly params: Bytes;
+  /** Gradient bytes of its parameters, highest at the end of a profiled backward(). */
+  readonly grads: Bytes;
+  /** Optimizer state bytes of its parameters. */
+  readonly optimizer: Bytes;
+  /** Bytes saved for backward by ops that ran inside its forward, per step. */
+  readonly saved: Bytes;
+  /** Bytes allocated inside its forward, per step. */
+  readonly forward_alloc: Bytes;
+  /** Bytes allocated in backward by graph nodes its forward created, per step. */
+  readonly backward_alloc: Bytes;
+  /** Bytes allocated inside it (forward or backward) and live at the profile's peak. */
+  readonly live_at_peak: Bytes;
+}
+
 export interface ProfileReport {
   readonly version: typeof REPORT_VERSION;
   readonly harnessVersion: string;
@@ -255,23 +296,16 @@ export interface ProfileReport {
   readonly peak: LiveSnapshot | null;
   readonly leaks: readonly Leak[];
   readonly timeline: Timeline;
+  /** Per-module breakdown in tree order (parents before children); absent when torch has no global
+   *  module hooks, empty when no nn.Module ran. */
+  readonly modules?: readonly ModuleStats[];
   readonly cuda?: CudaAllocatorInfo;
   readonly oom?: OomInfo;
   readonly budget?: BudgetInfo;
 }
 
-/** Type guard used by readers (editor, CLI) before trusting a parsed file. */
+/** Type guard used by readers (editor, CLI, protocol) before trusting a parsed report: a deep check
+ *  against schema/report.schema.json (reportProblem() says what is wrong). */
 export function isProfileReport(value: unknown): value is ProfileReport {
-  if (typeof value !== 'object' || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    v.version === REPORT_VERSION &&
-    Array.isArray(v.lines) &&
-    Array.isArray(v.steps) &&
-    Array.isArray(v.leaks) &&
-    typeof v.timeline === 'object' &&
-    v.timeline !== null &&
-    typeof v.environment === 'object' &&
-    v.environment !== null
-  );
+  return reportProblem(value) === null;
 }

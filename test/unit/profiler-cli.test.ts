@@ -71,4 +71,16 @@ describe('memhint profile (cli)', function () {
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /memhint profile: missing target: .*no_such_function/);
   });
+
+  it('profiles an inline training loop by script or script:LINE, with the module tree', async () => {
+    const nano = path.join(ROOT, 'test/fixtures/profiler/nanogpt/train.py');
+    const loop = await profile([nano, '--python', PYTHON, '--steps', '2']);
+    assert.equal(loop.code, 0, loop.stderr);
+    assert.match(loop.stdout, /memhint profile — .*train\.py:\d+ \(each iteration of the loop is a step\)/);
+    assert.match(loop.stdout, /^Modules \(per step/m);
+    assert.match(loop.stdout, /^ {8}mlp \(MLP\) +x2 /m, 'two micro-steps per iteration');
+    const bad = await profile([`${nano}:2`, '--python', PYTHON]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /missing target: .*no for\/while loop starts on line 2/);
+  });
 });

@@ -4,6 +4,7 @@ import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { findHarnessRoot, runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
+import { formatReport } from '../../src/profiler/format';
 import type { LineStats, ProfileReport } from '../../src/profiler/report';
 
 const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
@@ -173,6 +174,29 @@ describe('profiler harness (real torch, cpu)', function () {
       assert.ok(line, prefix);
       assert.deepEqual([line.self.allocated, line.self.freed], [3 * allocated, 3 * freed], prefix);
     }
+  });
+
+  it('tells saved bytes by the ops of a line apart from saved bytes the line made', async () => {
+    const script = path.join(FIXTURES, 'saved_lines.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const MIB2 = 512 * 1024 * 4;
+    const gelu = lineOf(report, script, 'h = F.gelu(self.fc1(x))');
+    assert.equal(gelu.savedForBackward, 3 * MIB2, 'gelu saves fc1\'s output');
+    assert.equal(gelu.savedMadeHere, 3 * 2 * MIB2, 'fc1\'s output and h, both made here, are saved');
+    const fc2 = lineOf(report, script, 'return self.fc2(h)');
+    assert.equal(fc2.savedForBackward, 3 * MIB2, 'fc2 saves h');
+    assert.equal(fc2.savedMadeHere, 0);
+  });
+
+  it('presents a kept loss by the autograd graph it holds, not by its 4 bytes', async () => {
+    const script = path.join(FIXTURES, 'kept_losses.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    assert.equal(report.leaks.length, 1, JSON.stringify(report.leaks));
+    const [leak] = report.leaks;
+    assert.deepEqual(leak.bytesByStep, [4, 4]);
+    assert.equal(leak.graphNodesPerStep, 6, 'Sum, Relu, Addmm, T and two AccumulateGrad nodes per kept loss');
+    assert.match(leak.heldBy ?? '', /losses/);
+    assert.match(formatReport(report, () => null), /keeps 6 autograd nodes alive per step \(their tensors: 4 B per step\), held by `losses`/);
   });
 
   it('charges an in-place op\'s backward to its own line, not to the line that made the storage', async () => {

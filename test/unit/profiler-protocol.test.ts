@@ -27,13 +27,14 @@ function sampleReport(): ProfileReport {
     self: counters(0),
     inclusive: counters(0),
     savedForBackward: 0,
+    savedMadeHere: 0,
     backward: counters(0),
     ...extra,
   });
   return {
     version: 1,
     harnessVersion: '0.1.0',
-    target: { kind: 'function', script: file, function: 'train_step', setup: null, warmup: 1, steps: 2, maxSeconds: null, scriptArgs: [] },
+    target: { kind: 'function', script: file, function: 'train_step', loopLine: null, setup: null, warmup: 1, steps: 2, maxSeconds: null, scriptArgs: [] },
     environment: {
       python: '/usr/bin/python3',
       pythonVersion: '3.11.2',
@@ -143,10 +144,13 @@ describe('profiler protocol', () => {
 });
 
 describe('profiler targets and sizes', () => {
-  it('splits SCRIPT::FUNCTION, keeping dotted names and Windows paths', () => {
-    assert.deepEqual(parseTarget('train.py::train_step'), { script: 'train.py', function: 'train_step' });
-    assert.deepEqual(parseTarget('C:\\w\\train.py::Trainer.step'), { script: 'C:\\w\\train.py', function: 'Trainer.step' });
-    assert.deepEqual(parseTarget('train.py'), { script: 'train.py', function: null });
+  it('splits SCRIPT::FUNCTION and SCRIPT:LINE, keeping dotted names and Windows paths', () => {
+    assert.deepEqual(parseTarget('train.py::train_step'), { script: 'train.py', function: 'train_step', loopLine: null });
+    assert.deepEqual(parseTarget('C:\\w\\train.py::Trainer.step'), { script: 'C:\\w\\train.py', function: 'Trainer.step', loopLine: null });
+    assert.deepEqual(parseTarget('train.py'), { script: 'train.py', function: null, loopLine: null });
+    assert.deepEqual(parseTarget('train.py:120'), { script: 'train.py', function: null, loopLine: 120 });
+    assert.deepEqual(parseTarget('C:\\w\\train.py:7'), { script: 'C:\\w\\train.py', function: null, loopLine: 7 });
+    assert.throws(() => parseTarget('train.py:0'));
     assert.throws(() => parseTarget('train.py::'));
     assert.throws(() => parseTarget('train.py::1bad'));
     assert.throws(() => parseTarget('::f'));

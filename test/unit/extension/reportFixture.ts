@@ -22,6 +22,7 @@ export function line(lineNo: number, code: string, partial: Partial<LineStats> =
     self: counters(0, 0, 0, 0),
     inclusive: counters(0, 0, 0, 0),
     savedForBackward: 0,
+    savedMadeHere: 0,
     backward: counters(0, 0, 0, 0),
     ...partial,
   };
@@ -31,7 +32,7 @@ export function report(partial: Partial<ProfileReport> = {}): ProfileReport {
   return {
     version: 1,
     harnessVersion: '0.1.0',
-    target: { kind: 'function', script: FILE, function: 'train_step', setup: null, warmup: 1, steps: 3, maxSeconds: null, scriptArgs: [] },
+    target: { kind: 'function', script: FILE, function: 'train_step', loopLine: null, setup: null, warmup: 1, steps: 3, maxSeconds: null, scriptArgs: [] },
     environment: {
       python: '/usr/bin/python3',
       pythonVersion: '3.11.2',

@@ -1,0 +1,202 @@
+"""Per-module memory: which nn.Module (by its path in the model, `transformer.h.3.mlp`) ran when memory was
+allocated, saved for backward, or allocated in backward by a graph node that module's forward created.
+
+A stack of running modules is kept with the global forward pre/post hooks (every module, no model
+changes). The tracker charges each forward allocation and saved tensor to the innermost running module, and
+tags each autograd node with it, so backward allocations go to the module whose forward made the node.
+Figures are charged to the innermost module only and summed up the path tree when the report is built
+(so a module's figures include its submodules'). Parameters, gradients and optimizer state are read from
+the live model: parameter and buffer bytes and optimizer state when the report is built, gradient bytes at
+the end of each backward() (gradients set to None later in the step would otherwise be missed).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import torch
+
+ModuleKey = Tuple[int, str]  # (root index, path under the root; "" for the root itself)
+MODULE_KEY = "memhint_module"
+# calls, forward allocations, saved for backward, backward allocations: totals over profiled steps
+_CALLS, _FORWARD, _SAVED, _BACKWARD = range(4)
+
+_module_api = getattr(torch.nn.modules, "module", None)
+_register_pre = getattr(_module_api, "register_module_forward_pre_hook", None)
+_register_post = getattr(_module_api, "register_module_forward_hook", None)
+
+
+class ModuleLedger:
+    def __init__(self, is_profiling: Callable[[], bool]) -> None:
+        self.is_profiling = is_profiling
+        self.stack: List[ModuleKey] = []
+        self.roots: List[Tuple["weakref.ReferenceType[torch.nn.Module]", str]] = []
+        self.paths: "weakref.WeakKeyDictionary[torch.nn.Module, ModuleKey]" = weakref.WeakKeyDictionary()
+        self.counters: Dict[ModuleKey, List[int]] = {}
+        self.grads: Dict[ModuleKey, int] = {}
+        self.live_at_peak: Dict[ModuleKey, int] = {}
+        self.main_thread = threading.get_ident()
+        self.handles: List[Any] = []
+
+    def install(self) -> Optional[str]:
+        """Registers the global hooks; returns a note when this torch has none."""
+        if _register_pre is None or _register_post is None:
+            return ("torch %s has no global module forward hooks: the per-module breakdown is not measured"
+                    % torch.__version__)
+        self.handles = [_register_pre(self._pre_hook), _register_post(self._post_hook)]
+        return None
+
+    def uninstall(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    # ------------------------------------------------------------ module stack
+
+    def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
+        if threading.get_ident() != self.main_thread:
+            return
+        key = self.paths.get(module)
+        if key is None:
+            key = self._add_root(module)
+        self.stack.append(key)
+        if self.is_profiling():
+            self._counter(key)[_CALLS] += 1
+
+    def _post_hook(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        if threading.get_ident() != self.main_thread:
+            return
+        key = self.paths.get(module)
+        # A forward that raised never ran its post hook: unwind to this module's own entry.
+        if key is not None and key in self.stack:
+            while self.stack and self.stack.pop() != key:
+                pass
+
+    def _add_root(self, module: torch.nn.Module) -> ModuleKey:
+        """A module that runs outside any known model is a root: its whole tree gets paths."""
+        index = len(self.roots)
+        self.roots.append((weakref.ref(module), type(module).__name__))
+        for path, sub in module.named_modules():
+            self.paths[sub] = (index, path)
+        return (index, "")
+
+    def top(self) -> Optional[ModuleKey]:
+        return self.stack[-1] if self.stack else None
+
+    def reset_stack(self) -> None:
+        self.stack = []
+
+    # ------------------------------------------------------------ charges (innermost module only)
+
+    def _counter(self, key: ModuleKey) -> List[int]:
+        counter = self.counters.get(key)
+        if counter is None:
+            counter = self.counters[key] = [0, 0, 0, 0]
+        return counter
+
+    def charge_forward(self, key: ModuleKey, nbytes: int) -> None:
+        self._counter(key)[_FORWARD] += nbytes
+
+    def charge_saved(self, key: ModuleKey, nbytes: int) -> None:
+        self._counter(key)[_SAVED] += nbytes
+
+    def charge_backward(self, key: ModuleKey, nbytes: int) -> None:
+        self._counter(key)[_BACKWARD] += nbytes
+
+    # ------------------------------------------------------------ state read from the model
+
+    def _named_modules(self) -> Iterable[Tuple[ModuleKey, torch.nn.Module]]:
+        for index, (ref, _) in enumerate(self.roots):
+            root = ref()
+            if root is None:
+                continue
+            for path, sub in root.named_modules():
+                if self.paths.get(sub) == (index, path):
+                    yield (index, path), sub
+
+    def measure_grads(self, describe: Callable[[torch.Tensor], Any]) -> None:
+        """End of a profiled backward(): the gradient bytes of each module's parameters, kept at their max."""
+        for key, module in self._named_modules():
+            total = _distinct_bytes((p.grad for p in module.parameters() if p.grad is not None), describe)
+            if total > self.grads.get(key, 0):
+                self.grads[key] = total
+
+    def note_peak(self, recs_and_sizes: Iterable[Tuple[Any, int]]) -> None:
+        """The live bytes at the step's peak by the module that allocated them (innermost)."""
+        live: Dict[ModuleKey, int] = {}
+        for rec, nbytes in recs_and_sizes:
+            if rec.module is not None:
+                live[rec.module] = live.get(rec.module, 0) + nbytes
+        self.live_at_peak = live
+
+    def report(self, steps: int, optimizers: Iterable[Any], describe: Callable[[torch.Tensor], Any]) -> List[dict]:
+        """Entries in tree order, figures including submodules'; per-step figures are totals // steps."""
+        if not self.roots:
+            return []
+        steps = max(steps, 1)
+        states = []
+        for optimizer in list(optimizers):
+            try:
+                states.append(optimizer.state)
+            except Exception:  # noqa: BLE001 - a user optimizer may do anything
+                continue
+        rolled = _roll_up({k: v[_FORWARD:] for k, v in self.counters.items()}, 3)
+        live = _roll_up({k: [v] for k, v in self.live_at_peak.items()}, 1)
+        entries = []
+        for key, module in self._named_modules():
+            params = list(module.parameters())
+            param_bytes = _distinct_bytes(list(params) + list(module.buffers()), describe)
+            optimizer_bytes = _distinct_bytes(
+                (value for state in states for p in params for value in _state_values(state, p)), describe)
+            forward, saved, backward = rolled.get(key, [0, 0, 0])
+            entry = {
+                "root": self.roots[key[0]][1],
+                "path": key[1],
+                "type": type(module).__name__,
+                "calls": self.counters.get(key, [0])[_CALLS] // steps,
+                "params": param_bytes,
+                "grads": self.grads.get(key, 0),
+                "optimizer": optimizer_bytes,
+                "saved": saved // steps,
+                "forward_alloc": forward // steps,
+                "backward_alloc": backward // steps,
+                "live_at_peak": live.get(key, [0])[0],
+            }
+            if any(entry[name] for name in ("calls", "params", "saved", "forward_alloc", "backward_alloc")):
+                entries.append(entry)
+        return entries
+
+
+def _state_values(state: Any, param: torch.Tensor) -> List[torch.Tensor]:
+    values = state.get(param) if hasattr(state, "get") else None
+    if not isinstance(values, dict):
+        return []
+    return [v for v in values.values() if isinstance(v, torch.Tensor)]
+
+
+def _distinct_bytes(tensors: Iterable[torch.Tensor], describe: Callable[[torch.Tensor], Any]) -> int:
+    seen = set()
+    total = 0
+    for tensor in tensors:
+        described = describe(tensor)
+        if described is None or described[0] in seen:
+            continue
+        seen.add(described[0])
+        total += described[1]
+    return total
+
+
+def _roll_up(values: Dict[ModuleKey, List[int]], width: int) -> Dict[ModuleKey, List[int]]:
+    """Adds each module's figures to every ancestor on its path (`a.b.c` to `a.b`, `a` and the root)."""
+    rolled: Dict[ModuleKey, List[int]] = {}
+    for (root, path), figures in values.items():
+        parts = path.split(".") if path else []
+        for depth in range(len(parts) + 1):
+            key = (root, ".".join(parts[:depth]))
+            target = rolled.get(key)
+            if target is None:
+                target = rolled[key] = [0] * width
+            for i in range(width):
+                target[i] += figures[i]
+    return rolled

@@ -135,6 +135,7 @@ class State:
         snapshot = self.snapshot(((rec, n) for rec, n in sizes.items() if n > 0), log.peak)
         if tracker.modules is not None:
             tracker.modules.note_peak((rec, n) for rec, n in sizes.items() if n > 0)
+            tracker.modules.note_optimizers(self.registry.optimizers, tracker.api.describe)
         snapshot.update(step=log.index, atMs=log.peak_at, location=site_location(tracker.step_peak_site),
                         phase=tracker.step_peak_phase)
         self.best_peak = snapshot

@@ -31,11 +31,14 @@ class ModuleLedger:
     def __init__(self, is_profiling: Callable[[], bool]) -> None:
         self.is_profiling = is_profiling
         self.stack: List[ModuleKey] = []
-        self.roots: List[Tuple["weakref.ReferenceType[torch.nn.Module]", str]] = []
+        # Strong references: with --setup the step's arguments (the model) are dropped once the steps ran,
+        # before the report is built, and a weakly held model would vanish from the breakdown.
+        self.roots: List[Tuple[torch.nn.Module, str]] = []
         self.paths: "weakref.WeakKeyDictionary[torch.nn.Module, ModuleKey]" = weakref.WeakKeyDictionary()
         self.counters: Dict[ModuleKey, List[int]] = {}
         self.grads: Dict[ModuleKey, int] = {}
         self.live_at_peak: Dict[ModuleKey, int] = {}
+        self.optimizer_bytes: Dict[ModuleKey, int] = {}
         self.main_thread = threading.get_ident()
         self.handles: List[Any] = []
 
@@ -76,7 +79,7 @@ class ModuleLedger:
     def _add_root(self, module: torch.nn.Module) -> ModuleKey:
         """A module that runs outside any known model is a root: its whole tree gets paths."""
         index = len(self.roots)
-        self.roots.append((weakref.ref(module), type(module).__name__))
+        self.roots.append((module, type(module).__name__))
         for path, sub in module.named_modules():
             self.paths[sub] = (index, path)
         return (index, "")
@@ -107,10 +110,7 @@ class ModuleLedger:
     # ------------------------------------------------------------ state read from the model
 
     def _named_modules(self) -> Iterable[Tuple[ModuleKey, torch.nn.Module]]:
-        for index, (ref, _) in enumerate(self.roots):
-            root = ref()
-            if root is None:
-                continue
+        for index, (root, _) in enumerate(self.roots):
             for path, sub in root.named_modules():
                 if self.paths.get(sub) == (index, path):
                     yield (index, path), sub
@@ -130,25 +130,30 @@ class ModuleLedger:
                 live[rec.module] = live.get(rec.module, 0) + nbytes
         self.live_at_peak = live
 
+    def note_optimizers(self, optimizers: Iterable[Any], describe: Callable[[torch.Tensor], Any]) -> None:
+        """Optimizer-state bytes per module as of the end of the peak step. Taken then, not at report time:
+        optimizers are held weakly (a strong reference would change what a step keeps alive), and with
+        --setup they are gone once the steps ran."""
+        states = _optimizer_states(optimizers)
+        self.optimizer_bytes = {
+            key: _distinct_bytes((value for state in states for p in module.parameters()
+                                  for value in _state_values(state, p)), describe)
+            for key, module in self._named_modules()}
+
     def report(self, steps: int, optimizers: Iterable[Any], describe: Callable[[torch.Tensor], Any]) -> List[dict]:
         """Entries in tree order, figures including submodules'; per-step figures are totals // steps."""
         if not self.roots:
             return []
         steps = max(steps, 1)
-        states = []
-        for optimizer in list(optimizers):
-            try:
-                states.append(optimizer.state)
-            except Exception:  # noqa: BLE001 - a user optimizer may do anything
-                continue
+        states = _optimizer_states(optimizers)
         rolled = _roll_up({k: v[_FORWARD:] for k, v in self.counters.items()}, 3)
         live = _roll_up({k: [v] for k, v in self.live_at_peak.items()}, 1)
         entries = []
         for key, module in self._named_modules():
             params = list(module.parameters())
             param_bytes = _distinct_bytes(list(params) + list(module.buffers()), describe)
-            optimizer_bytes = _distinct_bytes(
-                (value for state in states for p in params for value in _state_values(state, p)), describe)
+            optimizer_bytes = max(self.optimizer_bytes.get(key, 0), _distinct_bytes(
+                (value for state in states for p in params for value in _state_values(state, p)), describe))
             forward, saved, backward = rolled.get(key, [0, 0, 0])
             entry = {
                 "root": self.roots[key[0]][1],
@@ -166,6 +171,16 @@ class ModuleLedger:
             if any(entry[name] for name in ("calls", "params", "saved", "forward_alloc", "backward_alloc")):
                 entries.append(entry)
         return entries
+
+
+def _optimizer_states(optimizers: Iterable[Any]) -> List[Any]:
+    states = []
+    for optimizer in list(optimizers):
+        try:
+            states.append(optimizer.state)
+        except Exception:  # noqa: BLE001 - a user optimizer may do anything
+            continue
+    return states
 
 
 def _state_values(state: Any, param: torch.Tensor) -> List[torch.Tensor]:

@@ -77,9 +77,10 @@ function formatMaxBatch(result: MaxBatchResult, capacity: number | null): string
 function formatModules(modules: readonly ModuleStats[]): string[] {
   const cols = ['params', 'grads', 'optimizer', 'saved', 'fwd alloc', 'bwd alloc', 'at peak'];
   const out = ['Per module (inclusive of submodules; per step):', `  ${'module'.padEnd(36)}${cols.map((c) => c.padStart(11)).join('')}`];
-  const shown = modules.filter((m) => m.depth <= 3).slice(0, MODULE_ROWS);
+  const depth = (m: ModuleStats): number => (m.path === '' ? 0 : m.path.split('.').length);
+  const shown = modules.filter((m) => depth(m) <= 3).slice(0, MODULE_ROWS);
   for (const m of shown) {
-    const name = `${'  '.repeat(Math.min(m.depth, 6))}${m.path === '' ? `(${m.type})` : `${m.path.split('.').pop() ?? m.path} (${m.type})`}`;
+    const name = `${'  '.repeat(Math.min(depth(m), 6))}${m.path === '' ? `(${m.type})` : `${m.path.split('.').pop() ?? m.path} (${m.type})`}`;
     const values = [m.params, m.grads, m.optimizer, m.saved, m.forward_alloc, m.backward_alloc, m.live_at_peak];
     out.push(`  ${name.slice(0, 35).padEnd(36)}${values.map((v) => (v ? formatBytes(v) : '').padStart(11)).join('')}`);
   }

@@ -2,7 +2,9 @@
 // A predicted report is a ProfileReport (same per-line counters, peak snapshot, steps) with
 // `mode: "predicted"`, environment.device "cuda (predicted)", plus the allocator model and a per-module
 // breakdown. Sizes in bytes.
-import { isProfileReport, type ProfileReport, type SourceLocation } from '../profiler/report';
+import { isProfileReport, type ModuleStats, type ProfileReport, type SourceLocation } from '../profiler/report';
+
+export type { ModuleStats };
 
 /** CUDA caching-allocator model fed with the step's allocation sequence (allocator.py). */
 export interface AllocatorPrediction {
@@ -42,21 +44,6 @@ export interface PredictionInfo {
   readonly setupArgs: Readonly<Record<string, unknown>>;
   /** Wall time of the prediction inside the harness (import of torch excluded). */
   readonly seconds: number;
-}
-
-/** One nn.Module, figures inclusive of its submodules (modules.py). */
-export interface ModuleStats {
-  /** Dotted path from the root model ("" is the root; other roots are `<ClassName>`). */
-  readonly path: string;
-  readonly type: string;
-  readonly depth: number;
-  readonly params: number;
-  readonly grads: number;
-  readonly optimizer: number;
-  readonly saved: number;
-  readonly forward_alloc: number;
-  readonly backward_alloc: number;
-  readonly live_at_peak: number;
 }
 
 export interface PredictedReport extends ProfileReport {

@@ -101,7 +101,7 @@ describe('predict: --max-batch bisection', () => {
 describe('predict: what-if helpers', () => {
   it('picks the repeated block class for --checkpoint advice', () => {
     const m = (path: string, type: string): ModuleStats => ({
-      path, type, depth: path ? path.split('.').length : 0, params: 0, grads: 0, optimizer: 0, saved: 0, forward_alloc: 0, backward_alloc: 0, live_at_peak: 0,
+      root: 'GPT', path, type, calls: 1, params: 0, grads: 0, optimizer: 0, saved: 0, forward_alloc: 0, backward_alloc: 0, live_at_peak: 0,
     });
     const modules = [m('', 'GPT'), m('h', 'ModuleList'), m('h.0', 'Block'), m('h.0.mlp', 'MLP'), m('h.0.mlp.fc', 'Linear'),
       m('h.1', 'Block'), m('h.1.mlp', 'MLP'), m('h.1.mlp.fc', 'Linear'), m('h.0.ln', 'LayerNorm'), m('h.1.ln', 'LayerNorm'), m('head', 'Linear')];

@@ -8,7 +8,6 @@ import functools
 import torch
 
 from .autocast import _state as autocast_dtype
-from .modules import _module_names
 
 
 def _matches(patterns, path, module):
@@ -57,3 +56,34 @@ def checkpoint_modules(modules, pattern, device_mode=None):
         module.forward = checkpointed
         chosen.append(path)
     return chosen
+
+
+def _module_names(modules):
+    """module -> dotted path from the root model. The root is the registered module that is nobody's child and
+    has the most descendants; modules outside it (a loss module, a second model) are roots of their own,
+    named `<ClassName>` (numbered if repeated)."""
+    children = set()
+    for module in modules:
+        for child in module.children():
+            children.add(child)
+    roots = [m for m in modules if m not in children]
+    roots.sort(key=lambda m: -sum(1 for _ in m.modules()))
+    names = {}
+    used = set()
+    for index, root in enumerate(roots):
+        if root in names:
+            continue
+        if index == 0:
+            prefix = ""
+        else:
+            prefix = "<%s>" % type(root).__name__
+            n = 2
+            while prefix in used:
+                prefix = "<%s#%d>" % (type(root).__name__, n)
+                n += 1
+        used.add(prefix)
+        for name, module in root.named_modules():
+            if module in names:
+                continue
+            names[module] = ".".join(part for part in (prefix, name) if part)
+    return names

@@ -2,7 +2,7 @@
 
 The same Tracker, analysis State, Runner and report builder as `profile` run unchanged; only the device
 differs (tensors live on `meta`, see device.py). On top: a model of the CUDA caching allocator fed with the
-same allocation/free sequence (allocator.py), a per-module breakdown (modules.py), autocast emulation
+same allocation/free sequence (allocator.py), the per-module breakdown of the profiler (../modules.py), autocast emulation
 (autocast.py) and activation checkpointing of chosen modules (checkpoint.py).
 """
 import os
@@ -75,7 +75,6 @@ def predict(torch, options, channel):
     from ..userfiles import UserFiles
     from .autocast import AutocastEmulation
     from .device import CudaStandIn, MetaDevice
-    from .modules import ModuleTracker
 
     reason = supported(torch)
     if reason is not None:
@@ -95,8 +94,6 @@ def predict(torch, options, channel):
     model = CachingAllocatorModel(max_split_size=options.max_split_size)
     feed = AllocatorFeed(tracker, model, capacity)
     feed.install()
-    modules = ModuleTracker(tracker, state)
-    modules.install()
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
@@ -120,7 +117,6 @@ def predict(torch, options, channel):
                    cli._user_traceback(error, user_files), cli._user_location(error.__traceback__, user_files))
     finally:
         sys.settrace(None)
-        modules.remove()
         emulation.remove()
     try:
         state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
@@ -158,7 +154,9 @@ def predict(torch, options, channel):
         "setupArgs": options.setup_args or {},
         "seconds": time.perf_counter() - started,
     }
-    report.update(modules.report(max(measured, 1)))
+    # Per-module figures come from the profiler's own ledger (modules.py, installed by cli.instrument): one
+    # breakdown for measured and predicted reports.
+    report.setdefault("modules", [])
     channel.send("result", report=report)
     if failure is not None:
         return cli._error(channel, failure[0], failure[1], failure[2], failure[3])

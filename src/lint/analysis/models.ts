@@ -149,6 +149,21 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
             if (key !== null) frozen.push(key);
           }
         }
+        // `self.eval_net, self.target_net = Net(), Net()`: pair the targets with the values.
+        if ((left?.type === 'pattern_list' || left?.type === 'tuple_pattern') && (right?.type === 'expression_list' || right?.type === 'tuple')) {
+          const targets = left.children.filter((c) => c.named);
+          const values = right.children.filter((c) => c.named);
+          if (targets.length === values.length) {
+            targets.forEach((t, i) => {
+              const k = keyOf(file, t);
+              const v = values[i];
+              if (k !== null && v.type === 'call') {
+                const head = callHead(file, v);
+                if (head !== null) candidates.push({ key: k, rhs: v, head });
+              }
+            });
+          }
+        }
         const key = keyOf(file, left);
         if (key !== null && right !== null && (right.type === 'call' || right.type === 'identifier' || right.type === 'attribute' || right.type === 'parenthesized_expression')) {
           const head = right.type === 'call' ? callHead(file, right) : null;
@@ -536,10 +551,31 @@ function scanGradients(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean)
     if (n.type === 'attribute') {
       const name = childByField(n, 'attribute');
       const text = name === null ? '' : file.textOf(name);
+      // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
+      // gradient with respect to inputs.
+      if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) {
+        for (const c of n.children) stack.push(c);
+        continue;
+      }
       if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) return true;
       if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) return true;
     }
     for (const c of n.children) stack.push(c);
+  }
+  return false;
+}
+
+/** `p` in `for p in model.parameters():` / `for name, p in net.named_parameters():`. */
+function isParameterLoopVariable(file: SourceFile, object: SyntaxNode | null): boolean {
+  if (object?.type !== 'identifier') return false;
+  const name = file.textOf(object);
+  for (let p = object.parent; p !== null; p = p.parent) {
+    if (p.type === 'function_definition' || p.type === 'class_definition') return false;
+    if (p.type !== 'for_statement') continue;
+    const left = childByField(p, 'left');
+    const right = childByField(p, 'right');
+    if (left === null || right === null || !left.children.concat([left]).some((c) => c.type === 'identifier' && file.textOf(c) === name)) continue;
+    return /\.(named_)?parameters\(\s*\)\s*\)?$/.test(file.textOf(right));
   }
   return false;
 }

@@ -10,6 +10,7 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
+import { calledInFile, inferenceContext, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -206,6 +207,38 @@ function decoratorFix(file: SourceFile, scope: SyntaxNode): Fix | null {
   return { title: `Decorate \`${name}\` with @${torch}.no_grad()`, edits: [{ start: lineStart, end: lineStart, newText: `${indent}@${torch}.no_grad()${eol}` }] };
 }
 
+/**
+ * Decorating a function that also trains would switch its training off: then wrap only the statement
+ * around the forward pass (the evaluation loop) in `with torch.no_grad():`.
+ */
+function noGradFix(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): Fix | null {
+  if (scope.type === 'function_definition' && !reachesGradients(file, scope)) return decoratorFix(file, scope);
+  return wrapFix(file, scope, call);
+}
+
+function wrapFix(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): Fix | null {
+  const torch = torchName(file);
+  const stmt = noGradStatement(file, scope, call);
+  if (torch === null || stmt === null) return null;
+  const first = file.lineOf(stmt.start);
+  const last = file.lineOf(stmt.end);
+  const lineStart = file.lineStarts[first];
+  const indent = /^[ \t]*/.exec(file.lineText(first))?.[0] ?? '';
+  if (lineStart + indent.length !== stmt.start) return null; // shares its line with other code
+  const rest = file.text.slice(stmt.end, file.lineStarts[last + 1] ?? file.text.length);
+  if (!/^[ \t]*(#[^\n]*)?\r?\n?$/.test(rest)) return null;
+  // Re-indenting would change the text of a string spanning lines.
+  for (const s of file.nodesOfType('string')) if (s.start >= stmt.start && s.end <= stmt.end && file.lineOf(s.start) !== file.lineOf(s.end)) return null;
+  const unit = indent.includes('\t') ? '\t' : '    ';
+  const eol = eolOf(file);
+  const edits = [{ start: lineStart, end: lineStart, newText: `${indent}with ${torch}.no_grad():${eol}${unit}` }];
+  for (let line = first + 1; line <= last; line++) {
+    if (file.lineText(line).trim() === '') continue;
+    edits.push({ start: file.lineStarts[line], end: file.lineStarts[line], newText: unit });
+  }
+  return { title: `Wrap this statement in \`with ${torch}.no_grad():\``, edits };
+}
+
 const findingsCache = new ScopeFindingsMemo('MH001');
 
 function check(file: SourceFile): RuleFinding[] {
@@ -215,35 +248,64 @@ function check(file: SourceFile): RuleFinding[] {
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)?.forwards ?? []));
 }
 
-/** At most one finding per scope: its first forward pass in evaluation code without no_grad. */
+const INFERENCE_WHY: Record<InferenceKind, string> = {
+  'inference-name': 'in inference code (nothing here backpropagates it)',
+  'no-backward-loop': 'in a loop that never reaches backward() or an optimizer step (inference)',
+  'after-training': 'after the training steps, for prediction only (nothing backpropagates it)',
+  'after-step': "inside the training loop after this iteration's backward/step, for testing or sampling only",
+};
+
+/**
+ * At most one finding per scope for evaluation code (its first forward pass without no_grad); for
+ * inference found structurally, one per gradient-free region (a script's separate test loops).
+ */
 function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly SyntaxNode[]): RuleFinding[] {
   if (forwards.length === 0) return [];
   const info = scopeInfo(file, scope);
   if (info.skip) return [];
   if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) return [];
+  // A step function returned by a factory (`def make_val_step(): def step(x): ...; return step`): who calls it, and under what grad mode, is not visible here.
+  if (isReturnedClosure(file, scope)) return [];
+  const findings: RuleFinding[] = [];
+  const regions = new Set<SyntaxNode>();
+  let evalFound = false;
+  const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
+  const crossFile =
+    scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
   for (const call of forwards) {
+    if (scope.type === 'function_definition' && findings.length > 0) break;
     const receiver = forwardReceiver(file, call);
     if (receiver === null) continue;
-    const context = evalContext(file, info, call, receiver);
-    if (context === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
-    if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
-    const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
-    const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
-    return [
-      {
-        start: call.start,
-        end: call.end,
-        message:
-          `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
-          `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).`,
-        fix: decoratorFix(file, scope),
-      },
-    ];
+    const context = evalContext(file, info, call, receiver);
+    if (context !== null) {
+      if (evalFound) continue;
+      if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
+      const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
+      evalFound = true;
+      findings.push(finding(file, scope, call, receiver, why, where, crossFile));
+      continue;
+    }
+    const inference = inferenceContext(file, scope, call);
+    if (inference === null) continue;
+    if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
+    regions.add(inference.region);
+    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile));
   }
-  return [];
+  return findings;
+}
+
+function finding(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, receiver: string, why: string, where: string, crossFile: string): RuleFinding {
+  return {
+    start: call.start,
+    end: call.end,
+    message:
+      `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
+      `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).${crossFile}`,
+    fix: noGradFix(file, scope, call),
+  };
 }
 
 export const missingNoGrad: Rule = {

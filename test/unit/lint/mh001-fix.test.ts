@@ -51,11 +51,10 @@ describe('MH001 missing-no-grad fix', () => {
     assert.deepEqual(only(await lint(fixed), 'MH001'), []);
   });
 
-  it('offers no fix without an `import torch`, for async functions and for module-level code', async () => {
+  it('offers no fix without an `import torch` and for async functions', async () => {
     const noTorch = 'from torch import nn\n\ndef validate(model, val_loader):\n    model.eval()\n    for x in val_loader:\n        print(model(x).sum().item())\n';
     const asyncFn = 'import torch\n\nasync def predict(model, x):\n    model.eval()\n    return model(x).argmax(1)\n';
-    const script = 'import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nprint(model(torch.ones(1, 2)).argmax(1))\n';
-    for (const text of [noTorch, asyncFn, script]) {
+    for (const text of [noTorch, asyncFn]) {
       const found = only(await lint(text), 'MH001');
       assert.equal(found.length, 1, text);
       assert.equal(found[0].fix, null, text);
@@ -85,6 +84,58 @@ describe('MH001 missing-no-grad fix', () => {
     const before = runPython(text).trim();
     const after = runPython(applyFix(text, f.fix)).trim();
     assert.match(before, /\(True, /);
+    assert.equal(after, before.replace(/True/g, 'False'));
+  });
+
+  it('wraps module-level evaluation in `with torch.no_grad():` (no function to decorate)', async () => {
+    const script = 'import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nprint(model(torch.ones(1, 2)).argmax(1))\n';
+    const [f] = only(await lint(script), 'MH001');
+    assert.ok(f?.fix);
+    const fixed = applyFix(script, f.fix);
+    assert.equal(fixed, 'import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nwith torch.no_grad():\n    print(model(torch.ones(1, 2)).argmax(1))\n');
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+  });
+
+  const trainsThenTests = [
+    'import torch',
+    '',
+    'def main(model, opt, x, y, test_x):',
+    '    for step in range(3):',
+    '        loss = torch.nn.functional.mse_loss(model(x), y)',
+    '        opt.zero_grad()',
+    '        loss.backward()',
+    '        opt.step()',
+    '    model.eval()',
+    '    for i in range(2):',
+    '        out = model(test_x)',
+    '        print(out.requires_grad, round(out.sum().item(), 4))',
+    '    return [round(p.sum().item(), 4) for p in model.parameters()]',
+    '',
+    'torch.manual_seed(0)',
+    'net = torch.nn.Linear(4, 2)',
+    'print(main(net, torch.optim.SGD(net.parameters(), lr=0.1), torch.ones(3, 4), torch.zeros(3, 2), torch.ones(2, 4)))',
+    '',
+  ].join('\n');
+
+  it('never decorates a function that also trains: wraps only the evaluation loop', async () => {
+    const [f] = only(await lint(trainsThenTests), 'MH001');
+    assert.ok(f?.fix, 'MH001 with a fix');
+    assert.match(f.fix.title, /^Wrap/);
+    const fixed = applyFix(trainsThenTests, f.fix);
+    assert.ok(!fixed.includes('@torch.no_grad()'), fixed);
+    assert.match(fixed, /\n {4}with torch\.no_grad\(\):\n {8}for i in range\(2\):\n {12}out = model\(test_x\)\n {12}print/);
+    assert.deepEqual(await syntaxErrors(fixed), []);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+  });
+
+  it('the wrap keeps training intact and only stops the evaluation graph (real torch)', async function () {
+    if (!hasTorch()) this.skip();
+    this.timeout(120000);
+    const [f] = only(await lint(trainsThenTests), 'MH001');
+    assert.ok(f?.fix);
+    const before = runPython(trainsThenTests).trim();
+    const after = runPython(applyFix(trainsThenTests, f.fix)).trim();
+    assert.match(before, /^True /m);
     assert.equal(after, before.replace(/True/g, 'False'));
   });
 });

@@ -1,0 +1,296 @@
+// Inference that is not named like evaluation (MH001): a forward pass whose surroundings never
+// backpropagate. `translate()`, `sample()`, `greedy_decoder()`, an RL agent's `choose_action()`, a
+// prediction loop at module level after the training loop, a test forward inside the training loop after
+// `optimizer.step()`. The verdict is structural: the largest statement around the forward that reaches
+// no backward()/optimizer step (following calls to functions of this file) is inference when it is a
+// loop, comes after the training steps, or sits in a function named for inference - and only when the
+// forward's output cannot leave for code that might backpropagate it (another file, an attribute, a
+// return value).
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { enclosingLoops } from './context';
+import { qualifiedName } from './imports';
+import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, isGradientCall, modelFacts } from './models';
+import { flowOf, Taint, type ScopeFlow } from './flow';
+import { forwardsFeedingBackward } from './backprop';
+
+export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step';
+
+const INFERENCE_NAME_TOKENS = new Set(['translate', 'sample', 'sampling', 'generate', 'generation', 'greedy', 'beam', 'decode', 'decoding', 'decoder', 'caption', 'synthesize', 'inference', 'infer', 'predict', 'prediction']);
+const ACTION_VERBS = new Set(['choose', 'select', 'get', 'pick', 'take', 'act']);
+const TRAINING_NAME_TOKENS = new Set(['train', 'training', 'fit', 'update', 'learn', 'loss', 'step', 'backward', 'optimize', 'logprob', 'log', 'evaluate_actions']);
+
+function nameTokens(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/_+/)
+    .filter(Boolean);
+}
+
+/** `translate`, `greedy_decoder`, `sample_images`, `choose_action`, `get_action`, `act`. */
+export function isInferenceName(name: string): boolean {
+  const tokens = nameTokens(name);
+  if (tokens.some((t) => TRAINING_NAME_TOKENS.has(t))) return false;
+  if (tokens.some((t) => INFERENCE_NAME_TOKENS.has(t))) return true;
+  if (tokens.length === 1 && tokens[0] === 'act') return true;
+  return tokens.some((t) => t === 'action' || t === 'actions') && tokens.some((t) => ACTION_VERBS.has(t));
+}
+
+/** Functions defined in this file, by name (methods included: `self.learn()` resolves by its name). */
+function localFunctions(file: SourceFile): Map<string, SyntaxNode[]> {
+  const out = new Map<string, SyntaxNode[]>();
+  for (const fn of file.nodesOfType('function_definition')) {
+    const name = childByField(fn, 'name');
+    if (name === null) continue;
+    const key = file.textOf(name);
+    out.set(key, [...(out.get(key) ?? []), fn]);
+  }
+  return out;
+}
+
+function calleeLastName(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+  return last?.type === 'identifier' ? file.textOf(last) : null;
+}
+
+/** Per-run memo of which local functions reach a gradient computation (call graph followed in the file). */
+class GradientReach {
+  private readonly functions: Map<string, SyntaxNode[]>;
+  private readonly memo = new Map<SyntaxNode, boolean>();
+
+  constructor(private readonly file: SourceFile) {
+    this.functions = localFunctions(file);
+  }
+
+  /** The call computes/applies gradients itself or calls a function of this file that does. */
+  callReaches(call: SyntaxNode): boolean {
+    if (isGradientCall(this.file, call)) return true;
+    const name = calleeLastName(this.file, call);
+    const defs = name === null ? undefined : this.functions.get(name);
+    return defs !== undefined && defs.some((d) => this.functionReaches(d));
+  }
+
+  functionReaches(fn: SyntaxNode): boolean {
+    const known = this.memo.get(fn);
+    if (known !== undefined) return known;
+    this.memo.set(fn, false); // recursion guard
+    const result = computesGradients(this.file, fn) || callsIn(this.file, fn).some((c) => this.callReaches(c));
+    this.memo.set(fn, result);
+    return result;
+  }
+
+  nodeReaches(node: SyntaxNode): boolean {
+    return callsIn(this.file, node).some((c) => this.callReaches(c));
+  }
+}
+
+function callsIn(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
+  const calls = file.nodesOfType('call');
+  const out: SyntaxNode[] = [];
+  for (let i = lowerBound(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
+  return out;
+}
+
+function lowerBound(nodes: readonly SyntaxNode[], offset: number): number {
+  let lo = 0;
+  let hi = nodes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (nodes[mid].start < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** `optimizer.step()`, `scaler.step(opt)`: this iteration's update is done. */
+function isOptimizerStep(file: SourceFile, call: SyntaxNode): boolean {
+  return calleeLastName(file, call) === 'step' && isGradientCall(file, call);
+}
+
+/** Backward / optimizer step calls (not zero_grad: clearing gradients trains nothing yet). */
+function isStepOrBackward(file: SourceFile, call: SyntaxNode): boolean {
+  if (backwardTargets(file, call) !== null) return true;
+  return calleeLastName(file, call) === 'step' && isGradientCall(file, call);
+}
+
+const PURE_BUILTINS = new Set(['print', 'len', 'float', 'int', 'bool', 'str', 'repr', 'round', 'abs', 'max', 'min', 'sum', 'list', 'tuple', 'zip', 'enumerate', 'sorted', 'reversed', 'isinstance', 'format', 'range', 'map', 'iter', 'next', 'dict', 'set']);
+const PURE_MODULES = /^(torch|numpy|np|math|F)\./;
+const LOCAL_CONTAINER_METHODS = new Set(['append', 'extend', 'insert', 'add']);
+const LOSS_NAME = /(^|_)(loss|losses|criterion|crit|metric|metrics|accuracy|acc)(_|$|fn|func)/i;
+
+/**
+ * Whether a value with autograd history may leave the region for code that could backpropagate it: a
+ * call to code outside this file, a store into an attribute / a parameter's container, a return/yield.
+ */
+function historyEscapes(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode, from: number, to: number, reach: GradientReach): boolean {
+  const params = new Set<string>();
+  if (scope.type === 'function_definition') {
+    const ps = childByField(scope, 'parameters');
+    for (const p of ps?.children ?? []) {
+      const id = p.type === 'identifier' ? p : p.children.find((c) => c.type === 'identifier');
+      if (id !== undefined) params.add(file.textOf(id));
+    }
+  }
+  const stack = [scope.type === 'module' ? scope : (childByField(scope, 'body') ?? scope)];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.end <= from || n.start >= to) continue;
+    if (n !== scope && (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda')) continue;
+    for (const c of n.children) stack.push(c);
+    if (n.start < from) continue;
+    if (n.type === 'return_statement' || n.type === 'yield') {
+      const value = n.children.find((c) => c.named) ?? null;
+      if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
+    } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left === null || right === null || flow.taintOf(right) !== Taint.Tainted) continue;
+      if (left.type === 'attribute' || (left.type === 'subscript' && !isLocalName(file, childByField(left, 'value'), params))) return true;
+    } else if (n.type === 'call') {
+      if (!callPassesHistory(flow, n)) continue;
+      if (!isPureConsumer(file, flow, n, params, reach)) return true;
+    }
+  }
+  return false;
+}
+
+function isLocalName(file: SourceFile, node: SyntaxNode | null, params: ReadonlySet<string>): boolean {
+  return node?.type === 'identifier' && !params.has(file.textOf(node));
+}
+
+function callPassesHistory(flow: ScopeFlow, call: SyntaxNode): boolean {
+  const args = childByField(call, 'arguments');
+  for (const a of args?.children ?? []) {
+    if (!a.named || a.type === 'comment') continue;
+    const value = a.type === 'keyword_argument' ? childByField(a, 'value') : a;
+    if (value !== null && flow.taintOf(value) === Taint.Tainted) return true;
+  }
+  return false;
+}
+
+/** Calls that take a tensor with history without keeping or backpropagating it elsewhere. */
+function isPureConsumer(file: SourceFile, flow: ScopeFlow, call: SyntaxNode, params: ReadonlySet<string>, reach: GradientReach): boolean {
+  if (forwardReceiver(file, call) !== null) return true;
+  const fn = childByField(call, 'function');
+  if (fn === null) return false;
+  if (fn.type === 'identifier') {
+    const name = file.textOf(fn);
+    if (PURE_BUILTINS.has(name) || LOSS_NAME.test(name)) return true;
+    // A function of this file that trains nothing: whatever it returns flows on as taint.
+    const defs = localFunctions(file).get(name);
+    if (defs !== undefined) return !defs.some((d) => reach.functionReaches(d));
+  }
+  const qualified = qualifiedName(file, fn) ?? '';
+  if (PURE_MODULES.test(qualified) || PURE_MODULES.test(file.textOf(fn))) return true;
+  if (fn.type === 'attribute') {
+    const object = childByField(fn, 'object');
+    const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+    if (method === 'format' || method === 'join') return true;
+    if (LOCAL_CONTAINER_METHODS.has(method)) return isLocalName(file, object, params);
+    // `out.max(1)`, `dist.sample()`: a method of the tainted value itself.
+    if (object !== null && flow.taintOf(object) !== Taint.Clean) return !/^(backward|register_hook|retain_grad)$/.test(method);
+    if (LOSS_NAME.test(method) || LOSS_NAME.test(file.textOf(object ?? fn))) return !reach.callReaches(call);
+  }
+  return false;
+}
+
+/** The largest ancestor of `call` below the scope's body that reaches no backward/optimizer step. */
+function gradientFreeRegion(call: SyntaxNode, scope: SyntaxNode, reach: GradientReach): SyntaxNode {
+  let region = call;
+  for (let p = call.parent; p !== null && p !== scope; p = p.parent) {
+    if (p.type === 'block' && p.parent === scope) break;
+    if (p.type === 'module') break;
+    if (reach.nodeReaches(p)) break;
+    region = p;
+  }
+  return region;
+}
+
+/** A nested function its enclosing function returns (a step-function factory): callers are unknown. */
+export function isReturnedClosure(file: SourceFile, scope: SyntaxNode): boolean {
+  if (scope.type !== 'function_definition') return false;
+  let outer = scope.parent;
+  while (outer !== null && outer.type !== 'function_definition' && outer.type !== 'module' && outer.type !== 'class_definition') outer = outer.parent;
+  if (outer?.type !== 'function_definition') return false;
+  const name = file.textOf(childByField(scope, 'name') ?? scope);
+  const re = new RegExp(`\\breturn\\b[^\\n]*\\b${name.replace(/[^\w]/g, '')}\\b`);
+  return re.test(file.textOf(childByField(outer, 'body') ?? outer));
+}
+
+/** Methods of the file's nn.Module classes: the module's own `sample()`/`generate()` run under whatever the caller does. */
+function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
+  if (scope.type !== 'function_definition') return false;
+  const cls = enclosingClass(scope);
+  if (cls === null) return false;
+  const name = file.textOf(childByField(cls, 'name') ?? cls);
+  return modelFacts(file).moduleClasses.has(name);
+}
+
+/**
+ * Why a forward pass that no evaluation marker/name/loader points at is still inference, or null.
+ * The caller has already excluded grad-off code, forwards feeding a backward, and scopes that take
+ * gradients with respect to inputs.
+ */
+export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
+  if (isReturnedClosure(file, scope) || isModelMethod(file, scope)) return null;
+  if (forwardsFeedingBackward(file, scope).has(call)) return null;
+  const reach = new GradientReach(file);
+  const region = gradientFreeRegion(call, scope, reach);
+  const loops = enclosingLoops(call).filter((l) => contains(scope, l));
+  const trainingLoop = loops.find((l) => !contains(region, l) && l !== region && reach.nodeReaches(l)) ?? null;
+  const named = scope.type === 'function_definition' && isInferenceName(file.textOf(childByField(scope, 'name') ?? scope));
+  const stepsBefore = (within: SyntaxNode, optimizerOnly = false): boolean =>
+    callsIn(file, within).some((c) => c.end <= region.start && (optimizerOnly ? isOptimizerStep(file, c) : isStepOrBackward(file, c)));
+  let kind: InferenceKind | null = null;
+  let end = scope.end;
+  if (trainingLoop !== null) {
+    // Inside the training loop: a test/sample forward after this iteration's backward/step.
+    if (!stepsBefore(trainingLoop, true)) return null;
+    kind = 'after-step';
+    end = trainingLoop.end;
+  } else if (named) kind = 'inference-name';
+  else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
+  else if (stepsBefore(scope)) kind = 'after-training';
+  if (kind === null) return null;
+  // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.
+  const after = callsIn(file, scope).filter((c) => c.start >= region.end && c.start < end);
+  if (after.some((c) => isStepOrBackward(file, c) || reach.callReaches(c))) {
+    if (kind !== 'after-step') return null;
+  }
+  const flow = flowOf(file, scope);
+  if (historyEscapes(file, flow, scope, region.start, end, reach)) return null;
+  return { kind, region };
+}
+
+/** Whether anything in this file calls the function (by name). */
+export function calledInFile(file: SourceFile, fn: SyntaxNode): boolean {
+  const name = file.textOf(childByField(fn, 'name') ?? fn);
+  for (const c of file.nodesOfType('call')) if (calleeLastName(file, c) === name) return true;
+  return false;
+}
+
+/** The function (or anything it calls in this file) runs backward() or an optimizer step. */
+export function reachesGradients(file: SourceFile, fn: SyntaxNode): boolean {
+  return new GradientReach(file).functionReaches(fn);
+}
+
+const STATEMENT_PARENTS = new Set(['block', 'module']);
+
+/**
+ * The statement to wrap in `with torch.no_grad():` for a forward pass: the largest statement around it
+ * that reaches no backward/optimizer step, or null when even the forward's own statement does.
+ */
+export function noGradStatement(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): SyntaxNode | null {
+  const reach = new GradientReach(file);
+  let stmt: SyntaxNode | null = null;
+  for (let n: SyntaxNode | null = call; n !== null && n !== scope; n = n.parent) {
+    if (n.parent !== null && STATEMENT_PARENTS.has(n.parent.type)) {
+      if (reach.nodeReaches(n)) break;
+      stmt = n;
+    }
+    if (n.type === 'function_definition' || n.type === 'class_definition') break;
+  }
+  return stmt;
+}

@@ -294,3 +294,13 @@ export function noGradStatement(file: SourceFile, scope: SyntaxNode, call: Synta
   }
   return stmt;
 }
+
+/**
+ * A backward()/optimizer step follows the forward on the same path (straight-line code, or inside every
+ * loop around the forward): the forward is part of a training step (a DDPG target network in `learn()`),
+ * whatever mode its module is in.
+ */
+export function backpropagatesAfter(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): boolean {
+  const loops = enclosingLoops(call).filter((l) => contains(scope, l));
+  return callsIn(file, scope).some((c) => c.start >= call.end && isStepOrBackward(file, c) && loops.every((l) => contains(l, c)));
+}

@@ -10,7 +10,7 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
-import { calledInFile, inferenceContext, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { backpropagatesAfter, calledInFile, inferenceContext, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -283,6 +283,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly Synt
     if (context !== null) {
       if (evalFound) continue;
       if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
+      if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;
       findings.push(finding(file, scope, call, receiver, why, where, crossFile));

@@ -149,6 +149,19 @@ function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: s
   return scalarLike ? 'item' : 'detach';
 }
 
+/**
+ * `loss_dict["d"] = d_loss` in a loop: the same slot is rebound every iteration, so it keeps at most the
+ * latest step's value (whose graph its backward has already freed), never a growing chain of graphs.
+ */
+function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
+  if (sink.kind !== 'store' || sink.node.type !== 'assignment' || sink.target.type !== 'subscript') return false;
+  if (enclosingLoops(sink.node).length === 0) return false;
+  const index = childByField(sink.target, 'subscript');
+  if (index === null || (index.type !== 'string' && index.type !== 'integer') || file.textOf(index).includes('{')) return false;
+  // `d["loss"] = d["loss"] + loss` accumulates into the slot.
+  return !file.textOf(sink.value).includes(file.textOf(sink.target));
+}
+
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
@@ -165,6 +178,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
     const key = containerKey(file, sink.target);
     if (key === null || !persists(flow, sink, key)) continue;
+    if (isOverwrittenSlot(file, sink)) continue;
     if (isConsumedByBackward(file, scope, key)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;

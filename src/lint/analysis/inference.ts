@@ -12,6 +12,7 @@ import { qualifiedName } from './imports';
 import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, isGradientCall, modelFacts } from './models';
 import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
+import { VersionMemo } from '../session';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step';
 
@@ -64,6 +65,10 @@ class GradientReach {
     this.functions = localFunctions(file);
   }
 
+  functionsNamed(name: string): readonly SyntaxNode[] | undefined {
+    return this.functions.get(name);
+  }
+
   /** The call computes/applies gradients itself or calls a function of this file that does. */
   callReaches(call: SyntaxNode): boolean {
     if (isGradientCall(this.file, call)) return true;
@@ -81,9 +86,20 @@ class GradientReach {
     return result;
   }
 
+  private readonly nodeMemo = new Map<SyntaxNode, boolean>();
+
   nodeReaches(node: SyntaxNode): boolean {
-    return callsIn(this.file, node).some((c) => this.callReaches(c));
+    let r = this.nodeMemo.get(node);
+    if (r === undefined) this.nodeMemo.set(node, (r = callsIn(this.file, node).some((c) => this.callReaches(c))));
+    return r;
   }
+}
+
+/** One call-graph memo per version of the file (everything it holds is derived from that version). */
+const reaches = new VersionMemo<GradientReach>('inference.reach');
+
+function reachOf(file: SourceFile): GradientReach {
+  return reaches.get(file, (f) => new GradientReach(f));
 }
 
 function callsIn(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
@@ -179,7 +195,7 @@ function isPureConsumer(file: SourceFile, flow: ScopeFlow, call: SyntaxNode, par
     const name = file.textOf(fn);
     if (PURE_BUILTINS.has(name) || LOSS_NAME.test(name)) return true;
     // A function of this file that trains nothing: whatever it returns flows on as taint.
-    const defs = localFunctions(file).get(name);
+    const defs = reach.functionsNamed(name);
     if (defs !== undefined) return !defs.some((d) => reach.functionReaches(d));
   }
   const qualified = qualifiedName(file, fn) ?? '';
@@ -236,7 +252,7 @@ function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
 export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
   if (isReturnedClosure(file, scope) || isModelMethod(file, scope)) return null;
   if (forwardsFeedingBackward(file, scope).has(call)) return null;
-  const reach = new GradientReach(file);
+  const reach = reachOf(file);
   const region = gradientFreeRegion(call, scope, reach);
   const loops = enclosingLoops(call).filter((l) => contains(scope, l));
   const trainingLoop = loops.find((l) => !contains(region, l) && l !== region && reach.nodeReaches(l)) ?? null;
@@ -273,7 +289,7 @@ export function calledInFile(file: SourceFile, fn: SyntaxNode): boolean {
 
 /** The function (or anything it calls in this file) runs backward() or an optimizer step. */
 export function reachesGradients(file: SourceFile, fn: SyntaxNode): boolean {
-  return new GradientReach(file).functionReaches(fn);
+  return reachOf(file).functionReaches(fn);
 }
 
 const STATEMENT_PARENTS = new Set(['block', 'module']);
@@ -283,7 +299,7 @@ const STATEMENT_PARENTS = new Set(['block', 'module']);
  * that reaches no backward/optimizer step, or null when even the forward's own statement does.
  */
 export function noGradStatement(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): SyntaxNode | null {
-  const reach = new GradientReach(file);
+  const reach = reachOf(file);
   let stmt: SyntaxNode | null = null;
   for (let n: SyntaxNode | null = call; n !== null && n !== scope; n = n.parent) {
     if (n.parent !== null && STATEMENT_PARENTS.has(n.parent.type)) {

@@ -23,8 +23,24 @@ function within(outer: SyntaxNode, inner: SyntaxNode): boolean {
   return outer.start <= inner.start && inner.end <= outer.end;
 }
 
-/** Another backward-like call in the scope after `call`, or anywhere in a loop body around it. */
+/**
+ * Another backward-like call that may run through this graph again: one after `call` in the scope, or
+ * one earlier in a loop body around it unless neither graph carries history from one iteration into the
+ * next (then the next iteration's earlier backward runs on a freshly built graph, as in a GAN's G step
+ * before its D step).
+ */
 function anotherBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, loops: readonly SyntaxNode[]): boolean {
+  const earlier: SyntaxNode[] = [];
+  if (laterOrLoopBackward(file, scope, call, loops, earlier)) return true;
+  if (earlier.length === 0) return false;
+  const flow = flowOf(file, scope);
+  const targets = backwardTargets(file, call) ?? [];
+  const loop = loops[0];
+  if (sharesHistoryAcrossIterations(flow, targets, loop)) return true;
+  return earlier.some((other) => sharesHistoryAcrossIterations(flow, backwardTargets(file, other) ?? [], loop));
+}
+
+function laterOrLoopBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, loops: readonly SyntaxNode[], earlier: SyntaxNode[]): boolean {
   // Only the scope's calls: starting the scan at the file's first call made each call cost the file.
   const calls = file.nodesOfType('call');
   for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length; i++) {
@@ -33,6 +49,10 @@ function anotherBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, 
     if (other.start >= scope.end) break;
     if (backwardTargets(file, other) === null) continue;
     if (other.start > call.start && within(scope, other)) return true;
+    if (loops.length > 0 && within(childByField(loops[0], 'body') ?? loops[0], other)) {
+      earlier.push(other);
+      continue;
+    }
     if (loops.some((l) => within(childByField(l, 'body') ?? l, other))) return true;
   }
   return false;

@@ -320,3 +320,23 @@ export function backpropagatesAfter(file: SourceFile, scope: SyntaxNode, call: S
   const loops = enclosingLoops(call).filter((l) => contains(scope, l));
   return callsIn(file, scope).some((c) => c.start >= call.end && isStepOrBackward(file, c) && loops.every((l) => contains(l, c)));
 }
+
+const signatures = new VersionMemo<string>('inference.signature');
+
+/**
+ * Everything inferenceContext reads beyond the scope's own statement: which functions of the file reach
+ * a gradient computation, and which names the file calls (cached scope results must change with them).
+ */
+export function inferenceSignature(file: SourceFile): string {
+  return signatures.get(file, (f) => {
+    const reach = reachOf(f);
+    const training = new Set<string>();
+    for (const fn of f.nodesOfType('function_definition')) if (reach.functionReaches(fn)) training.add(f.textOf(childByField(fn, 'name') ?? fn));
+    const called = new Set<string>();
+    for (const c of f.nodesOfType('call')) {
+      const name = calleeLastName(f, c);
+      if (name !== null) called.add(name);
+    }
+    return `${[...training].sort().join(',')}|${[...called].sort().join(',')}`;
+  });
+}

@@ -206,7 +206,7 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
-    modules = ModuleLedger(lambda: tracker.in_step)
+    modules = ModuleLedger(lambda: tracker.in_step, device_type)
     missing = modules.install()
     if missing is None:
         tracker.modules = modules

@@ -28,8 +28,11 @@ _register_post = getattr(_module_api, "register_module_forward_hook", None)
 
 
 class ModuleLedger:
-    def __init__(self, is_profiling: Callable[[], bool]) -> None:
+    def __init__(self, is_profiling: Callable[[], bool], device_type: str = "cpu") -> None:
         self.is_profiling = is_profiling
+        # Only storages on the measured device count (as in the peak's byKind): Adam's `step` counters stay
+        # on the host when the model is on CUDA (or meta, when predicting).
+        self.device_type = device_type
         self.stack: List[ModuleKey] = []
         # Strong references: with --setup the step's arguments (the model) are dropped once the steps ran,
         # before the report is built, and a weakly held model would vanish from the breakdown.
@@ -118,7 +121,7 @@ class ModuleLedger:
     def measure_grads(self, describe: Callable[[torch.Tensor], Any]) -> None:
         """End of a profiled backward(): the gradient bytes of each module's parameters, kept at their max."""
         for key, module in self._named_modules():
-            total = _distinct_bytes((p.grad for p in module.parameters() if p.grad is not None), describe)
+            total = _distinct_bytes(self.device_type, (p.grad for p in module.parameters() if p.grad is not None), describe)
             if total > self.grads.get(key, 0):
                 self.grads[key] = total
 
@@ -136,7 +139,7 @@ class ModuleLedger:
         --setup they are gone once the steps ran."""
         states = _optimizer_states(optimizers)
         self.optimizer_bytes = {
-            key: _distinct_bytes((value for state in states for p in module.parameters()
+            key: _distinct_bytes(self.device_type, (value for state in states for p in module.parameters()
                                   for value in _state_values(state, p)), describe)
             for key, module in self._named_modules()}
 
@@ -151,8 +154,8 @@ class ModuleLedger:
         entries = []
         for key, module in self._named_modules():
             params = list(module.parameters())
-            param_bytes = _distinct_bytes(list(params) + list(module.buffers()), describe)
-            optimizer_bytes = max(self.optimizer_bytes.get(key, 0), _distinct_bytes(
+            param_bytes = _distinct_bytes(self.device_type, list(params) + list(module.buffers()), describe)
+            optimizer_bytes = max(self.optimizer_bytes.get(key, 0), _distinct_bytes(self.device_type, 
                 (value for state in states for p in params for value in _state_values(state, p)), describe))
             forward, saved, backward = rolled.get(key, [0, 0, 0])
             entry = {
@@ -190,10 +193,12 @@ def _state_values(state: Any, param: torch.Tensor) -> List[torch.Tensor]:
     return [v for v in values.values() if isinstance(v, torch.Tensor)]
 
 
-def _distinct_bytes(tensors: Iterable[torch.Tensor], describe: Callable[[torch.Tensor], Any]) -> int:
+def _distinct_bytes(device_type: str, tensors: Iterable[torch.Tensor], describe: Callable[[torch.Tensor], Any]) -> int:
     seen = set()
     total = 0
     for tensor in tensors:
+        if tensor.device.type != device_type:
+            continue
         described = describe(tensor)
         if described is None or described[0] in seen:
             continue

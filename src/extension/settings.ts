@@ -2,12 +2,11 @@
 // configuration lookups.
 import * as vscode from 'vscode';
 import { parseTorchVersion, type TorchVersion } from '../lint';
+import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
-import { defaultThresholds, type HintThresholds } from './hintModel';
+import { defaultThresholds, type HintThresholds } from './hints/model';
 
 export const SECTION = 'memhint';
-
-export type Backend = 'auto' | 'cpu' | 'cuda';
 
 export interface LintConfig {
   readonly enable: boolean;
@@ -24,7 +23,7 @@ export interface ProfileConfig {
   readonly python: string | null;
   readonly steps: number;
   readonly warmup: number;
-  readonly backend: Backend;
+  readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
 }

@@ -4,16 +4,16 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import type { ProfileOutcome } from '../../../src/extension/profile';
+import type { ProfileCommandResult } from '../../../src/extension/profile/controller';
 import { codeOf, documentState, linted, lineOf, memhint, memhintDiagnostics, openPython, setSetting, testPython, waitFor, type MemhintApi } from './util';
 
 const MiB = 1024 * 1024;
 
 /** Puts the cursor inside `def name` and runs the command the way the palette does (no arguments). */
-async function profileAtCursor(editor: vscode.TextEditor, defLine: string): Promise<ProfileOutcome> {
+async function profileAtCursor(editor: vscode.TextEditor, defLine: string): Promise<ProfileCommandResult> {
   const line = lineOf(editor.document, defLine) + 1;
   editor.selection = new vscode.Selection(line, 4, line, 4);
-  const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep');
+  const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
   assert.ok(outcome, 'the command returns its outcome');
   lastReport = outcome.report;
   return outcome;
@@ -115,7 +115,7 @@ describe('profile this step (CPU backend, real torch)', function () {
     try {
       const line = lineOf(editor.document, 'def train_step(') + 1;
       editor.selection = new vscode.Selection(line, 4, line, 4);
-      const running = vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep');
+      const running = vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
       await waitFor('profile running', () => api.state().profile.running, 30_000);
       const child = await waitFor('the harness process', () => harnessPids(editor.document.uri.fsPath)[0], 30_000);
       await vscode.commands.executeCommand('memhint.cancelProfile');

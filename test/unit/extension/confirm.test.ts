@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { identifiersIn, measuredRetention, retentionSentence } from '../../../src/extension/confirm';
+import { identifiersIn, measuredRetention, retentionSentence } from '../../../src/extension/lint/confirm';
 import { counters, FILE, kinds, line, report } from './reportFixture';
 
 describe('extension/confirm (measured retention for MH002)', () => {

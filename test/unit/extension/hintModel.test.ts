@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { hintsForFile, hintText, hoverMarkdown, kindBreakdown, sizeClass, stepPeak, defaultThresholds } from '../../../src/extension/hintModel';
+import { hintsForFile, hintText, hoverMarkdown, kindBreakdown, sizeClass, stepPeak, defaultThresholds } from '../../../src/extension/hints/model';
 import { counters, FILE, kinds, line, report } from './reportFixture';
 
 const MiB = 1024 ** 2;

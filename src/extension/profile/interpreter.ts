@@ -2,7 +2,7 @@
 // interpreter for the file (through @vscode/python-extension) when that extension is installed, else
 // `python3` from PATH.
 import * as vscode from 'vscode';
-import type { Logger } from './logger';
+import type { Logger } from '../logger';
 
 export interface ResolvedInterpreter {
   readonly path: string;

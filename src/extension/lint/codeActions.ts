@@ -1,8 +1,7 @@
 // Quick fixes for memhint diagnostics (the rule's own fix, "Ignore MHxxx for this line", rule docs),
 // "Fix all memhint issues" as a command and as the source.fixAll.memhint code action kind.
 import * as vscode from 'vscode';
-import { lint, type Finding, type Linter } from '../lint';
-import { fixUntilStable } from '../lint/fix';
+import { fixUntilStable, lint, type Finding, type Linter } from '../../lint';
 import type { DiagnosticsController } from './diagnostics';
 import { noqaEdit } from './noqaEdit';
 

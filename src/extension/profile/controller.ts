@@ -3,25 +3,25 @@
 // (Cancel kills the child) and hands the report to the store.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Linter } from '../lint';
-import type { ProfileReport } from '../profiler/report';
-import type { DiagnosticsController } from './diagnostics';
+import type { Linter } from '../../lint';
+import type { ProfileReport } from '../../profiler/report';
+import type { DiagnosticsController } from '../lint/diagnostics';
+import { sourceOf } from '../lint/sourceOf';
+import { errorText, type Logger } from '../logger';
+import type { ReportStore } from '../reportStore';
+import { readProfileConfig } from '../settings';
 import { resolveInterpreter } from './interpreter';
-import { errorText, type Logger } from './logger';
-import type { ReportStore } from './reportStore';
-import type { ProfileRequest } from './profileTypes';
-import type { RunHooks, RunResult } from './runProfile';
-import { readProfileConfig } from './settings';
-import { sourceOf } from './sourceOf';
+import type { ProfileRequest } from './request';
+import type { RunHooks, RunResult } from './run';
 import { functionAt, topLevelFunctions } from './stepFinder';
 
-/** The profiler's runner as the command uses it (runProfile.ts adapts the launcher; tests may inject). */
+/** The profiler's runner as the command uses it (run.ts adapts the launcher; tests may inject). */
 export type RunProfile = (request: ProfileRequest, hooks: RunHooks) => Promise<RunResult>;
 
 export const UNTRUSTED_MESSAGE =
   'memhint: profiling runs your code, so it is disabled in Restricted Mode. Trust this workspace to profile it (linting keeps working).';
 
-export interface ProfileOutcome {
+export interface ProfileCommandResult {
   readonly status: 'done' | 'cancelled' | 'failed' | 'untrusted' | 'no-target';
   readonly report?: ProfileReport;
   readonly error?: string;
@@ -29,7 +29,7 @@ export interface ProfileOutcome {
 
 export class ProfileController {
   private running: AbortController | null = null;
-  private last: ProfileOutcome | null = null;
+  private last: ProfileCommandResult | null = null;
 
   constructor(
     private readonly run: RunProfile,
@@ -39,7 +39,7 @@ export class ProfileController {
     private readonly log: Logger,
   ) {}
 
-  get lastOutcome(): ProfileOutcome | null {
+  get lastOutcome(): ProfileCommandResult | null {
     return this.last;
   }
 
@@ -53,12 +53,12 @@ export class ProfileController {
   }
 
   /** Command entry: `uri`/`functionName` come from the CodeLens; the palette passes nothing. */
-  async profileStep(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileOutcome> {
+  async profileStep(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
     this.last = await this.profile(uri, functionName);
     return this.last;
   }
 
-  private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileOutcome> {
+  private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
     if (!vscode.workspace.isTrusted) {
       void vscode.window.showWarningMessage(UNTRUSTED_MESSAGE, 'Manage Workspace Trust').then((choice) => {
         if (choice !== undefined) void vscode.commands.executeCommand('workbench.trust.manage');
@@ -81,7 +81,7 @@ export class ProfileController {
     }
   }
 
-  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileOutcome> {
+  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileCommandResult> {
     const target = await this.pickTarget(uri, functionName);
     if (target === null) return { status: 'no-target' };
     const document = target.document;

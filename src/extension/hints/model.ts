@@ -1,8 +1,9 @@
 // Per-line memory hints built from a profile report: the compact end-of-line text, the size class that
 // picks its colour, and the hover's full figures. Pure data in, data out; no `vscode` here.
-import * as path from 'node:path';
-import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ProfileReport } from '../profiler/report';
-import { formatBytes } from './format';
+import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ProfileReport } from '../../profiler/report';
+import { perStep as divide, profiledSteps } from '../../profiler/units';
+import { formatBytes } from '../format';
+import { samePath } from '../paths';
 
 export type HintSize = 'small' | 'medium' | 'large';
 
@@ -29,17 +30,6 @@ export interface LineHint {
   readonly steps: number;
   readonly leak: Leak | null;
   readonly liveAtPeak: LiveByLine | null;
-}
-
-/** How many steps the per-line totals cover (at least 1, so a partial run still divides sanely). */
-export function profiledSteps(report: ProfileReport): number {
-  return Math.max(1, report.steps.length);
-}
-
-export function samePath(a: string, b: string): boolean {
-  const na = path.normalize(a);
-  const nb = path.normalize(b);
-  return process.platform === 'win32' || process.platform === 'darwin' ? na.toLowerCase() === nb.toLowerCase() : na === nb;
 }
 
 /** Hints for the lines of one file. `filePaths`: the names the file may have in the report (as opened, real path). */
@@ -91,16 +81,16 @@ export function sizeClass(bytes: number, thresholds: HintThresholds): HintSize {
 
 /** The compact end-of-line text, e.g. `+1.2 GiB, peak 3.4 GiB` (per step; inclusive of callees). */
 export function hintText(stats: LineStats, steps: number, leak: Leak | null): string {
-  const net = Math.round(stats.inclusive.net / steps);
+  const net = divide(stats.inclusive.net, steps);
   const peak = stats.inclusive.peak;
   const parts: string[] = [];
   if (net !== 0) parts.push(formatBytes(net, { signed: true }));
   if (peak > 0 && peak !== net) parts.push(`peak ${formatBytes(peak)}`);
-  const backward = Math.round(stats.backward.allocated / steps);
+  const backward = divide(stats.backward.allocated, steps);
   if (backward > 0) parts.push(`backward ${formatBytes(backward)}`);
   if (leak !== null && leak.bytesPerStep > 0) parts.push(`leaks ${formatBytes(leak.bytesPerStep)}/step`);
   else if (leak !== null && leak.graphNodesPerStep > 0) parts.push(`keeps ${leak.graphNodesPerStep} graph nodes/step`);
-  if (parts.length === 0 && stats.savedForBackward > 0) parts.push(`saves ${formatBytes(Math.round(stats.savedForBackward / steps))}`);
+  if (parts.length === 0 && stats.savedForBackward > 0) parts.push(`saves ${formatBytes(divide(stats.savedForBackward, steps))}`);
   return parts.join(', ');
 }
 
@@ -114,11 +104,11 @@ export function kindBreakdown(byKind: BytesByKind): string {
 
 function perStep(counters: MemoryCounters, steps: number): MemoryCounters {
   return {
-    allocated: Math.round(counters.allocated / steps),
-    freed: Math.round(counters.freed / steps),
-    net: Math.round(counters.net / steps),
+    allocated: divide(counters.allocated, steps),
+    freed: divide(counters.freed, steps),
+    net: divide(counters.net, steps),
     peak: counters.peak,
-    allocations: Math.round(counters.allocations / steps),
+    allocations: divide(counters.allocations, steps),
   };
 }
 
@@ -144,7 +134,7 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   const facts: string[] = [];
   if (stats.calls > 0) facts.push(`Runs ${trimNumber(stats.calls / steps)}× per step.`);
   else facts.push('Allocated from another thread or frame (the line itself did not run during the steps).');
-  if (stats.savedForBackward > 0) facts.push(`Saved activations for backward: ${b(Math.round(stats.savedForBackward / steps))} per step.`);
+  if (stats.savedForBackward > 0) facts.push(`Saved activations for backward: ${b(divide(stats.savedForBackward, steps))} per step.`);
   if (hint.liveAtPeak !== null) {
     const breakdown = kindBreakdown(hint.liveAtPeak.byKind);
     facts.push(`Live at the step's peak: ${b(hint.liveAtPeak.bytes)}${breakdown ? ` (${breakdown})` : ''}.`);
@@ -157,7 +147,7 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   }
   if (stats.cuda) {
     facts.push(
-      `CUDA allocator: allocated ${b(Math.round(stats.cuda.allocatedDelta / steps), true)}, reserved ${b(Math.round(stats.cuda.reservedDelta / steps), true)} per step; max allocated rise ${b(stats.cuda.maxAllocatedRise)}.`,
+      `CUDA allocator: allocated ${b(divide(stats.cuda.allocatedDelta, steps), true)}, reserved ${b(divide(stats.cuda.reservedDelta, steps), true)} per step; max allocated rise ${b(stats.cuda.maxAllocatedRise)}.`,
     );
   }
   out.push(facts.join('  \n'));

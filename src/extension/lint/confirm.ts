@@ -1,8 +1,8 @@
 // Lint findings confirmed by measurement: what the profiler saw a retained-graph (MH002) line keep alive.
 // No `vscode` here.
-import type { Leak, LiveByLine, ProfileReport } from '../profiler/report';
-import { formatBytes } from './format';
-import { samePath } from './hintModel';
+import type { Leak, LiveByLine, ProfileReport } from '../../profiler/report';
+import { formatBytes } from '../format';
+import { samePath } from '../paths';
 
 export interface Retention {
   /** 1-based line the figures belong to: the finding's own line, or where the kept value was made. */

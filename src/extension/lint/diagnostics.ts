@@ -1,15 +1,30 @@
 // Lint diagnostics for open Python documents: each document keeps an incremental PythonDocument fed
 // with VS Code's content changes; re-lints are debounced; MH002 findings gain the profiler's measured
 // figures when a report covers their line.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { FailureLog, lint, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
-import { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from '../lint/config';
+import {
+  ConfigError,
+  FailureLog,
+  findProjectConfig,
+  isExcluded,
+  lint,
+  settingsForFile,
+  unknownRuleSelectors,
+  type Finding,
+  type LintSettings,
+  type Linter,
+  type ProjectConfig,
+  type PythonDocument,
+  type SourceFile,
+  type TextChange,
+} from '../../lint';
+import type { Logger } from '../logger';
+import { filePathsOf } from '../paths';
+import type { ReportStore } from '../reportStore';
+import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
 import { CONFIRMABLE_CODES, identifiersIn, measuredRetention, retentionSentence } from './confirm';
-import type { Logger } from './logger';
-import type { ReportStore } from './reportStore';
-import { readLintConfig, onSettingsChanged, type LintConfig } from './settings';
+import { ruleDocUri } from './ruleDocs';
 
 export interface LintResult {
   readonly version: number;
@@ -272,31 +287,4 @@ export class DiagnosticsController implements vscode.Disposable {
     this.tracked.clear();
     for (const d of this.disposables) d.dispose();
   }
-}
-
-/** The file as the report may name it: as opened and with symlinks resolved. */
-export function filePathsOf(uri: vscode.Uri): string[] {
-  const paths = [uri.fsPath];
-  try {
-    const real = fs.realpathSync(uri.fsPath);
-    if (real !== uri.fsPath) paths.push(real);
-  } catch {
-    // unsaved or deleted: the opened path is all there is
-  }
-  return paths;
-}
-
-const docPages = new Map<string, vscode.Uri | null>();
-
-/** docs/rules/MHxxx.md inside the extension, when that page exists (looked up once per code). */
-export function ruleDocUri(extensionUri: vscode.Uri, code: string): vscode.Uri | null {
-  const key = `${extensionUri.toString()}#${code}`;
-  let uri = docPages.get(key);
-  if (uri === undefined) {
-    const candidate = vscode.Uri.joinPath(extensionUri, 'docs', 'rules', `${code}.md`);
-    uri = fs.existsSync(candidate.fsPath) ? candidate : null;
-    // A missing page is not cached: the docs may be added while a development host runs.
-    if (uri !== null) docPages.set(key, uri);
-  }
-  return uri;
 }

@@ -1,13 +1,13 @@
 // Inline memory hints from the latest report: one end-of-line decoration type with per-line text and
 // theme colour, hovers with every figure, realignment on edit, and the status bar item with the peak.
 import * as vscode from 'vscode';
-import { filePathsOf } from './diagnostics';
-import { formatBytes } from './format';
-import { hintsForFile, hoverMarkdown, stepPeak, type HintSize, type LineHint } from './hintModel';
+import { formatBytes } from '../format';
+import type { Logger } from '../logger';
+import { filePathsOf } from '../paths';
+import type { ReportStore } from '../reportStore';
+import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
 import { realign } from './lineShift';
-import type { Logger } from './logger';
-import type { ReportStore } from './reportStore';
-import { onSettingsChanged, readHintsConfig, type HintsConfig } from './settings';
+import { hintsForFile, hoverMarkdown, stepPeak, type HintSize, type LineHint } from './model';
 
 const COLORS: Record<HintSize, string> = {
   small: 'memhint.hint.small',

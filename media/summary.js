@@ -254,6 +254,7 @@
 
   function problems(model) {
     const out = [];
+    if (model.stale) out.push(h('div', { class: 'callout warn', role: 'status', id: 'stale' }, h('strong', {}, 'Stale. '), model.stale));
     if (model.oom) {
       out.push(h('div', { class: 'callout bad', role: 'alert' }, h('strong', {}, 'Out of memory'), model.oom.where ? ' at ' + model.oom.where : '', model.oom.requestedBytes !== null ? ' (asked for ' + bytes(model.oom.requestedBytes) + ')' : '', h('p', {}, model.oom.message), h('ul', {}, model.oom.advice.map((a) => h('li', {}, a)))));
     }
@@ -286,6 +287,8 @@
 
   function render() {
     const model = state.model;
+    // Rebuilding the page would jump to the top: keep the reader's place (sort, export, re-show).
+    const scrollY = state.scrollY || 0;
     app.textContent = '';
     const sections = [];
     if (!model) {
@@ -300,6 +303,8 @@
       for (const el of app.querySelectorAll('.fill[data-w]')) /** @type {HTMLElement} */ (el).style.width = el.getAttribute('data-w') + '%';
     }
     if (toast) app.prepend(toast);
+    window.scrollTo(0, scrollY);
+    state = Object.assign({}, state, { scrollY });
     vscode.setState(state);
     vscode.postMessage({ type: 'rendered', rows: model ? model.lines.length : 0, sort: state.sort, sections });
   }
@@ -308,7 +313,7 @@
     const msg = event.data;
     if (!msg || typeof msg.type !== 'string') return;
     if (msg.type === 'show') {
-      state = { model: msg.model, sort: state.sort };
+      state = { model: msg.model, sort: state.sort, scrollY: state.scrollY };
       toast = null;
       render();
     } else if (msg.type === 'exported' || msg.type === 'error') {
@@ -316,6 +321,14 @@
       render();
     }
   });
+
+  // The place is remembered as the reader scrolls, so any re-render (and a restored panel) returns to it.
+  let scrollTimer = null;
+  window.addEventListener('scroll', () => {
+    state = Object.assign({}, state, { scrollY: window.scrollY });
+    clearTimeout(scrollTimer);
+    scrollTimer = setTimeout(() => vscode.setState(state), 200);
+  }, { passive: true });
 
   let resizeTimer = null;
   let lastWidth = app.clientWidth;

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { parseTorchVersion, type TorchVersion } from '../lint';
 import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
-import { defaultThresholds, type HintThresholds } from './hints/model';
+import { defaultThresholds, type HintColorBy, type HintMode, type HintThresholds } from './hints/model';
 
 export const SECTION = 'memhint';
 
@@ -30,6 +30,12 @@ export interface ProfileConfig {
 
 export interface HintsConfig {
   readonly enable: boolean;
+  readonly mode: HintMode;
+  readonly colorBy: HintColorBy;
+  /** 1-based column hints start at (0: right after the code). */
+  readonly alignColumn: number;
+  /** Characters before a hint is cut with an ellipsis (0: no limit). */
+  readonly maxLength: number;
   readonly thresholds: HintThresholds;
   readonly codeLens: boolean;
 }
@@ -64,12 +70,16 @@ export function readLintConfig(scope?: vscode.ConfigurationScope, problems: stri
   };
 }
 
-export function readProfileConfig(scope?: vscode.ConfigurationScope): ProfileConfig {
+export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): ProfileConfig {
   const c = vscode.workspace.getConfiguration(SECTION, scope);
   // In an untrusted workspace VS Code already ignores workspace values of restricted settings; reading
-  // only the user's value here makes that explicit for the interpreter path.
+  // only the user's value here makes that explicit for the interpreter path, and says so.
   const pythonInspect = c.inspect<string>('python');
   const python = (vscode.workspace.isTrusted ? c.get<string>('python', '') : (pythonInspect?.globalValue ?? '')).trim();
+  if (!vscode.workspace.isTrusted) {
+    const ignored = (pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? '').trim();
+    if (ignored !== '') problems.push(`memhint.python "${ignored}" from this workspace's settings is ignored until you trust the workspace (Restricted Mode)`);
+  }
   const backend = c.get<string>('profile.backend', 'auto');
   return {
     python: python === '' ? null : python,
@@ -96,8 +106,13 @@ export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: str
   };
   const medium = read('medium');
   const large = Math.max(medium, read('large'));
+  const mode = c.get<string>('hints.mode', 'all');
   return {
     enable: c.get<boolean>('hints.enable', true),
+    mode: mode === 'currentLine' || mode === 'aboveThreshold' ? mode : 'all',
+    colorBy: c.get<string>('hints.colorBy', 'peak') === 'liveAtPeak' ? 'liveAtPeak' : 'peak',
+    alignColumn: integer(c.get('hints.alignColumn'), 0, 0, 500),
+    maxLength: integer(c.get('hints.maxLength'), 80, 0, 1000),
     thresholds: { hide: read('hide'), medium, large },
     codeLens: c.get<boolean>('codeLens.enable', true),
   };

@@ -58,7 +58,7 @@ export class MemorySummaryPanel implements vscode.Disposable {
   private constructor(
     readonly panel: vscode.WebviewPanel,
     private readonly extensionUri: vscode.Uri,
-    reports: ReportStore,
+    private readonly reports: ReportStore,
     private readonly log: Logger,
     report: ProfileReport | null,
     saved: WebviewState | null,
@@ -83,7 +83,9 @@ export class MemorySummaryPanel implements vscode.Disposable {
 
   private model(): SummaryViewModel | null {
     if (this.report === null) return null;
-    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath) });
+    const stored = this.reports.get();
+    const stale = stored !== null && stored.report === this.report && stored.stale !== null ? `These figures are from an earlier run: the latest run failed (${stored.stale.reason}).` : null;
+    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale });
   }
 
   private post(message: ToWebview): Thenable<boolean> {

@@ -12,6 +12,8 @@ export interface ViewModelOptions {
   /** Folders paths are shown relative to (workspace folders). */
   readonly roots: readonly string[];
   readonly maxPoints?: number;
+  /** Why the report is outdated (a later run failed), shown above the figures. */
+  readonly stale?: string | null;
 }
 
 export function displayPath(file: string, roots: readonly string[]): string {
@@ -199,5 +201,6 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
       ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: where(report.budget.firstExceeded, roots) }
       : null,
     hasSnapshot: report.cuda?.snapshotPath != null,
+    stale: options.stale ?? null,
   };
 }

@@ -33,7 +33,7 @@ const PROBE_TIMEOUT_MS = 60_000;
 
 export type ProbeRunner = (python: string, args: readonly string[], timeoutMs: number) => Promise<{ stdout: string; error: ExecFileException | null; stderr: string }>;
 
-const execProbe: ProbeRunner = (python, args, timeoutMs) =>
+export const execProbe: ProbeRunner = (python, args, timeoutMs) =>
   new Promise((resolve) => {
     execFile(python, [...args], { timeout: timeoutMs, encoding: 'utf8', env: { ...process.env, PYTHONIOENCODING: 'utf-8' }, windowsHide: true }, (error, stdout, stderr) =>
       resolve({ stdout, stderr, error }),

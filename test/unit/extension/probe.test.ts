@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { describeInterpreter, InterpreterProbe, interpretProbe, type ProbeRunner } from '../../../src/extension/profile/probe';
+import { describeInterpreter, execProbe, InterpreterProbe, interpretProbe } from '../../../src/extension/profile/probe';
 
 const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 
@@ -28,11 +28,10 @@ describe('interpreter probe', function () {
       execFileSync(python, ['-m', 'venv', '--without-pip', path.join(dir, 'venv')]);
       const bare = path.join(dir, 'venv', 'bin', 'python');
       let calls = 0;
-      const probe = new InterpreterProbe();
-      const counting = new InterpreterProbe(((p, a, t) => {
+      const counting = new InterpreterProbe((p, a, t) => {
         calls++;
-        return (probe as unknown as { run: ProbeRunner }).run(p, a, t);
-      }) as ProbeRunner);
+        return execProbe(p, a, t);
+      });
       const info = await counting.probe(bare);
       assert.equal(info.problem?.kind, 'torch_missing');
       assert.match(info.problem.message, /torch is not installed for .*venv\/bin\/python \((ModuleNotFoundError|ImportError)/);

@@ -106,6 +106,14 @@ describe('profile this step (CPU backend, real torch)', function () {
     const confirmed = await waitFor('MH002 message with the measurement', () =>
       memhintDiagnostics(doc.uri).find((d) => codeOf(d) === 'MH002' && d.range.start.line === accumulate && /Measured by memhint profile/.test(d.message)));
     assert.match(confirmed.message, /(keeps \d|graph node|live at the peak)/);
+    assert.doesNotMatch(confirmed.message, /keeps \d+ B per step/, 'a scalar\'s bytes are not the cost of the graph it keeps');
+    // No lint rule fires on `history.append(loss)`; the measured leak it causes becomes a diagnostic there.
+    const append = lineOf(doc, 'history.append(loss)');
+    assert.ok(!(await linted(api, doc)).some((d) => codeOf(d) !== 'measured' && d.range.start.line === append), 'no lint finding on the append');
+    const measured = await waitFor('a measured diagnostic on history.append(loss)', () =>
+      memhintDiagnostics(doc.uri).find((d) => codeOf(d) === 'measured' && d.range.start.line === append));
+    assert.match(measured.message, /What line \d+ allocates \(`loss = F\.mse_loss\(hidden, y\)`\) outlives each step: \d+(\.\d+)? (KiB|MiB) more per step, held by `history`/);
+    assert.equal(measured.severity, vscode.DiagnosticSeverity.Warning);
   });
 
   it('Cancel kills the child process', async () => {

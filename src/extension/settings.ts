@@ -1,5 +1,7 @@
 // Every memhint setting, read and validated in one place. Other modules get typed values, never raw
 // configuration lookups.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseTorchVersion, type TorchVersion } from '../lint';
 import type { BackendChoice } from '../profiler/launcher';
@@ -77,7 +79,8 @@ export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: s
   const pythonInspect = c.inspect<string>('python');
   const python = (vscode.workspace.isTrusted ? c.get<string>('python', '') : (pythonInspect?.globalValue ?? '')).trim();
   if (!vscode.workspace.isTrusted) {
-    const ignored = (pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? '').trim();
+    // VS Code hides restricted values of an untrusted workspace even from inspect(): read the files.
+    const ignored = (pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? workspaceFilePython() ?? '').trim();
     if (ignored !== '') problems.push(`memhint.python "${ignored}" from this workspace's settings is ignored until you trust the workspace (Restricted Mode)`);
   }
   const backend = c.get<string>('profile.backend', 'auto');
@@ -123,4 +126,23 @@ export function onSettingsChanged(listener: (e: vscode.ConfigurationChangeEvent)
   return vscode.workspace.onDidChangeConfiguration((e) => {
     if (e.affectsConfiguration(SECTION)) listener(e);
   });
+}
+
+/**
+ * `memhint.python` as written in the workspace's settings files (each folder's .vscode/settings.json, the
+ * .code-workspace file), found by a plain text match: only to tell the user it is ignored, never to run it.
+ */
+function workspaceFilePython(): string | null {
+  const files = (vscode.workspace.workspaceFolders ?? []).map((f) => path.join(f.uri.fsPath, '.vscode', 'settings.json'));
+  const ws = vscode.workspace.workspaceFile;
+  if (ws !== undefined && ws.scheme === 'file') files.push(ws.fsPath);
+  for (const file of files) {
+    try {
+      const m = /"memhint\.python"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(fs.readFileSync(file, 'utf8'));
+      if (m !== null && m[1].trim() !== '') return m[1];
+    } catch {
+      // no such file: nothing set there
+    }
+  }
+  return null;
 }

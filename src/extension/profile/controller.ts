@@ -106,10 +106,15 @@ export class ProfileController {
 
   private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
     if (!vscode.workspace.isTrusted) {
-      void vscode.window.showWarningMessage(UNTRUSTED_MESSAGE, 'Manage Workspace Trust').then((choice) => {
+      // A workspace's own memhint.python is ignored until trust: say so, or the user wonders why it does not apply.
+      const problems: string[] = [];
+      readProfileConfig(uri ?? vscode.window.activeTextEditor?.document.uri, problems);
+      for (const p of problems) this.log.warn(p);
+      const extra = problems.length > 0 ? ` Note: ${problems.join('; ')}.` : '';
+      void vscode.window.showWarningMessage(`${UNTRUSTED_MESSAGE}${extra}`, 'Manage Workspace Trust').then((choice) => {
         if (choice !== undefined) void vscode.commands.executeCommand('workbench.trust.manage');
       });
-      return { status: 'untrusted' };
+      return { status: 'untrusted', ...(problems.length > 0 ? { error: problems.join('; ') } : {}) };
     }
     if (this.running !== null) {
       void vscode.window.showInformationMessage('memhint: a profile is already running.');

@@ -46,6 +46,10 @@ describe('untrusted workspace', () => {
     await waitFor('workspace settings read', () => (vscode.workspace.getConfiguration('memhint').get<string[]>('lint.ignore') ?? []).includes('MH003'), 20_000);
     // ...but the interpreter it names is not what memhint would run.
     assert.notEqual(vscode.workspace.getConfiguration('memhint').get<string>('python'), '/tmp/evil-python');
+    // ...and memhint says so rather than leaving the user to wonder why the setting does not apply.
+    const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
+    assert.equal(outcome.status, 'untrusted');
+    assert.match(outcome.error ?? '', /memhint\.python "\/tmp\/evil-python" from this workspace's settings is ignored until you trust the workspace/);
   });
 });
 

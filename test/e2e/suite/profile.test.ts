@@ -112,7 +112,8 @@ describe('profile this step (CPU backend, real torch)', function () {
     assert.ok(!(await linted(api, doc)).some((d) => codeOf(d) !== 'measured' && d.range.start.line === append), 'no lint finding on the append');
     const measured = await waitFor('a measured diagnostic on history.append(loss)', () =>
       memhintDiagnostics(doc.uri).find((d) => codeOf(d) === 'measured' && d.range.start.line === append));
-    assert.match(measured.message, /What line \d+ allocates \(`loss = F\.mse_loss\(hidden, y\)`\) outlives each step: \d+(\.\d+)? (KiB|MiB) more per step, held by `history`/);
+    // Storage, or (where the harness counts the graph a kept tensor reaches) the autograd nodes first.
+    assert.match(measured.message, /What line \d+ allocates \(`loss = F\.mse_loss\(hidden, y\)`\) (outlives each step: \d+(\.\d+)? (KiB|MiB) more per step|keeps \d+ autograd graph nodes? per step alive .*per step), held by `history`/);
     assert.equal(measured.severity, vscode.DiagnosticSeverity.Warning);
   });
 

@@ -18,5 +18,19 @@ export default tseslint.config(
     },
   },
   { files: ['src/**/*.ts'], ignores: ['src/cli/**'], rules: { 'no-console': 'error' } },
+  // Layering: the editor reaches the linter only through src/lint/index.ts, and the sampler is a lower
+  // layer than the profiler (no import cycle). Two depths because src/extension has its own lint/ folder.
+  {
+    files: ['src/extension/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./lint/', message: 'import from ../lint (src/lint/index.ts)' }] }] },
+  },
+  {
+    files: ['src/extension/*/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./\\.\\./lint/', message: 'import from ../../lint (src/lint/index.ts)' }] }] },
+  },
+  {
+    files: ['src/sampler/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ regex: '^\\.\\./profiler', message: 'src/sampler sits below src/profiler' }] }] },
+  },
   { files: ['**/*.mjs', '**/*.js', '**/*.cjs'], languageOptions: { globals: { ...globals.node, ...globals.browser } } },
 );

@@ -53,7 +53,7 @@
       if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
       else el.setAttribute(k, String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === null || c === undefined || c === false) continue;
       el.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
     }
@@ -169,12 +169,21 @@
     return rows;
   }
 
+  /** Rows that only add noise: frames that never ran in the steps (calls 0) and rows with every figure 0. */
+  function isNoise(r) {
+    return r.calls === 0 || COLUMNS.every((c) => !c.num || c.key === 'calls' || !r[c.key]);
+  }
+
   function lineTable(model) {
-    const rows = sortedLines(model);
+    const all = sortedLines(model);
+    const hidden = all.filter(isNoise).length;
+    const rows = state.showAll ? all : all.filter((r) => !isNoise(r));
     const head = h(
       'tr',
       {},
-      COLUMNS.map((c) => {
+      // The code second, where it cannot scroll off a narrow panel.
+      COLUMNS.slice(0, 1).concat([null], COLUMNS.slice(1)).map((c) => {
+        if (c === null) return h('th', { scope: 'col' }, 'Code');
         const active = state.sort.key === c.key;
         const sortLabel = active ? (state.sort.descending ? 'descending' : 'ascending') : 'none';
         return h(
@@ -183,26 +192,28 @@
           h('button', { class: 'sort', 'data-key': c.key, onclick: () => setSort(c.key) }, c.label, active ? (state.sort.descending ? ' ▼' : ' ▲') : ''),
         );
       }),
-      h('th', { scope: 'col' }, 'Code'),
     );
     const body = rows.map((r) =>
       h(
         'tr',
         { class: 'row', tabindex: 0, title: 'Go to ' + r.displayFile + ':' + r.line, onclick: () => reveal(r.file, r.line), onkeydown: (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), reveal(r.file, r.line)) },
-        COLUMNS.map((c) => (c.key === 'location' ? h('td', { class: 'loc' }, r.displayFile + ':' + r.line) : h('td', { class: 'num' + (c.key === 'leakPerStep' && r[c.key] ? ' bad' : '') }, c.fmt(r[c.key])))),
-        h('td', { class: 'code' }, h('code', {}, r.code)),
+        COLUMNS.map((c) => (c.key === 'location' ? [h('td', { class: 'loc' }, r.displayFile + ':' + r.line), h('td', { class: 'code' }, h('code', {}, r.code))] : h('td', { class: 'num' + (c.key === 'leakPerStep' && r[c.key] ? ' bad' : '') }, c.fmt(r[c.key])))),
       ),
     );
+    const toggle = hidden
+      ? h('p', { class: 'muted' }, h('label', {}, h('input', { type: 'checkbox', id: 'show-all-rows', checked: !!state.showAll, onchange: (e) => { state = Object.assign({}, state, { showAll: e.target.checked }); render(); } }), ' Show ' + hidden + ' row' + (hidden === 1 ? '' : 's') + ' with no memory or no calls in the steps'))
+      : null;
     return section(
       'lines',
       'Per line (per step, inclusive of callees)',
       rows.length ? h('div', { class: 'scroll' }, h('table', { class: 'lines' }, h('thead', {}, head), h('tbody', {}, body))) : h('p', { class: 'muted' }, 'No line of your files allocated memory.'),
+      toggle,
     );
   }
 
   function setSort(key) {
     const same = state.sort.key === key;
-    state = { model: state.model, sort: { key, descending: same ? !state.sort.descending : key !== 'location' } };
+    state = Object.assign({}, state, { sort: { key, descending: same ? !state.sort.descending : key !== 'location' } });
     render();
   }
 
@@ -254,15 +265,16 @@
 
   function problems(model) {
     const out = [];
+    if (model.stale) out.push(h('div', { class: 'callout warn', role: 'status', id: 'stale' }, h('strong', {}, 'Stale. '), model.stale));
     if (model.oom) {
       out.push(h('div', { class: 'callout bad', role: 'alert' }, h('strong', {}, 'Out of memory'), model.oom.where ? ' at ' + model.oom.where : '', model.oom.requestedBytes !== null ? ' (asked for ' + bytes(model.oom.requestedBytes) + ')' : '', h('p', {}, model.oom.message), h('ul', {}, model.oom.advice.map((a) => h('li', {}, a)))));
     }
     if (model.budget) {
       out.push(h('div', { class: 'callout ' + (model.budget.exceeded ? 'bad' : 'good') }, model.budget.exceeded ? 'Budget of ' + bytes(model.budget.budgetBytes) + ' exceeded first at ' + (model.budget.where || 'an unknown line') : 'Within the budget of ' + bytes(model.budget.budgetBytes)));
     }
-    if (model.notes.length || model.partial) {
-      out.push(h('ul', { class: 'notes' }, model.partial ? h('li', {}, 'Partial run: the figures cover only the steps that completed.') : null, model.notes.map((n) => h('li', {}, n))));
-    }
+    if (model.partial) out.push(h('div', { class: 'callout warn' }, 'Partial run: the figures cover only the steps that completed.'));
+    // The harness's notes are for the curious (sampler, capabilities): collapsed until asked for.
+    if (model.notes.length) out.push(h('details', { class: 'notes' }, h('summary', {}, 'Notes from the profiler (' + model.notes.length + ')'), h('ul', {}, model.notes.map((n) => h('li', {}, n)))));
     return out;
   }
 
@@ -286,6 +298,8 @@
 
   function render() {
     const model = state.model;
+    // Rebuilding the page would jump to the top: keep the reader's place (sort, export, re-show).
+    const scrollY = state.scrollY || 0;
     app.textContent = '';
     const sections = [];
     if (!model) {
@@ -300,6 +314,8 @@
       for (const el of app.querySelectorAll('.fill[data-w]')) /** @type {HTMLElement} */ (el).style.width = el.getAttribute('data-w') + '%';
     }
     if (toast) app.prepend(toast);
+    window.scrollTo(0, scrollY);
+    state = Object.assign({}, state, { scrollY });
     vscode.setState(state);
     vscode.postMessage({ type: 'rendered', rows: model ? model.lines.length : 0, sort: state.sort, sections });
   }
@@ -308,7 +324,7 @@
     const msg = event.data;
     if (!msg || typeof msg.type !== 'string') return;
     if (msg.type === 'show') {
-      state = { model: msg.model, sort: state.sort };
+      state = { model: msg.model, sort: state.sort, scrollY: state.scrollY };
       toast = null;
       render();
     } else if (msg.type === 'exported' || msg.type === 'error') {
@@ -316,6 +332,14 @@
       render();
     }
   });
+
+  // The place is remembered as the reader scrolls, so any re-render (and a restored panel) returns to it.
+  let scrollTimer = null;
+  window.addEventListener('scroll', () => {
+    state = Object.assign({}, state, { scrollY: window.scrollY });
+    clearTimeout(scrollTimer);
+    scrollTimer = setTimeout(() => vscode.setState(state), 200);
+  }, { passive: true });
 
   let resizeTimer = null;
   let lastWidth = app.clientWidth;

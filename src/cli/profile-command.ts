@@ -3,7 +3,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { formatReport } from '../profiler/format';
-import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
+import { describeFailure } from '../profiler/failure';
+import { runProfile, type BackendChoice, type ProfileOptions } from '../profiler/launcher';
 import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
@@ -189,17 +190,4 @@ export async function runProfileCommand(args: string[]): Promise<number> {
     return 1;
   }
   return 0;
-}
-
-export function describeFailure(failure: ProfileFailure): string {
-  const lines = [`memhint profile: ${failure.kind.replace(/_/g, ' ')}: ${failure.message}`];
-  if (failure.location) lines.push(`  at ${failure.location.file}:${failure.location.line}`);
-  if (failure.traceback) lines.push(failure.traceback.trimEnd());
-  if (failure.kind === 'torch_missing' || failure.kind === 'spawn') {
-    lines.push('  hint: pass --python PATH with an interpreter that has torch installed');
-  }
-  if ((failure.kind === 'crash' || failure.kind === 'protocol') && failure.stderrTail.trim()) {
-    lines.push('last output of the interpreter:', failure.stderrTail.trimEnd());
-  }
-  return `${lines.join('\n')}\n`;
 }

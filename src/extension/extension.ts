@@ -2,15 +2,16 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { Linter } from '../lint';
-import { MemhintCodeActions } from './codeActions';
-import { StepCodeLensProvider } from './codeLens';
-import { fixAll, openReport, showRuleDocs } from './commands';
-import { DiagnosticsController } from './diagnostics';
-import { HintsController } from './hints';
+import { HintsController } from './hints/controller';
+import { MemhintCodeActions } from './lint/codeActions';
+import { fixAll, showRuleDocs } from './lint/commands';
+import { DiagnosticsController } from './lint/diagnostics';
 import { Logger } from './logger';
-import { ProfileController } from './profile';
+import { StepCodeLensProvider } from './profile/codeLens';
+import { ProfileController } from './profile/controller';
+import { openReport } from './profile/openReport';
+import { runProfileRequest } from './profile/run';
 import { ReportStore } from './reportStore';
-import { runProfileRequest } from './runProfile';
 import { createApi, type MemhintApi } from './testApi';
 import { MemorySummaryPanel, SummarySerializer, VIEW_TYPE } from './webview/summaryPanel';
 

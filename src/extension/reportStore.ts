@@ -6,11 +6,28 @@ import * as vscode from 'vscode';
 import { isProfileReport, type ProfileReport } from '../profiler/report';
 import type { Logger } from './logger';
 
+/** How the run that made the report was started (not part of the report schema: editor-side facts). */
+export interface RunInfo {
+  /** The interpreter as the user knows it (`.venv/bin/python`), where it came from, and its torch. */
+  readonly interpreter: string;
+  readonly interpreterSource: string;
+  readonly torchVersion: string | null;
+}
+
+/** A later run failed: the figures shown are from an earlier one. */
+export interface Staleness {
+  readonly reason: string;
+  readonly at: number;
+}
+
 export interface StoredReport {
   readonly report: ProfileReport;
   /** Where the JSON is persisted, or null when it could not be written. */
   readonly file: string | null;
   readonly receivedAt: number;
+  readonly run: RunInfo | null;
+  /** Set when a run after this report failed; cleared by the next report. */
+  readonly stale: Staleness | null;
 }
 
 export class ReportStore implements vscode.Disposable {
@@ -31,7 +48,7 @@ export class ReportStore implements vscode.Disposable {
     return vscode.Uri.joinPath(this.storageDir, 'last-report.json').fsPath;
   }
 
-  async set(report: ProfileReport): Promise<void> {
+  async set(report: ProfileReport, run: RunInfo | null = null): Promise<void> {
     let file: string | null = this.reportPath;
     try {
       await fs.mkdir(this.storageDir.fsPath, { recursive: true });
@@ -40,7 +57,14 @@ export class ReportStore implements vscode.Disposable {
       this.log.warn(`could not persist the report: ${String(err)}`);
       file = null;
     }
-    this.current = { report, file, receivedAt: Date.now() };
+    this.current = { report, file, receivedAt: Date.now(), run, stale: null };
+    this.changed.fire(this.current);
+  }
+
+  /** Marks the shown report as older than a failed run (hints, status bar and summary say so). */
+  markStale(reason: string): void {
+    if (this.current === null) return;
+    this.current = { ...this.current, stale: { reason, at: Date.now() } };
     this.changed.fire(this.current);
   }
 

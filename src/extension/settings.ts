@@ -1,13 +1,14 @@
 // Every memhint setting, read and validated in one place. Other modules get typed values, never raw
 // configuration lookups.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseTorchVersion, type TorchVersion } from '../lint';
+import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
-import { defaultThresholds, type HintThresholds } from './hintModel';
+import { defaultThresholds, type HintColorBy, type HintMode, type HintThresholds } from './hints/model';
 
 export const SECTION = 'memhint';
-
-export type Backend = 'auto' | 'cpu' | 'cuda';
 
 export interface LintConfig {
   readonly enable: boolean;
@@ -24,13 +25,19 @@ export interface ProfileConfig {
   readonly python: string | null;
   readonly steps: number;
   readonly warmup: number;
-  readonly backend: Backend;
+  readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
 }
 
 export interface HintsConfig {
   readonly enable: boolean;
+  readonly mode: HintMode;
+  readonly colorBy: HintColorBy;
+  /** 1-based column hints start at (0: right after the code). */
+  readonly alignColumn: number;
+  /** Characters before a hint is cut with an ellipsis (0: no limit). */
+  readonly maxLength: number;
   readonly thresholds: HintThresholds;
   readonly codeLens: boolean;
 }
@@ -65,12 +72,17 @@ export function readLintConfig(scope?: vscode.ConfigurationScope, problems: stri
   };
 }
 
-export function readProfileConfig(scope?: vscode.ConfigurationScope): ProfileConfig {
+export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): ProfileConfig {
   const c = vscode.workspace.getConfiguration(SECTION, scope);
   // In an untrusted workspace VS Code already ignores workspace values of restricted settings; reading
-  // only the user's value here makes that explicit for the interpreter path.
+  // only the user's value here makes that explicit for the interpreter path, and says so.
   const pythonInspect = c.inspect<string>('python');
   const python = (vscode.workspace.isTrusted ? c.get<string>('python', '') : (pythonInspect?.globalValue ?? '')).trim();
+  if (!vscode.workspace.isTrusted) {
+    // VS Code hides restricted values of an untrusted workspace even from inspect(): read the files.
+    const ignored = (pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? workspaceFilePython() ?? '').trim();
+    if (ignored !== '') problems.push(`memhint.python "${ignored}" from this workspace's settings is ignored until you trust the workspace (Restricted Mode)`);
+  }
   const backend = c.get<string>('profile.backend', 'auto');
   return {
     python: python === '' ? null : python,
@@ -97,8 +109,13 @@ export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: str
   };
   const medium = read('medium');
   const large = Math.max(medium, read('large'));
+  const mode = c.get<string>('hints.mode', 'all');
   return {
     enable: c.get<boolean>('hints.enable', true),
+    mode: mode === 'currentLine' || mode === 'aboveThreshold' ? mode : 'all',
+    colorBy: c.get<string>('hints.colorBy', 'peak') === 'liveAtPeak' ? 'liveAtPeak' : 'peak',
+    alignColumn: integer(c.get('hints.alignColumn'), 0, 0, 500),
+    maxLength: integer(c.get('hints.maxLength'), 80, 0, 1000),
     thresholds: { hide: read('hide'), medium, large },
     codeLens: c.get<boolean>('codeLens.enable', true),
   };
@@ -109,4 +126,23 @@ export function onSettingsChanged(listener: (e: vscode.ConfigurationChangeEvent)
   return vscode.workspace.onDidChangeConfiguration((e) => {
     if (e.affectsConfiguration(SECTION)) listener(e);
   });
+}
+
+/**
+ * `memhint.python` as written in the workspace's settings files (each folder's .vscode/settings.json, the
+ * .code-workspace file), found by a plain text match: only to tell the user it is ignored, never to run it.
+ */
+function workspaceFilePython(): string | null {
+  const files = (vscode.workspace.workspaceFolders ?? []).map((f) => path.join(f.uri.fsPath, '.vscode', 'settings.json'));
+  const ws = vscode.workspace.workspaceFile;
+  if (ws !== undefined && ws.scheme === 'file') files.push(ws.fsPath);
+  for (const file of files) {
+    try {
+      const m = /"memhint\.python"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(fs.readFileSync(file, 'utf8'));
+      if (m !== null && m[1].trim() !== '') return m[1];
+    } catch {
+      // no such file: nothing set there
+    }
+  }
+  return null;
 }

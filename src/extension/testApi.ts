@@ -2,9 +2,9 @@
 // read it through `extension.exports` or the `memhint._test.getState` command in test mode).
 import * as vscode from 'vscode';
 import type { Linter } from '../lint';
-import type { DiagnosticsController } from './diagnostics';
-import type { HintsController } from './hints';
-import type { ProfileController } from './profile';
+import type { HintsController } from './hints/controller';
+import type { DiagnosticsController } from './lint/diagnostics';
+import type { ProfileController } from './profile/controller';
 import type { ReportStore } from './reportStore';
 import { MemorySummaryPanel } from './webview/summaryPanel';
 

@@ -20,8 +20,13 @@ export {
 export { allRules, ruleByCode } from './rules';
 export type { Finding, Fix, TextEdit, Rule, RuleCode, Severity, TorchVersion } from './types';
 export { parseTorchVersion } from './types';
-export { SourceFile } from './syntax';
+export { SourceFile, childByField, type SyntaxNode } from './syntax';
 export { AnalysisSession } from './session';
+// What the editor needs beyond linting a file: project settings, fix-all, noqa edits, call shapes.
+export { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from './config';
+export { fixUntilStable } from './fix';
+export { parseNoqa, noqaCodesEnd } from './noqa';
+export { calleeMethod } from './analysis/imports';
 
 export class Linter {
   private constructor(readonly parser: PythonParser) {}

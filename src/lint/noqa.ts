@@ -23,6 +23,12 @@ export function parseNoqa(comment: string): readonly string[] | null | undefined
     .map((c) => (/^mh\d+$/i.test(c) ? c.toUpperCase() : c.toLowerCase()));
 }
 
+/** Offset just past the code list of a `# noqa: A, B` comment (where another code is appended); null without one. */
+export function noqaCodesEnd(comment: string): number | null {
+  const m = NOQA.exec(comment);
+  return m === null || m.groups?.codes === undefined ? null : m.index + m[0].length;
+}
+
 export function noqaDirectives(file: SourceFile): NoqaDirective[] {
   const out: NoqaDirective[] = [];
   for (const c of file.nodesOfType('comment')) {

@@ -2,7 +2,7 @@
 // followed by the step summary, live memory at the peak, leaks, OOM, budget and notes.
 import * as fs from 'node:fs';
 import { MEMORY_KINDS, type LineStats, type LiveSnapshot, type ModuleStats, type ProfileReport } from './report';
-import { formatBytes } from './units';
+import { formatBytes, perStep as divide, profiledSteps } from './units';
 
 const GAP = 3; // inactive lines shown around active ones before collapsing
 
@@ -11,10 +11,10 @@ interface Column {
   readonly value: (line: LineStats, steps: number) => string;
 }
 
-const perStep = (bytes: number, steps: number): string => (bytes === 0 ? '' : formatBytes(Math.round(bytes / steps)));
+const perStep = (bytes: number, steps: number): string => (bytes === 0 ? '' : formatBytes(divide(bytes, steps)));
 
 const COLUMNS: readonly Column[] = [
-  { title: 'calls', value: (l, s) => (l.calls ? String(Math.round(l.calls / s)) : '') },
+  { title: 'calls', value: (l, s) => (l.calls ? String(divide(l.calls, s)) : '') },
   { title: 'alloc', value: (l, s) => perStep(l.self.allocated, s) },
   { title: 'net', value: (l, s) => perStep(l.self.net, s) },
   { title: 'peak', value: (l) => (l.self.peak ? formatBytes(l.self.peak) : '') },
@@ -26,7 +26,7 @@ const COLUMNS: readonly Column[] = [
 
 export function formatReport(report: ProfileReport, readSource: (file: string) => string | null = readFile): string {
   const out: string[] = [];
-  const steps = Math.max(report.steps.length, 1);
+  const steps = profiledSteps(report);
   const env = report.environment;
   out.push(
     `memhint profile — ${report.target.script}${targetSuffix(report)}`,

@@ -14,7 +14,7 @@ import {
   type HelloMessage,
 } from './protocol';
 import type { OsTimeline, ProfileReport, SourceLocation } from './report';
-import { startOsTimelineSampler } from '../sampler/os-timeline';
+import { startOsTimelineSampler } from './os-timeline';
 
 export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 

@@ -56,3 +56,16 @@ export function formatBytes(bytes: number, options: { signed?: boolean } = {}): 
 export function trimZeros(text: string): string {
   return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }
+
+/**
+ * How many steps a report's per-line totals cover: at least 1, so a run that measured no complete step
+ * (partial, OOM in the first step) still divides sanely. The one divisor of the CLI and the editor.
+ */
+export function profiledSteps(report: { readonly steps: readonly unknown[] }): number {
+  return Math.max(1, report.steps.length);
+}
+
+/** A total over the profiled steps as a per-step figure (rounded to whole units: bytes, allocations). */
+export function perStep(total: number, steps: number): number {
+  return Math.round(total / Math.max(1, steps));
+}

@@ -108,7 +108,7 @@ async function runUiTests(server, workspace) {
       throw e;
     });
     const mocha = new Mocha({ ui: 'bdd', reporter: 'spec', timeout: 90_000, color: false });
-    if (process.env.MEMHINT_E2E_GREP) mocha.grep(process.env.MEMHINT_E2E_GREP);
+    if (process.env.MEMHINT_E2E_GREP) mocha.grep(new RegExp(process.env.MEMHINT_E2E_GREP)); // a regular expression: "lint|summary"
     const dir = path.join(repoRoot, 'test/e2e/ui');
     for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.test.mjs')).sort()) {
       mocha.addFile(path.join(dir, f));

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { seriesToJSON, type SamplerSeries } from '../../src/sampler';
-import { toOsTimeline } from '../../src/sampler/os-timeline';
+import { toOsTimeline } from '../../src/profiler/os-timeline';
 
 function series(rss: number[], gpuProcess: number[] | null = null): SamplerSeries {
   return {

@@ -67,6 +67,8 @@ export interface SummaryViewModel {
   readonly oom: { readonly message: string; readonly where: string | null; readonly requestedBytes: number | null; readonly advice: readonly string[] } | null;
   readonly budget: { readonly budgetBytes: number; readonly exceeded: boolean; readonly where: string | null } | null;
   readonly hasSnapshot: boolean;
+  /** Why these figures are outdated (a later run failed), or null. */
+  readonly stale: string | null;
 }
 
 export type SortKey = 'location' | 'calls' | 'allocated' | 'net' | 'peak' | 'savedForBackward' | 'backward' | 'leakPerStep' | 'liveAtPeak';
@@ -75,6 +77,8 @@ export type SortKey = 'location' | 'calls' | 'allocated' | 'net' | 'peak' | 'sav
 export interface WebviewState {
   readonly model: SummaryViewModel | null;
   readonly sort: { readonly key: SortKey; readonly descending: boolean };
+  /** The page's scroll offset, so a re-render (sort, export, a hidden panel shown again) keeps the place. */
+  readonly scrollY?: number;
 }
 
 export type ToWebview =

@@ -2,6 +2,7 @@
 // the webview (vscode.setState) and restored by a serializer after a reload.
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ProfileReport } from '../../profiler/report';
@@ -14,6 +15,8 @@ export const VIEW_TYPE = 'memhint.summary';
 
 export class MemorySummaryPanel implements vscode.Disposable {
   private static current: MemorySummaryPanel | undefined;
+  /** Where the user saved the last export in this window (the next save dialog starts there). */
+  private static lastExportDir: vscode.Uri | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   /** What the webview last said it rendered (for tests and diagnostics). */
   lastRendered: Extract<FromWebview, { type: 'rendered' }> | null = null;
@@ -58,7 +61,7 @@ export class MemorySummaryPanel implements vscode.Disposable {
   private constructor(
     readonly panel: vscode.WebviewPanel,
     private readonly extensionUri: vscode.Uri,
-    reports: ReportStore,
+    private readonly reports: ReportStore,
     private readonly log: Logger,
     report: ProfileReport | null,
     saved: WebviewState | null,
@@ -83,7 +86,9 @@ export class MemorySummaryPanel implements vscode.Disposable {
 
   private model(): SummaryViewModel | null {
     if (this.report === null) return null;
-    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath) });
+    const stored = this.reports.get();
+    const stale = stored !== null && stored.report === this.report && stored.stale !== null ? `These figures are from an earlier run: the latest run failed (${stored.stale.reason}).` : null;
+    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale });
   }
 
   private post(message: ToWebview): Thenable<boolean> {
@@ -128,11 +133,14 @@ export class MemorySummaryPanel implements vscode.Disposable {
     const report = this.report;
     if (report === null) return;
     const base = path.basename(report.target.script, '.py') + (report.target.function ? `-${report.target.function}` : '');
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(path.dirname(report.target.script));
+    // Not the workspace root: an export there lands in the user's repository (and its git status). The
+    // home folder, or wherever the user saved the last export.
+    const folder = MemorySummaryPanel.lastExportDir ?? vscode.Uri.file(os.homedir());
     try {
       if (what === 'json') {
         const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.joinPath(folder, `${base}.memhint.json`), filters: { 'memhint report': ['json'] }, title: 'Export memhint report' });
         if (target === undefined) return;
+        MemorySummaryPanel.lastExportDir = vscode.Uri.joinPath(target, '..');
         await vscode.workspace.fs.writeFile(target, Buffer.from(JSON.stringify(report, null, 2) + '\n'));
         await this.post({ type: 'exported', path: target.fsPath });
       } else {
@@ -143,6 +151,7 @@ export class MemorySummaryPanel implements vscode.Disposable {
         }
         const target = await vscode.window.showSaveDialog({ defaultUri: vscode.Uri.joinPath(folder, `${base}.snapshot.pickle`), filters: { 'memory_viz snapshot': ['pickle'] }, title: 'Export memory_viz snapshot' });
         if (target === undefined) return;
+        MemorySummaryPanel.lastExportDir = vscode.Uri.joinPath(target, '..');
         await vscode.workspace.fs.writeFile(target, await fs.readFile(snapshot));
         await this.post({ type: 'exported', path: target.fsPath });
       }

@@ -2,7 +2,8 @@
 // timeline on one clock, display paths. Pure; no `vscode` here.
 import * as path from 'node:path';
 import { MEMORY_KINDS, type BytesByKind, type ProfileReport, type SourceLocation } from '../../profiler/report';
-import { profiledSteps, stepPeak } from '../hintModel';
+import { perStep, profiledSteps } from '../../profiler/units';
+import { stepPeak } from '../hints/model';
 import type { KindSlice, LineRow, SummaryViewModel, TimelineView } from './messages';
 
 export const MAX_TIMELINE_POINTS = 2000;
@@ -11,6 +12,8 @@ export interface ViewModelOptions {
   /** Folders paths are shown relative to (workspace folders). */
   readonly roots: readonly string[];
   readonly maxPoints?: number;
+  /** Why the report is outdated (a later run failed), shown above the figures. */
+  readonly stale?: string | null;
 }
 
 export function displayPath(file: string, roots: readonly string[]): string {
@@ -119,7 +122,7 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
   const leakAt = new Map(report.leaks.map((l) => [key(l.file, l.line), l]));
   const liveAt = new Map<string, number>();
   for (const l of report.peak?.byLine ?? []) liveAt.set(key(l.file, l.line), (liveAt.get(key(l.file, l.line)) ?? 0) + l.bytes);
-  const per = (n: number): number => Math.round(n / steps);
+  const per = (n: number): number => perStep(n, steps);
 
   const lines: LineRow[] = report.lines.map((l) => ({
     file: l.file,
@@ -198,5 +201,6 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
       ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: where(report.budget.firstExceeded, roots) }
       : null,
     hasSnapshot: report.cuda?.snapshotPath != null,
+    stale: options.stale ?? null,
   };
 }

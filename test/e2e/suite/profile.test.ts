@@ -4,16 +4,16 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import type { ProfileOutcome } from '../../../src/extension/profile';
+import type { ProfileCommandResult } from '../../../src/extension/profile/controller';
 import { codeOf, documentState, linted, lineOf, memhint, memhintDiagnostics, openPython, setSetting, testPython, waitFor, type MemhintApi } from './util';
 
 const MiB = 1024 * 1024;
 
 /** Puts the cursor inside `def name` and runs the command the way the palette does (no arguments). */
-async function profileAtCursor(editor: vscode.TextEditor, defLine: string): Promise<ProfileOutcome> {
+async function profileAtCursor(editor: vscode.TextEditor, defLine: string): Promise<ProfileCommandResult> {
   const line = lineOf(editor.document, defLine) + 1;
   editor.selection = new vscode.Selection(line, 4, line, 4);
-  const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep');
+  const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
   assert.ok(outcome, 'the command returns its outcome');
   lastReport = outcome.report;
   return outcome;
@@ -106,6 +106,15 @@ describe('profile this step (CPU backend, real torch)', function () {
     const confirmed = await waitFor('MH002 message with the measurement', () =>
       memhintDiagnostics(doc.uri).find((d) => codeOf(d) === 'MH002' && d.range.start.line === accumulate && /Measured by memhint profile/.test(d.message)));
     assert.match(confirmed.message, /(keeps \d|graph node|live at the peak)/);
+    assert.doesNotMatch(confirmed.message, /keeps \d+ B per step/, 'a scalar\'s bytes are not the cost of the graph it keeps');
+    // No lint rule fires on `history.append(loss)`; the measured leak it causes becomes a diagnostic there.
+    const append = lineOf(doc, 'history.append(loss)');
+    assert.ok(!(await linted(api, doc)).some((d) => codeOf(d) !== 'measured' && d.range.start.line === append), 'no lint finding on the append');
+    const measured = await waitFor('a measured diagnostic on history.append(loss)', () =>
+      memhintDiagnostics(doc.uri).find((d) => codeOf(d) === 'measured' && d.range.start.line === append));
+    // Storage, or (where the harness counts the graph a kept tensor reaches) the autograd nodes first.
+    assert.match(measured.message, /What line \d+ allocates \(`loss = F\.mse_loss\(hidden, y\)`\) (outlives each step: \d+(\.\d+)? (KiB|MiB) more per step|keeps \d+ autograd graph nodes? per step alive .*per step), held by `history`/);
+    assert.equal(measured.severity, vscode.DiagnosticSeverity.Warning);
   });
 
   it('Cancel kills the child process', async () => {
@@ -115,7 +124,7 @@ describe('profile this step (CPU backend, real torch)', function () {
     try {
       const line = lineOf(editor.document, 'def train_step(') + 1;
       editor.selection = new vscode.Selection(line, 4, line, 4);
-      const running = vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep');
+      const running = vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
       await waitFor('profile running', () => api.state().profile.running, 30_000);
       const child = await waitFor('the harness process', () => harnessPids(editor.document.uri.fsPath)[0], 30_000);
       await vscode.commands.executeCommand('memhint.cancelProfile');

@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ProfileOutcome } from '../../../src/extension/profile';
+import type { ProfileCommandResult } from '../../../src/extension/profile/controller';
 import type { ProfileReport } from '../../../src/profiler/report';
 import { memhint, setSetting, testPython, waitFor, workspaceFile, workspaceRoot, type MemhintApi } from './util';
 
@@ -25,7 +25,7 @@ describe('memory summary webview', function () {
       report = previous;
       await vscode.commands.executeCommand('memhint.openReport', vscode.Uri.file(stored!));
     } else {
-      const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep', workspaceFile('e2e_loop.py'), 'train_step');
+      const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep', workspaceFile('e2e_loop.py'), 'train_step');
       assert.equal(outcome.status, 'done', outcome.error);
       report = outcome.report!;
     }

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { identifiersIn, measuredRetention, retentionSentence } from '../../../src/extension/confirm';
+import { identifiersIn, measuredFindings, measuredRetention, retentionSentence, storingLine } from '../../../src/extension/lint/confirm';
 import { counters, FILE, kinds, line, report } from './reportFixture';
 
 describe('extension/confirm (measured retention for MH002)', () => {
@@ -15,7 +15,8 @@ describe('extension/confirm (measured retention for MH002)', () => {
   it('uses the leak of the finding line itself', () => {
     const m = measuredRetention(r, [FILE], 15, identifiersIn('total += loss'));
     assert.deepEqual(m, { line: 15, bytesPerStep: 4, graphNodesPerStep: 5, liveAtPeak: 4 });
-    assert.equal(retentionSentence(m, 15), 'Measured by memhint profile: keeps 4 B per step, 5 autograd graph nodes per step, 4 B live at the peak.');
+    // The 4 B of a scalar loss say nothing of its cost: the graph it keeps does.
+    assert.equal(retentionSentence(m, 15), 'Measured by memhint profile: keeps 5 autograd graph nodes per step alive (with the activations they saved for backward).');
   });
 
   it('does not pin another line\'s leak on a finding by a shared name', () => {
@@ -35,5 +36,31 @@ describe('extension/confirm (measured retention for MH002)', () => {
   it('finds nothing for lines and files the profiler did not see keep memory', () => {
     assert.equal(measuredRetention(r, [FILE], 3, ['x']), null);
     assert.equal(measuredRetention(r, ['/other.py'], 15, ['total']), null);
+  });
+
+  it('finds the line that stores a held value', () => {
+    const lines = ['history = []', 'def step():', '    loss = f()', '    history.append(loss)  # keep', '    other_history.append(1)', '    history[0] = loss'];
+    assert.equal(storingLine(lines, 'history', 3), 4);
+    assert.equal(storingLine(lines, 'history', 6), 6);
+    assert.equal(storingLine(lines, 'missing', 1), null);
+  });
+
+  it('turns a leak no finding covers into a measured finding on the holding line', () => {
+    const leakReport = report({
+      leaks: [
+        { file: FILE, line: 3, code: 'loss = f()', bytesPerStep: 128 * 1024, bytesByStep: [128 * 1024], graphNodesPerStep: 0, reason: 'storage', heldBy: '`history` in <module>() (list)' },
+        { file: FILE, line: 9, code: 'total += loss', bytesPerStep: 0, bytesByStep: [], graphNodesPerStep: 7, reason: 'autograd_graph', heldBy: null },
+        { file: '/elsewhere.py', line: 3, code: 'x = g()', bytesPerStep: 1 << 20, bytesByStep: [1 << 20], graphNodesPerStep: 0, reason: 'storage', heldBy: null },
+      ],
+    });
+    const lines = ['history = []', 'def step():', '    loss = f()', '    history.append(loss)', '', '', '', '', '    total += loss'];
+    const found = measuredFindings(leakReport, [FILE], lines, new Set([9]));
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.equal(found[0].line, 4);
+    assert.equal(found[0].allocatedAt, 3);
+    assert.match(found[0].message, /^What line 3 allocates \(`loss = f\(\)`\) outlives each step: 128 KiB more per step, held by `history` in <module>\(\) \(list\)\./);
+    // Without the finding on line 9, its graph leak is reported in graph terms.
+    const graph = measuredFindings(leakReport, [FILE], lines, new Set()).find((f) => f.line === 9);
+    assert.match(graph?.message ?? '', /keeps 7 autograd graph nodes per step alive/);
   });
 });

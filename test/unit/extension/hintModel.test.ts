@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { hintsForFile, hintText, hoverMarkdown, kindBreakdown, sizeClass, stepPeak, defaultThresholds } from '../../../src/extension/hintModel';
+import { alignMargin, clip, hintsForFile, hintText, hoverMarkdown, kindBreakdown, sizeClass, stepPeak, defaultThresholds, visibleHints } from '../../../src/extension/hints/model';
 import { counters, FILE, kinds, line, report } from './reportFixture';
 
 const MiB = 1024 ** 2;
@@ -41,6 +41,40 @@ describe('extension/hintModel', () => {
       ],
     );
     assert.equal(hintsForFile(r, ['/nowhere.py']).length, 0);
+  });
+
+  it('says how often a line runs per step, and that its peak is per call', () => {
+    // A line run 4 times in each of 3 steps: +48 MiB per step is four calls' worth; the peak is one call's.
+    const stats = line(20, 'h = block(h)', { calls: 12, inclusive: counters(3 * 48 * MiB, 0, 24 * MiB, 12) });
+    assert.equal(hintText(stats, 3, null), 'x4 +48 MiB, peak 24 MiB/call');
+    assert.equal(hintsForFile(report({ lines: [stats] }), [FILE])[0].callsPerStep, 4);
+  });
+
+  it('colours by the peak (or live at the peak), never by the cumulative net', () => {
+    // 300 MiB net per step from many small calls, each peaking at 1 MiB: small by peak.
+    const many = line(4, 'buf.append(torch.zeros(n))', { calls: 300, inclusive: counters(900 * MiB, 0, MiB, 300) });
+    const [byPeak] = hintsForFile(report({ lines: [many] }), [FILE], defaultThresholds, 'peak');
+    assert.equal(byPeak.size, 'small');
+    assert.equal(byPeak.colorBytes, MiB);
+    const live = report({ lines: [many], peak: { bytes: 400 * MiB, atMs: 1, step: 0, location: null, phase: 'forward', byKind: kinds({ activation: 400 * MiB }), byLine: [{ file: FILE, line: 4, bytes: 300 * MiB, byKind: kinds({ activation: 300 * MiB }) }] } });
+    const [byLive] = hintsForFile(live, [FILE], defaultThresholds, 'liveAtPeak');
+    assert.equal(byLive.size, 'large');
+  });
+
+  it('modes: all, the cursor lines, or medium and large only', () => {
+    const hs = [{ line: 1, size: 'small' as const }, { line: 5, size: 'medium' as const }, { line: 9, size: 'large' as const }];
+    assert.deepEqual(visibleHints(hs, 'all', new Set()).map((h) => h.line), [1, 5, 9]);
+    assert.deepEqual(visibleHints(hs, 'currentLine', new Set([5])).map((h) => h.line), [5]);
+    assert.deepEqual(visibleHints(hs, 'aboveThreshold', new Set([1])).map((h) => h.line), [5, 9]);
+  });
+
+  it('clips long hints with an ellipsis and aligns them to a column', () => {
+    assert.equal(clip('+1.2 GiB, peak 3.4 GiB, backward 2 GiB', 16), '+1.2 GiB, peak…');
+    assert.equal(clip('short', 16), 'short');
+    assert.equal(clip('anything at all', 0), 'anything at all');
+    assert.equal(alignMargin(20, 61), 40); // starts at column 61
+    assert.equal(alignMargin(70, 61), 2); // a longer line: right after the code, never on it
+    assert.equal(alignMargin(20, 0), 2);
   });
 
   it('classifies sizes by thresholds', () => {

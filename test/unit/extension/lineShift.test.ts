@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { realign, type LineChange } from '../../../src/extension/lineShift';
+import { realign, type LineChange } from '../../../src/extension/hints/lineShift';
 
 /** Applies a VS Code-style change to lines of text. */
 function apply(lines: string[], c: LineChange): string[] {

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { noqaEdit } from '../../../src/extension/noqaEdit';
+import { noqaEdit } from '../../../src/extension/lint/noqaEdit';
 import { getLinter } from '../lint/harness';
 
 async function applyNoqa(source: string, needle: string, code: string): Promise<string | null> {

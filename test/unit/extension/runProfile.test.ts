@@ -4,8 +4,8 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runProfileRequest } from '../../../src/extension/runProfile';
-import type { ProfileRequest } from '../../../src/extension/profileTypes';
+import { runProfileRequest } from '../../../src/extension/profile/run';
+import type { ProfileRequest } from '../../../src/extension/profile/request';
 
 const python = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 

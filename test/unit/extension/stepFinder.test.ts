@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { functionAt, topLevelFunctions, trainingSteps } from '../../../src/extension/stepFinder';
+import { functionAt, topLevelFunctions, trainingSteps } from '../../../src/extension/profile/stepFinder';
 import { getLinter } from '../lint/harness';
 
 const SOURCE = `import torch

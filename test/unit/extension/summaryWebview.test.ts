@@ -131,6 +131,36 @@ describe('media/summary.js in chromium', function () {
     assert.deepEqual((await saved())?.sort, { key: 'leakPerStep', descending: true });
   });
 
+  it('puts the code second, hides rows with no calls or no memory, keeps the scroll place on sort, says when stale', async () => {
+    const base = model();
+    const noisy: SummaryViewModel = {
+      ...base,
+      stale: 'These figures are from an earlier run: the latest run failed (RuntimeError).',
+      lines: [
+        ...base.lines,
+        { ...base.lines[0], line: 40, code: 'threading_helper()', calls: 0 },
+        { ...base.lines[1], line: 41, code: 'pass', allocated: 0, freed: 0, net: 0, peak: 0, selfNet: 0, savedForBackward: 0, backward: 0, leakPerStep: 0, liveAtPeak: 0 },
+      ],
+    };
+    await page.setViewportSize({ width: 700, height: 300 });
+    await load(page, { model: noisy, sort: { key: 'peak', descending: true } }, null);
+    const headers = (await page.locator('table.lines thead th').allInnerTexts()).map((t) => t.trim());
+    assert.equal(headers[1], 'Code', headers.join(' | '));
+    assert.deepEqual(await locations(), ['train.py:10', 'train.py:11', 'train.py:12'], 'the two noise rows are hidden');
+    assert.match(await page.locator('#stale').innerText(), /Stale\. These figures are from an earlier run/);
+    await page.check('#show-all-rows');
+    assert.equal((await locations()).length, 5);
+    await page.evaluate(() => (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 400));
+    const before = await page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY);
+    assert.ok(before > 100, `the page scrolls (${before})`);
+    await page.waitForTimeout(50);
+    // A click from the page itself: Playwright's click would first scroll the button into view.
+    await page.evaluate(() => (globalThis as unknown as { document: { querySelector(s: string): { click(): void } } }).document.querySelector('button.sort[data-key="location"]').click());
+    assert.deepEqual((await saved())?.sort, { key: 'location', descending: false });
+    const after = await page.evaluate(() => (globalThis as unknown as { scrollY: number }).scrollY);
+    assert.equal(after, before, 'sorting keeps the scroll position');
+  });
+
   it('asks the extension to reveal a clicked row and to export', async () => {
     await load(page, { model: model(), sort: { key: 'location', descending: false } }, null);
     await page.click('table.lines tbody tr:nth-child(2)');

@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ProfileOutcome } from '../../../../src/extension/profile';
+import type { ProfileCommandResult } from '../../../../src/extension/profile/controller';
 import { codeOf, linted, memhint, openPython, waitFor, workspaceRoot, type MemhintApi } from '../util';
 
 describe('untrusted workspace', () => {
@@ -32,7 +32,7 @@ describe('untrusted workspace', () => {
     const line = editor.document.getText().split('\n').findIndex((l) => l.startsWith('def train_step('));
     editor.selection = new vscode.Selection(line + 1, 4, line + 1, 4);
     const started = harnessProcesses();
-    const outcome = await vscode.commands.executeCommand<ProfileOutcome>('memhint.profileStep');
+    const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
     assert.equal(outcome.status, 'untrusted');
     assert.equal(api.state().report, null);
     assert.deepEqual(harnessProcesses().filter((p) => !started.includes(p)), [], 'no harness process');
@@ -46,6 +46,10 @@ describe('untrusted workspace', () => {
     await waitFor('workspace settings read', () => (vscode.workspace.getConfiguration('memhint').get<string[]>('lint.ignore') ?? []).includes('MH003'), 20_000);
     // ...but the interpreter it names is not what memhint would run.
     assert.notEqual(vscode.workspace.getConfiguration('memhint').get<string>('python'), '/tmp/evil-python');
+    // ...and memhint says so rather than leaving the user to wonder why the setting does not apply.
+    const outcome = await vscode.commands.executeCommand<ProfileCommandResult>('memhint.profileStep');
+    assert.equal(outcome.status, 'untrusted');
+    assert.match(outcome.error ?? '', /memhint\.python "\/tmp\/evil-python" from this workspace's settings is ignored until you trust the workspace/);
   });
 });
 

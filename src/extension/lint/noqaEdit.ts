@@ -1,15 +1,12 @@
 // The text edit behind "Ignore MHxxx for this line": add the code to the line's `# noqa: ...` list or
 // append a new `  # noqa: MHxxx` comment. No `vscode` here.
-import { parseNoqa } from '../lint/noqa';
-import type { SourceFile, SyntaxNode } from '../lint/syntax';
+import { noqaCodesEnd, parseNoqa, type SourceFile, type SyntaxNode } from '../../lint';
 
 export interface InsertEdit {
   readonly start: number;
   readonly end: number;
   readonly newText: string;
 }
-
-const NOQA_CODES = /#\s*noqa\s*:\s*[A-Za-z0-9_-]+(?:[\s,]+[A-Za-z0-9_-]+)*/i;
 
 /**
  * The edit that suppresses `code` on the finding starting at `offset`. Returns null when the line is
@@ -31,9 +28,9 @@ export function noqaEdit(file: SourceFile, offset: number, code: string): Insert
     const text = file.textOf(comment);
     const codes = parseNoqa(text);
     if (codes === null || codes?.includes(code)) return null; // bare `# noqa` or already listed
-    const m = NOQA_CODES.exec(text);
-    if (m !== null) {
-      const at = comment.start + m.index + m[0].length;
+    const codesEnd = noqaCodesEnd(text);
+    if (codesEnd !== null) {
+      const at = comment.start + codesEnd;
       return { start: at, end: at, newText: `, ${code}` };
     }
   }

@@ -1,5 +1,5 @@
 // What one profile run asks for; shared by the command and the runner adapter. No `vscode` here.
-export type Backend = 'auto' | 'cpu' | 'cuda';
+import type { BackendChoice } from '../../profiler/launcher';
 
 export interface ProfileRequest {
   readonly python: string;
@@ -8,7 +8,7 @@ export interface ProfileRequest {
   readonly function: string | null;
   readonly warmup: number;
   readonly steps: number;
-  readonly backend: Backend;
+  readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
   readonly cwd: string;

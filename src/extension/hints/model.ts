@@ -1,8 +1,9 @@
 // Per-line memory hints built from a profile report: the compact end-of-line text, the size class that
 // picks its colour, and the hover's full figures. Pure data in, data out; no `vscode` here.
-import * as path from 'node:path';
-import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ProfileReport } from '../profiler/report';
-import { formatBytes } from './format';
+import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ProfileReport } from '../../profiler/report';
+import { perStep as divide, profiledSteps } from '../../profiler/units';
+import { formatBytes } from '../format';
+import { samePath } from '../paths';
 
 export type HintSize = 'small' | 'medium' | 'large';
 
@@ -15,6 +16,13 @@ export interface HintThresholds {
 
 export const defaultThresholds: HintThresholds = { hide: 1024, medium: 16 * 1024 ** 2, large: 256 * 1024 ** 2 };
 
+/**
+ * What a hint's colour measures. `peak`: the highest rise of live memory while the line runs (forward or
+ * its backward) or what it leaks per step; `liveAtPeak`: what the line's allocations hold at the step's
+ * peak. Never the cumulative net, which grows with the number of calls and says little about pressure.
+ */
+export type HintColorBy = 'peak' | 'liveAtPeak';
+
 export interface LineHint {
   /** 0-based editor line. */
   readonly line: number;
@@ -22,8 +30,12 @@ export interface LineHint {
   readonly code: string;
   readonly text: string;
   readonly size: HintSize;
-  /** Largest per-step figure of the line, bytes: what the size class is based on. */
+  /** Largest per-step figure of the line, bytes: lines below the hide threshold get no hint. */
   readonly magnitude: number;
+  /** The figure the colour (size class) is based on, bytes (see HintColorBy). */
+  readonly colorBytes: number;
+  /** Times the line runs per step (rounded): the text says `x4` when above 1. */
+  readonly callsPerStep: number;
   readonly stats: LineStats;
   /** Profiled steps the totals are divided by. */
   readonly steps: number;
@@ -31,19 +43,8 @@ export interface LineHint {
   readonly liveAtPeak: LiveByLine | null;
 }
 
-/** How many steps the per-line totals cover (at least 1, so a partial run still divides sanely). */
-export function profiledSteps(report: ProfileReport): number {
-  return Math.max(1, report.steps.length);
-}
-
-export function samePath(a: string, b: string): boolean {
-  const na = path.normalize(a);
-  const nb = path.normalize(b);
-  return process.platform === 'win32' || process.platform === 'darwin' ? na.toLowerCase() === nb.toLowerCase() : na === nb;
-}
-
 /** Hints for the lines of one file. `filePaths`: the names the file may have in the report (as opened, real path). */
-export function hintsForFile(report: ProfileReport, filePaths: readonly string[], thresholds: HintThresholds = defaultThresholds): LineHint[] {
+export function hintsForFile(report: ProfileReport, filePaths: readonly string[], thresholds: HintThresholds = defaultThresholds, colorBy: HintColorBy = 'peak'): LineHint[] {
   const inFile = (file: string): boolean => filePaths.some((p) => samePath(p, file));
   const steps = profiledSteps(report);
   const leaks = new Map<number, Leak>();
@@ -57,16 +58,20 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
     const leak = leaks.get(stats.line) ?? null;
     const magnitude = lineMagnitude(stats, steps, leak);
     if (magnitude < thresholds.hide || magnitude === 0) continue;
+    const liveAtPeak = live.get(stats.line) ?? null;
+    const colorBytes = colorBy === 'liveAtPeak' ? (liveAtPeak?.bytes ?? 0) : Math.max(stats.inclusive.peak, stats.backward.peak, leak?.bytesPerStep ?? 0);
     hints.push({
       line: stats.line - 1,
       code: stats.code.trim(),
       text: hintText(stats, steps, leak),
-      size: sizeClass(magnitude, thresholds),
+      size: sizeClass(colorBytes, thresholds),
       magnitude,
+      colorBytes,
+      callsPerStep: Math.round(stats.calls / steps),
       stats,
       steps,
       leak,
-      liveAtPeak: live.get(stats.line) ?? null,
+      liveAtPeak,
     });
   }
   return hints.sort((a, b) => a.line - b.line);
@@ -89,19 +94,48 @@ export function sizeClass(bytes: number, thresholds: HintThresholds): HintSize {
   return 'small';
 }
 
-/** The compact end-of-line text, e.g. `+1.2 GiB, peak 3.4 GiB` (per step; inclusive of callees). */
+/**
+ * The compact end-of-line text, e.g. `+1.2 GiB, peak 3.4 GiB` (per step; inclusive of callees). A line
+ * that runs several times per step starts with `x4` and its peak is per call (`peak 24 MiB/call`): the
+ * per-step net of four calls is four times what one call adds, which the peak of one call is not.
+ */
 export function hintText(stats: LineStats, steps: number, leak: Leak | null): string {
-  const net = Math.round(stats.inclusive.net / steps);
+  const net = divide(stats.inclusive.net, steps);
   const peak = stats.inclusive.peak;
+  const calls = Math.round(stats.calls / steps);
   const parts: string[] = [];
   if (net !== 0) parts.push(formatBytes(net, { signed: true }));
-  if (peak > 0 && peak !== net) parts.push(`peak ${formatBytes(peak)}`);
-  const backward = Math.round(stats.backward.allocated / steps);
+  if (peak > 0 && (peak !== net || calls > 1)) parts.push(`peak ${formatBytes(peak)}${calls > 1 ? '/call' : ''}`);
+  const backward = divide(stats.backward.allocated, steps);
   if (backward > 0) parts.push(`backward ${formatBytes(backward)}`);
   if (leak !== null && leak.bytesPerStep > 0) parts.push(`leaks ${formatBytes(leak.bytesPerStep)}/step`);
   else if (leak !== null && leak.graphNodesPerStep > 0) parts.push(`keeps ${leak.graphNodesPerStep} graph nodes/step`);
-  if (parts.length === 0 && stats.savedForBackward > 0) parts.push(`saves ${formatBytes(Math.round(stats.savedForBackward / steps))}`);
-  return parts.join(', ');
+  if (parts.length === 0 && stats.savedForBackward > 0) parts.push(`saves ${formatBytes(divide(stats.savedForBackward, steps))}`);
+  return `${calls > 1 ? `x${calls} ` : ''}${parts.join(', ')}`;
+}
+
+/** At most `max` characters, an ellipsis saying that more is in the hover; 0: no limit. */
+export function clip(text: string, max: number): string {
+  if (max <= 0 || text.length <= max) return text;
+  return `${text.slice(0, Math.max(1, max - 1)).trimEnd()}…`;
+}
+
+export type HintMode = 'all' | 'currentLine' | 'aboveThreshold';
+
+/** Which hints show: every one, the cursor's lines only, or those coloured medium or large. */
+export function visibleHints<T extends Pick<LineHint, 'line' | 'size'>>(hints: readonly T[], mode: HintMode, cursorLines: ReadonlySet<number>): T[] {
+  if (mode === 'currentLine') return hints.filter((h) => cursorLines.has(h.line));
+  if (mode === 'aboveThreshold') return hints.filter((h) => h.size !== 'small');
+  return [...hints];
+}
+
+/**
+ * Left margin, in characters, that starts the hint at `column` (1-based, as the editor counts) after a
+ * line `lineLength` characters long; at least `min` so it never touches the code. 0: no alignment.
+ */
+export function alignMargin(lineLength: number, column: number, min = 2): number {
+  if (column <= 0) return min;
+  return Math.max(min, column - 1 - lineLength);
 }
 
 /** Non-zero kinds, largest first: `activation 1.2 MiB, parameter 40 KiB`. */
@@ -114,11 +148,11 @@ export function kindBreakdown(byKind: BytesByKind): string {
 
 function perStep(counters: MemoryCounters, steps: number): MemoryCounters {
   return {
-    allocated: Math.round(counters.allocated / steps),
-    freed: Math.round(counters.freed / steps),
-    net: Math.round(counters.net / steps),
+    allocated: divide(counters.allocated, steps),
+    freed: divide(counters.freed, steps),
+    net: divide(counters.net, steps),
     peak: counters.peak,
-    allocations: Math.round(counters.allocations / steps),
+    allocations: divide(counters.allocations, steps),
   };
 }
 
@@ -144,7 +178,7 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   const facts: string[] = [];
   if (stats.calls > 0) facts.push(`Runs ${trimNumber(stats.calls / steps)}× per step.`);
   else facts.push('Allocated from another thread or frame (the line itself did not run during the steps).');
-  if (stats.savedForBackward > 0) facts.push(`Saved activations for backward: ${b(Math.round(stats.savedForBackward / steps))} per step.`);
+  if (stats.savedForBackward > 0) facts.push(`Saved activations for backward: ${b(divide(stats.savedForBackward, steps))} per step.`);
   if (hint.liveAtPeak !== null) {
     const breakdown = kindBreakdown(hint.liveAtPeak.byKind);
     facts.push(`Live at the step's peak: ${b(hint.liveAtPeak.bytes)}${breakdown ? ` (${breakdown})` : ''}.`);
@@ -157,7 +191,7 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   }
   if (stats.cuda) {
     facts.push(
-      `CUDA allocator: allocated ${b(Math.round(stats.cuda.allocatedDelta / steps), true)}, reserved ${b(Math.round(stats.cuda.reservedDelta / steps), true)} per step; max allocated rise ${b(stats.cuda.maxAllocatedRise)}.`,
+      `CUDA allocator: allocated ${b(divide(stats.cuda.allocatedDelta, steps), true)}, reserved ${b(divide(stats.cuda.reservedDelta, steps), true)} per step; max allocated rise ${b(stats.cuda.maxAllocatedRise)}.`,
     );
   }
   out.push(facts.join('  \n'));

@@ -1,14 +1,25 @@
 // Quick fixes for memhint diagnostics (the rule's own fix, "Ignore MHxxx for this line", rule docs),
 // "Fix all memhint issues" as a command and as the source.fixAll.memhint code action kind.
 import * as vscode from 'vscode';
-import { lint, type Finding, type Linter } from '../lint';
-import { fixUntilStable } from '../lint/fix';
+import { fixUntilStable, lint, type Finding, type Linter } from '../../lint';
 import type { DiagnosticsController } from './diagnostics';
 import { noqaEdit } from './noqaEdit';
 
 export const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('memhint');
 
-export class MemhintCodeActions implements vscode.CodeActionProvider {
+/**
+ * "Fix all memhint issues" in the quick-fix menu, without its edit: building that edit re-lints the file
+ * until stable (45 ms for a 40-line file, 100-270 ms for 80-450-line ones, each pass a full parse), and
+ * VS Code asks for quick fixes on every cursor move (the light bulb). The edit is made in
+ * resolveCodeAction, only when the user picks the action.
+ */
+class LazyFixAll extends vscode.CodeAction {
+  constructor(readonly document: vscode.TextDocument) {
+    super('Fix all memhint issues', vscode.CodeActionKind.QuickFix);
+  }
+}
+
+export class MemhintCodeActions implements vscode.CodeActionProvider<vscode.CodeAction> {
   static readonly metadata: vscode.CodeActionProviderMetadata = {
     providedCodeActionKinds: [vscode.CodeActionKind.QuickFix, FIX_ALL_KIND],
   };
@@ -27,8 +38,11 @@ export class MemhintCodeActions implements vscode.CodeActionProvider {
       }
       return [];
     }
-    const result = this.diagnostics.result(document.uri);
-    if (result === null || result.version !== document.version) return []; // stale offsets would corrupt edits
+    let result = this.diagnostics.result(document.uri);
+    // Asked between an edit and its debounced re-lint: lint now (incremental, about a millisecond) rather
+    // than answer nothing; offsets from an older version would corrupt the edits.
+    if (result === null || result.version !== document.version) result = this.diagnostics.lintNow(document);
+    if (result === null || result.version !== document.version) return [];
     const actions: vscode.CodeAction[] = [];
     const seen = new Set<string>();
     for (const diagnostic of context.diagnostics) {
@@ -54,11 +68,15 @@ export class MemhintCodeActions implements vscode.CodeActionProvider {
       actions.push(docs);
     }
     const fixable = result.findings.filter((f) => f.fix !== null).length;
-    if (fixable > 1 && actions.length > 0) {
-      const all = this.fixAllAction(document, vscode.CodeActionKind.QuickFix);
-      if (all !== null) actions.push(all);
-    }
+    if (fixable > 1 && actions.length > 0) actions.push(new LazyFixAll(document));
     return actions;
+  }
+
+  resolveCodeAction(action: vscode.CodeAction): vscode.CodeAction {
+    if (action instanceof LazyFixAll && action.edit === undefined && !action.document.isClosed) {
+      action.edit = this.fixAllEdit(action.document) ?? undefined;
+    }
+    return action;
   }
 
   private fixAction(document: vscode.TextDocument, finding: Finding, diagnostic: vscode.Diagnostic): vscode.CodeAction {
@@ -94,10 +112,10 @@ export class MemhintCodeActions implements vscode.CodeActionProvider {
     return edit;
   }
 
-  private fixAllAction(document: vscode.TextDocument, kind: vscode.CodeActionKind = FIX_ALL_KIND): vscode.CodeAction | null {
+  private fixAllAction(document: vscode.TextDocument): vscode.CodeAction | null {
     const edit = this.fixAllEdit(document);
     if (edit === null) return null;
-    const action = new vscode.CodeAction('Fix all memhint issues', kind);
+    const action = new vscode.CodeAction('Fix all memhint issues', FIX_ALL_KIND);
     action.edit = edit;
     return action;
   }

@@ -1,13 +1,13 @@
 // Inline memory hints from the latest report: one end-of-line decoration type with per-line text and
 // theme colour, hovers with every figure, realignment on edit, and the status bar item with the peak.
 import * as vscode from 'vscode';
-import { filePathsOf } from './diagnostics';
-import { formatBytes } from './format';
-import { hintsForFile, hoverMarkdown, stepPeak, type HintSize, type LineHint } from './hintModel';
+import { formatBytes } from '../format';
+import type { Logger } from '../logger';
+import { filePathsOf } from '../paths';
+import type { ReportStore, StoredReport } from '../reportStore';
+import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
 import { realign } from './lineShift';
-import type { Logger } from './logger';
-import type { ReportStore } from './reportStore';
-import { onSettingsChanged, readHintsConfig, type HintsConfig } from './settings';
+import { alignMargin, clip, hintsForFile, hoverMarkdown, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
 
 const COLORS: Record<HintSize, string> = {
   small: 'memhint.hint.small',
@@ -44,6 +44,12 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       this.rendered,
       reports.onDidChange(() => this.rebuild(true)),
       vscode.window.onDidChangeVisibleTextEditors(() => this.renderAll()),
+      vscode.window.onDidChangeTextEditorSelection((e) => {
+        if (this.config.mode === 'currentLine') {
+          this.render(e.textEditor);
+          this.rendered.fire();
+        }
+      }),
       vscode.workspace.onDidChangeTextDocument((e) => this.edited(e)),
       vscode.workspace.onDidCloseTextDocument((d) => this.byDocument.delete(d.uri.toString())),
       vscode.workspace.onDidOpenTextDocument((d) => {
@@ -94,10 +100,9 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       this.statusItem.text = '';
     } else {
       const peak = stepPeak(stored.report);
-      this.statusItem.text = `$(pulse) peak ${peak === null ? 'n/a' : formatBytes(peak)}`;
-      this.statusItem.tooltip = new vscode.MarkdownString(
-        `memhint: highest live memory of the profiled step (${stored.report.environment.backend} backend, ${stored.report.steps.length} steps). Click for the memory summary.`,
-      );
+      this.statusItem.text = `$(${stored.stale !== null ? 'warning' : 'pulse'}) peak ${peak === null ? 'n/a' : formatBytes(peak)}${stored.stale !== null ? ' (stale)' : ''}`;
+      this.statusItem.tooltip = new vscode.MarkdownString(statusTooltip(stored), true);
+      this.statusItem.backgroundColor = stored.stale !== null ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
       this.statusItem.show();
       for (const d of vscode.workspace.textDocuments) this.computeFor(d);
     }
@@ -107,7 +112,9 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
   private computeFor(document: vscode.TextDocument): void {
     const stored = this.cleared ? null : this.reports.get();
     if (stored === null || document.uri.scheme !== 'file' || this.byDocument.has(document.uri.toString())) return;
-    const hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds);
+    let hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds, this.config.colorBy);
+    // After a failed run the figures are an earlier run's: say so on every hint, in the quiet colour.
+    if (stored.stale !== null) hints = hints.map((h) => ({ ...h, text: `${h.text} (stale)`, size: 'small' }));
     // A file edited since it was profiled keeps only the hints whose line still reads the same.
     const kept = hints.filter((h) => h.line < document.lineCount && document.lineAt(h.line).text.trim() === h.code);
     if (kept.length > 0) this.byDocument.set(document.uri.toString(), kept);
@@ -137,15 +144,19 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
   }
 
   private render(editor: vscode.TextEditor): void {
-    const hints = this.config.enable ? (this.byDocument.get(editor.document.uri.toString()) ?? []) : [];
+    const all = this.config.enable ? (this.byDocument.get(editor.document.uri.toString()) ?? []) : [];
+    const cursorLines = new Set(editor.selections.map((s) => s.active.line));
+    const hints = visibleHints(all, this.config.mode, cursorLines);
+    const tabSize = typeof editor.options.tabSize === 'number' ? editor.options.tabSize : 4;
     const options: vscode.DecorationOptions[] = [];
     for (const h of hints) {
       if (h.line >= editor.document.lineCount) continue;
-      const end = editor.document.lineAt(h.line).range.end;
-      options.push({
-        range: new vscode.Range(end, end),
-        renderOptions: { after: { contentText: h.text, color: new vscode.ThemeColor(COLORS[h.size]) } },
-      });
+      const line = editor.document.lineAt(h.line);
+      const end = line.range.end;
+      const after: vscode.ThemableDecorationAttachmentRenderOptions = { contentText: clip(h.text, this.config.maxLength), color: new vscode.ThemeColor(COLORS[h.size]) };
+      // Aligned hints start at the same column (in character widths, `ch`, so a monospace font lines them up).
+      const margin = this.config.alignColumn > 0 ? alignMargin(visualWidth(line.text, tabSize), this.config.alignColumn) : null;
+      options.push({ range: new vscode.Range(end, end), renderOptions: { after: margin === null ? after : { ...after, margin: `0 0 0 ${margin}ch` } } });
     }
     editor.setDecorations(this.decoration, options);
   }
@@ -156,6 +167,8 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     const stored = this.reports.get();
     if (hint === undefined || stored === null) return undefined;
     const md = new vscode.MarkdownString(hoverMarkdown(hint, stored.report));
+    if (stored.stale !== null) md.appendMarkdown(`\n\n$(warning) **Stale**: from the run of ${clock(stored.receivedAt)}; the run of ${clock(stored.stale.at)} failed: ${escapeMarkdown(stored.stale.reason)}`);
+    md.supportThemeIcons = true;
     md.appendMarkdown('\n\n[Show memory summary](command:memhint.showSummary)');
     md.isTrusted = { enabledCommands: ['memhint.showSummary'] };
     return new vscode.Hover(md, document.lineAt(position.line).range);
@@ -164,4 +177,30 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
   dispose(): void {
     for (const d of this.disposables) d.dispose();
   }
+}
+
+function clock(ms: number): string {
+  return new Date(ms).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}
+
+/** The status bar's tooltip: what the figure is, which interpreter measured it, and whether it is stale. */
+export function statusTooltip(stored: StoredReport): string {
+  const env = stored.report.environment;
+  const lines = [`**memhint**: highest live memory of the profiled step (${env.backend} backend, ${stored.report.steps.length} steps).`];
+  const interpreter = stored.run !== null ? `${stored.run.interpreter}` : env.python;
+  lines.push(`Interpreter: ${escapeMarkdown(interpreter)} · Python ${escapeMarkdown(env.pythonVersion)} · torch ${escapeMarkdown(stored.run?.torchVersion ?? env.torchVersion)}`);
+  if (stored.stale !== null) lines.push(`$(warning) Stale: the run of ${clock(stored.stale.at)} failed (${escapeMarkdown(stored.stale.reason)}); these figures are from ${clock(stored.receivedAt)}.`);
+  lines.push('Click for the memory summary.');
+  return lines.join('\n\n');
+}
+
+/** Columns a line takes on screen, tabs expanded. */
+function visualWidth(text: string, tabSize: number): number {
+  let width = 0;
+  for (const ch of text) width = ch === '\t' ? width + tabSize - (width % tabSize) : width + 1;
+  return width;
 }

@@ -1,15 +1,30 @@
 // Lint diagnostics for open Python documents: each document keeps an incremental PythonDocument fed
 // with VS Code's content changes; re-lints are debounced; MH002 findings gain the profiler's measured
 // figures when a report covers their line.
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { FailureLog, lint, unknownRuleSelectors, type Finding, type LintSettings, type Linter, type PythonDocument, type SourceFile, type TextChange } from '../lint';
-import { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from '../lint/config';
-import { CONFIRMABLE_CODES, identifiersIn, measuredRetention, retentionSentence } from './confirm';
-import type { Logger } from './logger';
-import type { ReportStore } from './reportStore';
-import { readLintConfig, onSettingsChanged, type LintConfig } from './settings';
+import {
+  ConfigError,
+  FailureLog,
+  findProjectConfig,
+  isExcluded,
+  lint,
+  settingsForFile,
+  unknownRuleSelectors,
+  type Finding,
+  type LintSettings,
+  type Linter,
+  type ProjectConfig,
+  type PythonDocument,
+  type SourceFile,
+  type TextChange,
+} from '../../lint';
+import type { Logger } from '../logger';
+import { filePathsOf } from '../paths';
+import type { ReportStore } from '../reportStore';
+import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
+import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
+import { ruleDocUri } from './ruleDocs';
 
 export interface LintResult {
   readonly version: number;
@@ -205,7 +220,7 @@ export class DiagnosticsController implements vscode.Disposable {
       const result = settings === null ? null : lint(source, settings);
       if (result !== null) this.ruleFailures.report(document.uri.fsPath, result.failures);
       const findings = result?.findings ?? [];
-      const diagnostics = findings.map((f) => this.toDiagnostic(document, source, f));
+      const diagnostics = this.buildDiagnostics(document, source, findings);
       t.result = { version: document.version, source, findings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics };
       this.collection.set(document.uri, diagnostics);
       this.log.debug(`linted ${document.uri.fsPath} v${document.version}: ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
@@ -216,15 +231,41 @@ export class DiagnosticsController implements vscode.Disposable {
     this.linted.fire(document.uri);
   }
 
-  private toDiagnostic(document: vscode.TextDocument, source: SourceFile, f: Finding): vscode.Diagnostic {
+  /**
+   * The findings' diagnostics (same order, so index i is finding i), then the profiler's measured leaks
+   * that no finding covers, on the line that holds the memory.
+   */
+  private buildDiagnostics(document: vscode.TextDocument, source: SourceFile, findings: readonly Finding[]): vscode.Diagnostic[] {
+    const covered = new Set<number>();
+    const diagnostics = findings.map((f) => this.toDiagnostic(document, source, f, covered));
+    const report = this.reports.get();
+    if (report === null || report.stale !== null || document.uri.scheme !== 'file') return diagnostics;
+    const lines = source.text.split(/\r?\n/);
+    for (const m of measuredFindings(report.report, filePathsOf(document.uri), lines, covered)) {
+      const line = document.lineAt(m.line - 1);
+      const range = new vscode.Range(line.lineNumber, line.firstNonWhitespaceCharacterIndex, line.lineNumber, line.text.trimEnd().length);
+      const d = new vscode.Diagnostic(range, m.message, vscode.DiagnosticSeverity.Warning);
+      d.source = 'memhint';
+      d.code = 'measured';
+      if (m.allocatedAt !== m.line && m.allocatedAt - 1 < document.lineCount) {
+        d.relatedInformation = [new vscode.DiagnosticRelatedInformation(new vscode.Location(document.uri, document.lineAt(m.allocatedAt - 1).range), 'the memory it keeps is allocated here')];
+      }
+      diagnostics.push(d);
+    }
+    return diagnostics;
+  }
+
+  private toDiagnostic(document: vscode.TextDocument, source: SourceFile, f: Finding, covered: Set<number>): vscode.Diagnostic {
     const range = new vscode.Range(document.positionAt(f.start), document.positionAt(f.end));
     let message = `${f.message}`;
     let related: vscode.DiagnosticRelatedInformation[] | undefined;
     const report = this.reports.get()?.report;
+    covered.add(range.start.line + 1);
     if (report !== undefined && CONFIRMABLE_CODES.has(f.code) && document.uri.scheme === 'file') {
       const line = range.start.line + 1;
       const measured = measuredRetention(report, filePathsOf(document.uri), line, identifiersIn(source.text.slice(f.start, f.end)));
       if (measured !== null) {
+        covered.add(measured.line);
         message = `${message} ${retentionSentence(measured, line)}`;
         if (measured.line !== line && measured.line - 1 < document.lineCount) {
           const at = document.lineAt(measured.line - 1).range;
@@ -256,7 +297,7 @@ export class DiagnosticsController implements vscode.Disposable {
       const t = this.tracked.get(d.uri.toString());
       if (t?.result && t.result.version === d.version) {
         const result = t.result;
-        const diagnostics = result.findings.map((f) => this.toDiagnostic(d, result.source, f));
+        const diagnostics = this.buildDiagnostics(d, result.source, result.findings);
         t.result = { ...result, diagnostics };
         this.collection.set(d.uri, diagnostics);
         this.linted.fire(d.uri);
@@ -272,31 +313,4 @@ export class DiagnosticsController implements vscode.Disposable {
     this.tracked.clear();
     for (const d of this.disposables) d.dispose();
   }
-}
-
-/** The file as the report may name it: as opened and with symlinks resolved. */
-export function filePathsOf(uri: vscode.Uri): string[] {
-  const paths = [uri.fsPath];
-  try {
-    const real = fs.realpathSync(uri.fsPath);
-    if (real !== uri.fsPath) paths.push(real);
-  } catch {
-    // unsaved or deleted: the opened path is all there is
-  }
-  return paths;
-}
-
-const docPages = new Map<string, vscode.Uri | null>();
-
-/** docs/rules/MHxxx.md inside the extension, when that page exists (looked up once per code). */
-export function ruleDocUri(extensionUri: vscode.Uri, code: string): vscode.Uri | null {
-  const key = `${extensionUri.toString()}#${code}`;
-  let uri = docPages.get(key);
-  if (uri === undefined) {
-    const candidate = vscode.Uri.joinPath(extensionUri, 'docs', 'rules', `${code}.md`);
-    uri = fs.existsSync(candidate.fsPath) ? candidate : null;
-    // A missing page is not cached: the docs may be added while a development host runs.
-    if (uri !== null) docPages.set(key, uri);
-  }
-  return uri;
 }

@@ -1,7 +1,7 @@
 // The parsed syntax of a document: the diagnostics' incremental parse when it is current, else a
 // one-off parse (the SourceFile mirror stays valid after its tree is freed).
 import type * as vscode from 'vscode';
-import type { Linter, SourceFile } from '../lint';
+import type { Linter, SourceFile } from '../../lint';
 import type { DiagnosticsController } from './diagnostics';
 
 export function sourceOf(document: vscode.TextDocument, diagnostics: DiagnosticsController, linter: Linter): SourceFile {

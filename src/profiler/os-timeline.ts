@@ -1,8 +1,9 @@
 // Bridges the sampler to the profiler's report: starts a sampler on the harness child and, at the end,
-// returns the compact series as the report's `timeline.os` (see src/profiler/report.ts OsTimeline).
-import type { OsTimeline } from '../profiler/report';
-import { createSampler, seriesToJSON, type CreateSamplerOptions } from './index';
-import type { MemorySampler } from './types';
+// returns the compact series as the report's `timeline.os` (see report.ts OsTimeline). It lives on the
+// profiler's side so that src/sampler never imports src/profiler (no import cycle).
+import type { OsTimeline } from './report';
+import { createSampler, seriesToJSON, type CreateSamplerOptions } from '../sampler';
+import type { MemorySampler } from '../sampler/types';
 
 /** 5 ms: fine enough to see per-step swings, about 0.3-0.5% of a core on the machines measured. */
 export const DEFAULT_OS_INTERVAL_MS = 5;

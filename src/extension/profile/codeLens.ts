@@ -1,9 +1,9 @@
 // "Profile this step" above functions that look like training steps.
 import * as vscode from 'vscode';
-import type { Linter } from '../lint';
-import type { DiagnosticsController } from './diagnostics';
-import { onSettingsChanged, readHintsConfig } from './settings';
-import { sourceOf } from './sourceOf';
+import type { Linter } from '../../lint';
+import type { DiagnosticsController } from '../lint/diagnostics';
+import { sourceOf } from '../lint/sourceOf';
+import { onSettingsChanged, readHintsConfig } from '../settings';
 import { trainingSteps } from './stepFinder';
 
 export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Disposable {

@@ -1,11 +1,12 @@
 // Adapts the profiler's launcher (src/profiler/launcher.ts) to the editor: progress from protocol
 // messages, Cancel as SIGKILL to the child's process group, the native sampler's series attached as
 // the report's OS timeline (the launcher moves it onto the harness clock). No `vscode` here.
-import { runProfile as launch } from '../profiler/launcher';
-import type { HarnessMessage } from '../profiler/protocol';
-import type { ProfileReport } from '../profiler/report';
-import { startOsTimelineSampler } from '../sampler/os-timeline';
-import type { ProfileRequest } from './profileTypes';
+import { failureHeadline, failureTail } from '../../profiler/failure';
+import { runProfile as launch, type ProfileFailure } from '../../profiler/launcher';
+import { startOsTimelineSampler } from '../../profiler/os-timeline';
+import type { HarnessMessage } from '../../profiler/protocol';
+import type { ProfileReport } from '../../profiler/report';
+import type { ProfileRequest } from './request';
 
 export interface RunHooks {
   readonly signal: AbortSignal;
@@ -18,6 +19,8 @@ export interface RunResult {
   readonly report: ProfileReport | null;
   /** Why the run failed (with the user's location when known), or null. */
   readonly error: string | null;
+  /** The launcher's structured failure behind `error` (kind, the user's location), or null. */
+  readonly failure: ProfileFailure | null;
   readonly cancelled: boolean;
 }
 
@@ -65,14 +68,10 @@ export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks
         onStderr: (chunk) => hooks.onOutput(chunk.toString('utf-8')),
       },
     );
-    if (hooks.signal.aborted) return { report: null, error: null, cancelled: true };
+    if (hooks.signal.aborted) return { report: null, error: null, failure: null, cancelled: true };
     const report = outcome.report;
     const failure = outcome.failure;
-    const error =
-      failure === null
-        ? null
-        : `${failure.message}${failure.location ? ` (${failure.location.file}:${failure.location.line})` : ''}${failure.kind === 'crash' && failure.stderrTail ? `\n${failure.stderrTail.trim().split('\n').slice(-5).join('\n')}` : ''}`;
-    return { report, error, cancelled: false };
+    return { report, error: failure === null ? null : failureText(failure), failure, cancelled: false };
   } finally {
     hooks.signal.removeEventListener('abort', kill);
   }
@@ -85,4 +84,10 @@ function progressOf(m: HarnessMessage, request: ProfileRequest, hooks: RunHooks)
     const done = (m.warmup ? m.step : request.warmup + m.step) + 1;
     hooks.onProgress(`${m.warmup ? 'warmup' : 'step'} ${m.step + 1}${m.warmup ? '' : `/${m.of}`} took ${Math.round(m.ms)} ms`, Math.min(1, done / Math.max(1, total)));
   }
+}
+
+/** The failure as the notification and the log show it: the headline, then a crash's last output lines. */
+function failureText(failure: ProfileFailure): string {
+  const tail = failure.kind === 'crash' ? failureTail(failure) : null;
+  return tail === null ? failureHeadline(failure) : `${failureHeadline(failure)}\n${tail}`;
 }

@@ -1,7 +1,6 @@
 // Which functions of a Python file can be profiled as a step, and which look like training steps (for
 // the CodeLens). Reads the linter's syntax mirror; no `vscode` here.
-import { calleeMethod } from '../lint/analysis/imports';
-import { childByField, type SourceFile, type SyntaxNode } from '../lint/syntax';
+import { calleeMethod, childByField, type SourceFile, type SyntaxNode } from '../../lint';
 
 export interface StepCandidate {
   readonly name: string;

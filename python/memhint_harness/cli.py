@@ -139,6 +139,7 @@ def _run(options, channel):
                       "torch %s has no storage weak references (UntypedStorage._weak_ref/_expired): frees cannot "
                       "be observed" % torch.__version__)
     user_files = UserFiles()
+    _warm_dispatch_modes(torch)
     tracker, state, runner, mode = instrument(torch, options, "cuda" if backend == "cuda" else "cpu", channel,
                                               storage_api, user_files)
     if hasattr(os, "register_at_fork"):
@@ -225,6 +226,22 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
         runner.notes.append(missing)
     _patch_backward(torch, tracker)
     return tracker, state, runner, DispatchMode(tracker)
+
+
+def _warm_dispatch_modes(torch):
+    """torch 2.x imports a great deal (sympy, ...) the first time any TorchDispatchMode runs an op: seconds.
+    Done here, it is not charged to the user's first step, nor to a whole script's --max-seconds."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class _Warm(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        with _Warm():
+            torch.empty(0)
+    except Exception:  # noqa: BLE001 - only a warm-up; the real mode reports its own problems
+        pass
 
 
 def _user_traceback(error, user_files):

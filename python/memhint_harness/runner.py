@@ -54,6 +54,7 @@ class Runner:
         self.deadline = None
         self.target_seen = False
         self.steps = []
+        self.stopping = False  # the harness stopped the script from its tracer
         self.depth = 0  # step calls running (a recursive step calls itself)
         self.unsupported = None  # why the target cannot be measured (a generator function)
         self._noted = set()
@@ -140,7 +141,7 @@ class Runner:
         tracker = self.tracker
         log.end = tracker.now_ms()
         self.depth -= 1
-        if sys.gettrace() is None and not tracker.disabled:
+        if sys.gettrace() is None and not tracker.disabled and not self.stopping:
             # The user's code removed the tracer: tensor totals are still counted (dispatch mode), but
             # lines after that point were not seen. Said so, never shown as lines that allocated nothing.
             self.note_once("untraced", "the script removed memhint's line tracer (sys.settrace(None)) during "
@@ -279,8 +280,10 @@ class Runner:
         if self.loop_watches and frame.f_code in self.loop_watches:
             self._on_loop_line(frame)
         if self.done and self.stop_deadline is not None and time.perf_counter() > self.stop_deadline:
+            self.stopping = True
             raise StopProfiling()
         if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stopping = True  # raised from the tracer, which CPython then removes: not the user's doing
             raise StopProfiling()
         if not self.target_seen and self.options.function and frame.f_globals is self.module_globals:
             self._try_wrap(frame.f_globals)

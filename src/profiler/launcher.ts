@@ -245,7 +245,7 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
   killRunTree(child.pid, runId);
   await Promise.race([protocolDone, new Promise((r) => setTimeout(r, 2000))]);
   await Promise.race([
-    Promise.all([child.stdout, child.stderr].map((s) => (s && !s.closed ? new Promise((r) => s.once('close', r)) : null))),
+    Promise.all([child.stdout, child.stderr].map((s) => (s && !s.closed ? new Promise((r) => s.once('close', r)) : Promise.resolve()))),
     new Promise((r) => setTimeout(r, 200)),
   ]);
   for (const stream of [child.stdout, child.stderr, protocolPipe]) stream?.destroy();

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const python = process.env.MEMHINT_TEST_TORCH2_PYTHON || path.join(root, '.venv-torch2', 'bin', 'python');
+const python = path.resolve(process.env.MEMHINT_TEST_TORCH2_PYTHON || path.join(root, '.venv-torch2', 'bin', 'python'));
 const SUITES = [
   'out/test/unit/profiler-harness.test.js',
   'out/test/unit/profiler-cli.test.js',

@@ -83,23 +83,51 @@ def _watch_parent(parent, run_id):
             _die_with_everything(run_id)
 
 
+def _start_time(pid):
+    """The process's start time from /proc, or None once it is gone or a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == b"Z" else fields[19]
+
+
+def _wait_for_exit(pid):
+    try:
+        fd = os.pidfd_open(pid)
+    except AttributeError:  # Python < 3.9: poll /proc (the start time tells a reused pid apart)
+        start = _start_time(pid)
+        while start is not None and _start_time(pid) == start:
+            time.sleep(0.1)
+        return
+    except OSError:
+        return  # already gone
+    import select
+
+    select.select([fd], [], [])  # readable once the process has exited
+
+
 def _start_guardian(run_id):
-    """Forks a process that sweeps the run's processes once the harness is gone. Called before torch is
-    imported and before any thread starts, so the fork is cheap and safe."""
+    """A process that sweeps the run's processes once the harness is gone. Double-forked, so it is not
+    the harness's child: a script that waits for all its children (os.wait() until ECHILD) never waits
+    for it. Called before torch is imported and before any thread starts, so the forks are cheap and safe."""
     harness = os.getpid()
     try:
         pid = os.fork()
     except OSError:
         return
     if pid != 0:
+        os.waitpid(pid, 0)  # the intermediate process exits at once
         return
     try:
+        if os.fork() != 0:
+            os._exit(0)
         # Holds none of the harness's pipes, so the launcher sees them close when the harness ends.
         null = os.open(os.devnull, os.O_RDWR)
         for fd in range(3):
             os.dup2(null, fd)
-        fds = [int(n) for n in os.listdir("/proc/self/fd")]
-        for fd in fds:
+        for fd in [int(n) for n in os.listdir("/proc/self/fd")]:
             if fd > 2:
                 try:
                     os.close(fd)
@@ -107,8 +135,7 @@ def _start_guardian(run_id):
                     pass
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        while os.getppid() == harness:
-            time.sleep(0.1)
+        _wait_for_exit(harness)
         kill_marked(run_id, exclude={os.getpid()})
     finally:
         os._exit(0)

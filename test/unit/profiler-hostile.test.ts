@@ -169,6 +169,12 @@ describe('profiler under hostile scripts', function () {
       await noSurvivors(tag);
     });
 
+    it('a script that waits for all its children (os.wait() until ECHILD) does not wait for memhint\'s guardian', async () => {
+      const outcome = await runProfile(options(newTag(), { scriptArgs: ['wait-all'], timeoutMs: 60_000 }));
+      const report = reportOf(outcome);
+      assert.equal(report.steps.length, 2);
+    });
+
     it('a --timeout above 2^31-1 ms does not fire at once', async () => {
       const tag = newTag();
       const run = await cli([`${HOSTILE}::train_step`, '--python', PYTHON, '--backend', 'cpu', '--timeout', '2147484', '--', 'plain'], tag);

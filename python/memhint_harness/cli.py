@@ -6,8 +6,7 @@ import platform
 import sys
 import traceback
 
-from . import HARNESS_VERSION
-from . import lifeline
+from . import HARNESS_VERSION, lifeline
 from .protocol import NONCE_ENV, Channel
 
 

@@ -6,10 +6,8 @@ import threading
 
 from torch import Tensor as _Tensor
 
-try:
-    from torch.utils._python_dispatch import TorchDispatchMode
-except ImportError:  # pragma: no cover - torch < 1.12 is refused earlier
-    TorchDispatchMode = object
+# Imported only after cli.py checked that torch has a usable TorchDispatchMode.
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 class OtherThreads:

@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['out/**', 'dist/**', 'node_modules/**', 'native/build/**', '.vscode-test/**', 'test/fixtures/**', 'examples/**', '**/*.d.ts'] },
+  { ignores: ['out/**', 'dist/**', 'node_modules/**', 'native/build/**', '.vscode-test/**', '.venv-torch2/**', 'test/fixtures/**', 'examples/**', '**/*.d.ts'] },
   js.configs.recommended,
   {
     files: ['**/*.ts'],

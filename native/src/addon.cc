@@ -4,6 +4,8 @@
 #include <napi.h>
 
 #include <cmath>
+#include <cstdio>
+#include <new>
 #include <memory>
 #include <string>
 
@@ -17,6 +19,21 @@ using memhint::kColumns;
 
 constexpr double kMinIntervalMs = 1;
 constexpr double kMaxIntervalMs = 60000;
+// Sample-buffer bounds: 16M samples are 512 MiB of doubles, far beyond any profile (4M at 1 ms is 70 min).
+constexpr double kMinSamples = 16;
+constexpr double kMaxSamples = 1 << 24;
+
+// A number option, checked before any cast: NaN, infinities, fractions and out-of-range values would be
+// undefined behaviour in static_cast or an allocation the process cannot survive (std::terminate).
+double CheckedNumber(Napi::Env env, const Napi::Object& o, const char* name, double lo, double hi, bool integer) {
+  double v = o.Get(name).As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(v) || v < lo || v > hi || (integer && v != std::floor(v))) {
+    char range[96];
+    std::snprintf(range, sizeof range, "%s between %.0f and %.0f", integer ? "an integer" : "a number", lo, hi);
+    throw Napi::RangeError::New(env, std::string(name) + " must be " + range + ", got " + o.Get(name).ToString().Utf8Value());
+  }
+  return v;
+}
 
 class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
  public:
@@ -54,15 +71,20 @@ class SamplerWrap : public Napi::ObjectWrap<SamplerWrap> {
     if (info.Length() > 2 && info[2].IsObject()) {
       Napi::Object o = info[2].As<Napi::Object>();
       if (o.Get("gpu").IsBoolean()) opts.gpu = o.Get("gpu").As<Napi::Boolean>().Value();
-      if (o.Get("gpuIntervalMs").IsNumber()) opts.gpu_interval_ms = o.Get("gpuIntervalMs").As<Napi::Number>().DoubleValue();
-      if (o.Get("gpuIndex").IsNumber()) opts.gpu_index = o.Get("gpuIndex").As<Napi::Number>().Int32Value();
+      if (o.Get("gpuIntervalMs").IsNumber()) opts.gpu_interval_ms = CheckedNumber(env, o, "gpuIntervalMs", 0, kMaxIntervalMs, false);
+      if (o.Get("gpuIndex").IsNumber()) opts.gpu_index = static_cast<int>(CheckedNumber(env, o, "gpuIndex", -1, 65535, true));
       if (o.Get("nvmlLibrary").IsString()) opts.nvml_library = o.Get("nvmlLibrary").As<Napi::String>().Utf8Value();
       if (o.Get("initialCapacity").IsNumber())
-        opts.initial_capacity = static_cast<size_t>(std::max(0.0, o.Get("initialCapacity").As<Napi::Number>().DoubleValue()));
+        opts.initial_capacity = static_cast<size_t>(CheckedNumber(env, o, "initialCapacity", 0, kMaxSamples, true));
       if (o.Get("maxSamples").IsNumber())
-        opts.max_samples = static_cast<size_t>(std::max(16.0, o.Get("maxSamples").As<Napi::Number>().DoubleValue()));
+        opts.max_samples = static_cast<size_t>(CheckedNumber(env, o, "maxSamples", kMinSamples, kMaxSamples, true));
     }
-    std::string error = sampler_.Start(static_cast<pid_t>(pid), opts);
+    std::string error;
+    try {
+      error = sampler_.Start(static_cast<pid_t>(pid), opts);
+    } catch (const std::bad_alloc&) {
+      throw Napi::RangeError::New(env, "cannot allocate the sample buffer (initialCapacity " + std::to_string(opts.initial_capacity) + ")");
+    }
     if (!error.empty()) throw Napi::Error::New(env, error);
     state_ = State::kRunning;
     return env.Undefined();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <limits>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -114,7 +115,18 @@ bool Sampler::Append(double t_ms, double rss, double gpu_used, double gpu_proces
     }
     // Grow beside the old block (which stays intact for views still holding it), copying outside the
     // lock: samples below count_ never change, so Read() can go on using the old block meanwhile.
-    auto bigger = std::make_shared<Block>(std::min(block_->capacity * 2, options_.max_samples));
+    std::shared_ptr<Block> bigger;
+    try {
+      bigger = std::make_shared<Block>(std::min(block_->capacity * 2, options_.max_samples));
+    } catch (const std::bad_alloc&) {
+      // On the sampling thread an uncaught exception is std::terminate: end the series instead.
+      std::lock_guard<std::mutex> lock(mu_);
+      truncated_ = true;
+      running_ = false;
+      end_reason_ = "out of memory growing the sample buffer past " + std::to_string(count_) + " samples";
+      ended_at_ms_ = t_ms;
+      return false;
+    }
     for (int c = 0; c < kColumns; ++c)
       std::memcpy(bigger->column(c), block_->column(c), count_ * sizeof(double));
     std::lock_guard<std::mutex> lock(mu_);

@@ -6,8 +6,8 @@ import platform
 import sys
 import traceback
 
-from . import HARNESS_VERSION
-from .protocol import Channel
+from . import HARNESS_VERSION, lifeline
+from .protocol import NONCE_ENV, Channel
 
 
 def parse_args(argv):
@@ -60,7 +60,11 @@ def main(argv):
         options = parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
-    channel = Channel(options.protocol_fd)
+    # Before the user's code runs: the nonce leaves the environment (the script's subprocesses never see
+    # it), the protocol descriptor moves out of reach, and the harness's life is tied to the launcher's.
+    nonce = os.environ.pop(NONCE_ENV, None)
+    channel = Channel(options.protocol_fd, nonce)
+    lifeline.start()
     try:
         return _run(options, channel)
     finally:
@@ -134,6 +138,7 @@ def _run(options, channel):
                       "torch %s has no storage weak references (UntypedStorage._weak_ref/_expired): frees cannot "
                       "be observed" % torch.__version__)
     user_files = UserFiles()
+    _warm_dispatch_modes(torch)
     tracker, state, runner, mode = instrument(torch, options, "cuda" if backend == "cuda" else "cpu", channel,
                                               storage_api, user_files)
     if hasattr(os, "register_at_fork"):
@@ -145,6 +150,10 @@ def _run(options, channel):
     # generations stops the harness's small bookkeeping allocations from triggering costly full scans.
     if hasattr(gc, "freeze"):
         gc.freeze()
+    from .threads import OtherThreads
+
+    other_threads = OtherThreads(tracker)
+    other_threads.install()
     sys.settrace(tracker.trace_call)
     try:
         with mode:
@@ -169,12 +178,14 @@ def _run(options, channel):
                    _user_location(error.__traceback__, user_files))
     finally:
         sys.settrace(None)
+        other_threads.uninstall()
     try:
         state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
     except Exception:  # noqa: BLE001 - a failing leak check must not hide the profile
         notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
 
     notes.extend(runner.notes)
+    notes.extend(other_threads.notes())
     if tracker.internal_error is not None:
         notes.append("memhint stopped measuring after an internal error; figures are partial:\n"
                      + tracker.internal_error)
@@ -214,6 +225,22 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
         runner.notes.append(missing)
     _patch_backward(torch, tracker)
     return tracker, state, runner, DispatchMode(tracker)
+
+
+def _warm_dispatch_modes(torch):
+    """torch 2.x imports a great deal (sympy, ...) the first time any TorchDispatchMode runs an op: seconds.
+    Done here, it is not charged to the user's first step, nor to a whole script's --max-seconds."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class _Warm(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+
+        with _Warm():
+            torch.empty(0)
+    except Exception:  # noqa: BLE001 - only a warm-up; the real mode reports its own problems
+        pass
 
 
 def _user_traceback(error, user_files):

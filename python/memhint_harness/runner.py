@@ -1,7 +1,9 @@
 """Runs the user's target under the tracker: a function of a script run as __main__, a function fed by a
 setup function, or a whole script for a time budget."""
+import asyncio
 import functools
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -52,6 +54,10 @@ class Runner:
         self.deadline = None
         self.target_seen = False
         self.steps = []
+        self.stopping = False  # the harness stopped the script from its tracer
+        self.depth = 0  # step calls running (a recursive step calls itself)
+        self.unsupported = None  # why the target cannot be measured (a generator function)
+        self._noted = set()
         self.saved_hooks = _saved_tensor_hooks(tracker)
         self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
         self.loop_candidates: List[Loop] = []
@@ -68,7 +74,17 @@ class Runner:
     def total_calls(self):
         return self.options.warmup + self.options.steps
 
+    def note_once(self, key, text):
+        if key not in self._noted:
+            self._noted.add(key)
+            self.notes.append(text)
+
     def call_step(self, original, args, kwargs):
+        if self.depth:
+            # A recursive step: the nested calls are part of the outermost one, which is the step.
+            self.note_once("recursive", "%s is recursive: each step is its outermost call, nested calls "
+                           "included" % self.options.function)
+            return original(*args, **kwargs)
         if self.done:
             # The boundary is checked now, while the user's loop still holds what it holds.
             self.state.final_epoch = self.tracker.epoch + 1
@@ -79,25 +95,63 @@ class Runner:
         self.calls += 1
         warmup = index < self.options.warmup
         profiled = None if warmup else index - self.options.warmup
+        if inspect.iscoroutinefunction(original):
+            # A coroutine is measured from its start to its end: driven here, by asyncio.run (setup mode).
+            self.note_once("async", "%s is async def: each call ran under asyncio.run() and was measured "
+                           "from its start to its end" % self.options.function)
+            return self._measure(lambda: asyncio.run(original(*args, **kwargs)), index, profiled, (args, kwargs))
         return self._measure(lambda: original(*args, **kwargs), index, profiled, (args, kwargs))
 
+    async def call_async_step(self, original, args, kwargs):
+        """An `async def` step awaited by the user's loop: measured from its first to its last await."""
+        if self.depth:
+            return await original(*args, **kwargs)
+        if self.done:
+            self.call_step(original, args, kwargs)  # raises StopProfiling at the boundary
+        self.note_once("async", "%s is async def: each step was measured from its start to its end; what "
+                       "other tasks allocate while it awaits counts in the step" % self.options.function)
+        index = self.calls
+        self.calls += 1
+        profiled = None if index < self.options.warmup else index - self.options.warmup
+        log, hooks = self._begin(index, profiled, (args, kwargs))
+        try:
+            return await original(*args, **kwargs)
+        finally:
+            self._end(log, index, hooks)
+
     def _measure(self, body, index, profiled, inputs):
+        log, hooks = self._begin(index, profiled, inputs)
+        try:
+            return body()
+        finally:
+            self._end(log, index, hooks)
+
+    def _begin(self, index, profiled, inputs):
         tracker = self.tracker
         # The harness's own work around the step runs untraced: each of its calls would be a trace event.
         trace = tracker.pause_tracing()
         try:
             log, hooks = self._begin_step(index, profiled, inputs)
+            self.depth += 1
         finally:
             tracker.resume_tracing(trace)
+        return log, hooks
+
+    def _end(self, log, index, hooks):
+        tracker = self.tracker
+        log.end = tracker.now_ms()
+        self.depth -= 1
+        if sys.gettrace() is None and not tracker.disabled and not self.stopping:
+            # The user's code removed the tracer: tensor totals are still counted (dispatch mode), but
+            # lines after that point were not seen. Said so, never shown as lines that allocated nothing.
+            self.note_once("untraced", "the script removed memhint's line tracer (sys.settrace(None)) during "
+                           "step %d: per-line figures from that point on are missing; step totals, peaks and "
+                           "leaks are still measured" % log.index)
+        trace = tracker.pause_tracing()
         try:
-            return body()
+            self._step_done(log, index, hooks)
         finally:
-            log.end = tracker.now_ms()
-            trace = tracker.pause_tracing()
-            try:
-                self._step_done(log, index, hooks)
-            finally:
-                tracker.resume_tracing(trace)
+            tracker.resume_tracing(trace)
 
     def _begin_step(self, index, profiled, inputs):
         """Opens step `index` (warmup when `profiled` is None): the leak check of the boundary, the inputs,
@@ -226,8 +280,10 @@ class Runner:
         if self.loop_watches and frame.f_code in self.loop_watches:
             self._on_loop_line(frame)
         if self.done and self.stop_deadline is not None and time.perf_counter() > self.stop_deadline:
+            self.stopping = True
             raise StopProfiling()
         if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stopping = True  # raised from the tracer, which CPython then removes: not the user's doing
             raise StopProfiling()
         if not self.target_seen and self.options.function and frame.f_globals is self.module_globals:
             self._try_wrap(frame.f_globals)
@@ -258,8 +314,17 @@ class Runner:
 
     def _wrap(self, value):
         runner = self
+        inner = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+        if inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
+            return self._refuse_generator(value, inner)
+        if inspect.iscoroutinefunction(inner):
+
+            @functools.wraps(inner)
+            async def async_step(*args, **kwargs):
+                return await runner.call_async_step(inner, args, kwargs)
+
+            return type(value)(async_step) if inner is not value else async_step
         if isinstance(value, (staticmethod, classmethod)):
-            inner = value.__func__
 
             @functools.wraps(inner)
             def bound_step(*args, **kwargs):
@@ -272,6 +337,21 @@ class Runner:
             return runner.call_step(value, args, kwargs)
 
         return step
+
+    def _refuse_generator(self, value, inner):
+        """Calling a generator function runs none of its body: there is no step to measure. The first call
+        stops the run with a clear error instead of a report of zeros."""
+        runner = self
+
+        @functools.wraps(inner)
+        def refused(*args, **kwargs):
+            runner.unsupported = (
+                "%s is a generator function: calling it runs none of its body, so memhint has no step to "
+                "measure; profile the function that iterates over it (or make the step a plain function)"
+                % runner.options.function)
+            raise StopProfiling()
+
+        return type(value)(refused) if inner is not value else refused
 
     # ------------------------------------------------------------------ targets
 
@@ -298,6 +378,8 @@ class Runner:
                               "optimizer.step()): the whole script was profiled as one step")
             return self._run_script(code, module)
         self._exec(code, module.__dict__)
+        if self.unsupported is not None:
+            raise TargetError("unsupported_target", self.unsupported)
         if self.calls == 0:
             if not self.target_seen:
                 raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
@@ -382,6 +464,9 @@ class Runner:
             target = getattr(target, part, None)
             if target is None:
                 raise TargetError("missing_target", "%s does not define %s" % (self.script, options.function))
+        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+            raise TargetError("unsupported_target", "%s is a generator function: calling it runs none of its "
+                              "body, so memhint has no step to measure" % options.function)
         args, kwargs = step_arguments(setup(**(getattr(options, "setup_args", None) or {})))
         try:
             for _ in range(self.total_calls):

@@ -1,10 +1,12 @@
 // `memhint profile TARGET [options] [-- script args]`: runs the step profiler and prints the report.
-// Exit codes: 0 profiled, 1 the profile failed (user error, OOM, crash, timeout), 2 bad usage.
+// Exit codes: 0 profiled, 1 the profile failed (user error, OOM, crash, timeout), 2 bad usage,
+// 128+N stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129). With --format json, stdout on every
+// failure is a JSON object with `error: {kind, reason, message, ...}` (see jsonError).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { formatReport } from '../profiler/format';
 import { describeFailure } from '../profiler/failure';
-import { runProfile, type BackendChoice, type ProfileOptions } from '../profiler/launcher';
+import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
 import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
@@ -30,6 +32,65 @@ options:
   --cuda-snapshot FILE  where to write the CUDA memory_viz snapshot (default: next to --out)
   --timeout S           stop the child after S seconds (default 600)
 `;
+
+/** Coarse error kinds of `--format json` output; `reason` keeps the launcher's finer one. */
+export type JsonErrorKind =
+  | 'usage'
+  | 'torch-missing'
+  | 'interpreter'
+  | 'user-code'
+  | 'timeout'
+  | 'oom'
+  | 'cancelled'
+  | 'crash'
+  | 'protocol'
+  | 'output'
+  | 'internal';
+
+export function jsonErrorKind(kind: ProfileFailure['kind']): JsonErrorKind {
+  switch (kind) {
+    case 'bad_arguments':
+      return 'usage';
+    case 'torch_missing':
+    case 'unsupported_torch':
+      return 'torch-missing';
+    case 'spawn':
+      return 'interpreter';
+    case 'missing_target':
+    case 'target_not_called':
+    case 'syntax_error':
+    case 'script_exit':
+    case 'user_exception':
+    case 'unsupported_target':
+      return 'user-code';
+    case 'timeout':
+    case 'oom':
+    case 'cancelled':
+    case 'crash':
+    case 'protocol':
+      return kind;
+    default:
+      return 'internal';
+  }
+}
+
+function jsonError(kind: JsonErrorKind, message: string, failure?: ProfileFailure): Record<string, unknown> {
+  return {
+    kind,
+    reason: failure?.kind ?? kind,
+    message,
+    location: failure?.location ?? null,
+    traceback: failure?.traceback ?? null,
+    exitCode: failure?.exitCode ?? null,
+    signal: failure?.signal ?? null,
+  };
+}
+
+function wantsJson(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  const own = end >= 0 ? args.slice(0, end) : args;
+  return own.some((a, i) => a === '--format=json' || (a === '--format' && own[i + 1] === 'json'));
+}
 
 interface ParsedArgs {
   readonly options: ProfileOptions;
@@ -84,8 +145,8 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const seconds = (name: string): number | null => {
     const raw = values.get(name);
     if (raw === undefined) return null;
-    const n = Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a positive number of seconds`);
+    const n = raw.trim() === '' ? NaN : Number(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a positive number of seconds, not "${raw}"`);
     return n;
   };
   const size = (name: string): number | null => {
@@ -133,13 +194,18 @@ export async function runProfileCommand(args: string[]): Promise<number> {
     process.stdout.write(PROFILE_USAGE);
     return 0;
   }
+  const json = wantsJson(args);
+  const fail = (kind: JsonErrorKind, message: string, code: number, failure?: ProfileFailure): number => {
+    if (json) process.stdout.write(`${JSON.stringify({ error: jsonError(kind, message, failure) }, null, 2)}\n`);
+    return code;
+  };
   let parsed: ParsedArgs;
   try {
     parsed = parseArgs(args);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     process.stderr.write(`memhint profile: ${error.message}\n\n${PROFILE_USAGE}`);
-    return 2;
+    return fail('usage', error.message, 2);
   }
   // --out: the previous report goes when the run starts (a failed or killed run never leaves it
   // looking like this run's), the new one appears whole or not at all (atomic-write.ts).
@@ -147,47 +213,79 @@ export async function runProfileCommand(args: string[]): Promise<number> {
     try {
       removeStaleOutput(parsed.out);
     } catch (error) {
-      process.stderr.write(`memhint profile: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 2;
+      const message = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`memhint profile: ${message}\n`);
+      return fail('output', message, 2);
     }
   }
+  try {
+    return await profileParsed(parsed, fail);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`memhint profile: internal error: ${message}\n`);
+    return fail('internal', message, 1);
+  }
+}
+
+type Fail = (kind: JsonErrorKind, message: string, code: number, failure?: ProfileFailure) => number;
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const SIGNAL_NUMBERS: Record<(typeof STOP_SIGNALS)[number], number> = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 };
+
+async function profileParsed(parsed: ParsedArgs, fail: Fail): Promise<number> {
   const script = path.resolve(parsed.options.script);
   if (!fs.existsSync(script)) {
     process.stderr.write(`memhint profile: script not found: ${script}\n`);
-    return 1;
+    return fail('usage', `script not found: ${script}`, 1);
   }
-  // The child runs in its own process group, so Ctrl-C must be passed on explicitly.
+  // The child runs in its own process group, so Ctrl-C, a terminal hang-up or a kill must be passed on:
+  // the launcher then ends every process of the run before this one exits.
   const abort = new AbortController();
-  const onSignal = (): void => abort.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  let stoppedBy: (typeof STOP_SIGNALS)[number] | null = null;
+  const handlers = STOP_SIGNALS.map((name) => {
+    const handler = (): void => {
+      stoppedBy ??= name;
+      abort.abort();
+    };
+    process.on(name, handler);
+    return [name, handler] as const;
+  });
   const outcome = await runProfile(parsed.options, {
     // The user's prints go to stderr so that stdout carries only the report.
     onStdout: (chunk) => process.stderr.write(chunk),
     onStderr: (chunk) => process.stderr.write(chunk),
     signal: abort.signal,
   }).finally(() => {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    for (const [name, handler] of handlers) process.removeListener(name, handler);
   });
   if (outcome.failure?.kind === 'cancelled') {
-    process.stderr.write('memhint profile: cancelled\n');
-    return 130;
+    const by = stoppedBy ?? 'SIGINT';
+    process.stderr.write(`memhint profile: cancelled (${by})\n`);
+    return fail('cancelled', `the profile was stopped by ${by}`, 128 + SIGNAL_NUMBERS[by], outcome.failure);
   }
+  const failure = outcome.failure;
   if (outcome.report) {
-    const rendered = parsed.format === 'json' ? `${JSON.stringify(outcome.report, null, 2)}\n` : formatReport(outcome.report);
+    // A partial report (OOM, a failure after measured steps) carries the error in the same object.
+    const withError = failure && parsed.format === 'json' ? { ...outcome.report, error: jsonError(jsonErrorKind(failure.kind), failure.message, failure) } : outcome.report;
+    const rendered = parsed.format === 'json' ? `${JSON.stringify(withError, null, 2)}\n` : formatReport(outcome.report);
     if (parsed.out) {
       try {
         writeFileAtomic(parsed.out, rendered);
       } catch (error) {
-        process.stderr.write(`memhint profile: cannot write ${parsed.out}: ${error instanceof Error ? error.message : String(error)}\n`);
-        return 1;
+        const message = `cannot write ${parsed.out}: ${error instanceof Error ? error.message : String(error)}`;
+        process.stderr.write(`memhint profile: ${message}\n`);
+        return fail('output', message, 1);
       }
     } else process.stdout.write(rendered);
+    if (failure) {
+      process.stderr.write(describeFailure(failure));
+      return parsed.out ? fail(jsonErrorKind(failure.kind), failure.message, 1, failure) : 1;
+    }
+    return 0;
   }
-  if (outcome.failure) {
-    process.stderr.write(describeFailure(outcome.failure));
-    return 1;
+  if (failure) {
+    process.stderr.write(describeFailure(failure));
+    return fail(jsonErrorKind(failure.kind), failure.message, 1, failure);
   }
   return 0;
 }

@@ -2,10 +2,12 @@
 // The protocol travels on fd 3 (stdio ['ignore', 'pipe', 'pipe', 'pipe']), so the user's own prints on
 // stdout/stderr never mix with it; they are forwarded through hooks.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Readable } from 'node:stream';
 import {
+  ForgedMessageError,
   LineDecoder,
   ProtocolError,
   parseMessage,
@@ -15,6 +17,14 @@ import {
 } from './protocol';
 import type { OsTimeline, ProfileReport, SourceLocation } from './report';
 import { startOsTimelineSampler } from './os-timeline';
+import { RUN_ID_ENV, killRunTree, startTimer } from './processTree';
+
+/** Set by the launcher, removed from os.environ by the harness before user code runs (protocol.py). */
+const NONCE_ENV = 'MEMHINT_PROTOCOL_NONCE';
+const LAUNCHER_PID_ENV = 'MEMHINT_LAUNCHER_PID';
+/** The harness's exit status when user code closed or replaced its protocol descriptor (protocol.py). */
+const EXIT_CHANNEL_LOST = 87;
+const LOST_PREFIX = 'memhint-harness: protocol channel lost: ';
 
 export type BackendChoice = 'auto' | 'cpu' | 'cuda';
 
@@ -57,7 +67,7 @@ export interface RunnerHooks {
   /** The user's stdout / stderr, as the script wrote them. */
   readonly onStdout?: (chunk: Buffer) => void;
   readonly onStderr?: (chunk: Buffer) => void;
-  /** Aborting ends the child and its process group (Ctrl-C in the CLI); the outcome is `cancelled`. */
+  /** Aborting ends the child and every process of the run (Ctrl-C in the CLI); the outcome is `cancelled`. */
   readonly signal?: AbortSignal;
 }
 
@@ -127,10 +137,17 @@ export function harnessArgs(options: ProfileOptions): string[] {
 export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {}): Promise<ProfileOutcome> {
   const root = findHarnessRoot();
   const baseEnv = options.env ?? process.env;
+  // The run marker finds every process of the run at the end, setsid() escapees too; the nonce marks
+  // the harness's own protocol lines, so lines forged by the user's code are not believed.
+  const runId = randomBytes(16).toString('hex');
+  const nonce = randomBytes(16).toString('hex');
   const env: NodeJS.ProcessEnv = {
     ...baseEnv,
     PYTHONPATH: baseEnv.PYTHONPATH ? `${root}${path.delimiter}${baseEnv.PYTHONPATH}` : root,
     PYTHONUNBUFFERED: '1',
+    [RUN_ID_ENV]: runId,
+    [NONCE_ENV]: nonce,
+    [LAUNCHER_PID_ENV]: String(process.pid),
   };
   const child = spawn(options.python, harnessArgs(options), {
     cwd: options.cwd,
@@ -144,6 +161,7 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
   let report: ProfileReport | null = null;
   let harnessError: ProfileFailure | null = null;
   let protocolError: string | null = null;
+  let forgedLines = 0;
   let spawnError: Error | null = null;
   let timedOut = false;
   let stderrTail = '';
@@ -171,8 +189,12 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
         if (protocolError) continue;
         let message: HarnessMessage;
         try {
-          message = parseMessage(line);
+          message = parseMessage(line, nonce);
         } catch (error) {
+          if (error instanceof ForgedMessageError) {
+            forgedLines++;
+            continue;
+          }
           protocolError = error instanceof ProtocolError ? error.message : String(error);
           continue;
         }
@@ -203,22 +225,30 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
     child.on('exit', (code, signal) => resolve({ code, signal }));
   });
 
-  const timer = setTimeout(() => {
+  const stopTimer = startTimer(options.timeoutMs, () => {
     timedOut = true;
-    killTree(child.pid);
-  }, options.timeoutMs);
+    killRunTree(child.pid, runId);
+  });
   let cancelled = false;
   const cancel = (): void => {
     cancelled = true;
-    killTree(child.pid);
+    killRunTree(child.pid, runId);
   };
   if (hooks.signal?.aborted) cancel();
   else hooks.signal?.addEventListener('abort', cancel, { once: true });
   const { code, signal } = await exited;
-  clearTimeout(timer);
+  stopTimer();
   hooks.signal?.removeEventListener('abort', cancel);
-  // The pipe is not inheritable, so it closes when the harness exits; a bounded wait guards the rest.
+  // The run ends with the harness: what the user's script left running (background children, setsid()
+  // daemons) is ended too, and the wait is for the harness's exit and its protocol, never for the
+  // user's stdout/stderr, which such children may hold open forever.
+  killRunTree(child.pid, runId);
   await Promise.race([protocolDone, new Promise((r) => setTimeout(r, 2000))]);
+  await Promise.race([
+    Promise.all([child.stdout, child.stderr].map((s) => (s && !s.closed ? new Promise((r) => s.once('close', r)) : Promise.resolve()))),
+    new Promise((r) => setTimeout(r, 200)),
+  ]);
+  for (const stream of [child.stdout, child.stderr, protocolPipe]) stream?.destroy();
 
   let osSeries: OsTimeline | undefined;
   try {
@@ -238,6 +268,9 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
     failure = { ...base, kind: 'cancelled', message: 'the profile was cancelled' };
   } else if (timedOut) {
     failure = { ...base, kind: 'timeout', message: `the profile did not finish within ${Math.round(options.timeoutMs / 1000)} s and was stopped` };
+  } else if (code === EXIT_CHANNEL_LOST && stderrTail.includes(LOST_PREFIX)) {
+    const line = stderrTail.slice(stderrTail.lastIndexOf(LOST_PREFIX)).split('\n')[0];
+    failure = { ...base, kind: 'protocol', message: `the profiled code took over the profiler's protocol channel: ${line.slice(LOST_PREFIX.length)}` };
   } else if (protocolError) {
     failure = { ...base, kind: 'protocol', message: protocolError };
   } else if (harnessError) {
@@ -248,7 +281,8 @@ export async function runProfile(options: ProfileOptions, hooks: RunnerHooks = {
   } else if (report === null) {
     failure = { ...base, kind: 'protocol', message: 'the harness exited without sending a result' };
   }
-  return { hello, report: failure?.kind === 'protocol' ? null : finalReport, failure };
+  const trusted = forgedLines > 0 && finalReport !== null ? withNote(finalReport, `${forgedLines} protocol line(s) without this run's nonce were ignored (written by the profiled code, not by memhint)`) : finalReport;
+  return { hello, report: failure?.kind === 'protocol' ? null : trusted, failure };
 }
 
 function withOsTimeline(report: ProfileReport, os: OsTimeline): ProfileReport {
@@ -258,16 +292,6 @@ function withOsTimeline(report: ProfileReport, os: OsTimeline): ProfileReport {
   return { ...report, timeline: { ...report.timeline, os: aligned } };
 }
 
-function killTree(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    if (process.platform !== 'win32') process.kill(-pid, 'SIGKILL');
-    else process.kill(pid, 'SIGKILL');
-  } catch {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+function withNote(report: ProfileReport, note: string): ProfileReport {
+  return { ...report, notes: [...report.notes, note] };
 }

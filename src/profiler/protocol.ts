@@ -42,6 +42,7 @@ export type HarnessErrorKind =
   | 'syntax_error'
   | 'script_exit'
   | 'user_exception'
+  | 'unsupported_target'
   | 'oom';
 
 export interface ErrorMessage {
@@ -56,8 +57,14 @@ export type HarnessMessage = HelloMessage | ProgressMessage | ResultMessage | Er
 
 export class ProtocolError extends Error {}
 
-/** Validates one decoded line. Throws ProtocolError with the reason when it is not a valid message. */
-export function parseMessage(line: string): HarnessMessage {
+/** A well-formed line without the run's nonce: not the harness's (user code writing to the descriptor). */
+export class ForgedMessageError extends ProtocolError {}
+
+/**
+ * Validates one decoded line. Throws ProtocolError with the reason when it is not a valid message, and
+ * ForgedMessageError when `nonce` is given and the line does not carry it.
+ */
+export function parseMessage(line: string, nonce?: string): HarnessMessage {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -71,6 +78,7 @@ export function parseMessage(line: string): HarnessMessage {
   if (m.v !== PROTOCOL_VERSION) {
     throw new ProtocolError(`unsupported protocol version ${JSON.stringify(m.v)} (expected ${PROTOCOL_VERSION})`);
   }
+  if (nonce !== undefined && m.nonce !== nonce) throw new ForgedMessageError('protocol line without the run nonce');
   switch (m.type) {
     case 'hello':
       if (typeof m.torchVersion !== 'string' || typeof m.backend !== 'string' || typeof m.pid !== 'number') {

@@ -100,7 +100,9 @@ describe('profiler harness (real torch, cpu)', function () {
       const relu = lineOf(report, LINEAR, 'act = out.relu()');
       assert.equal(relu.backward.allocated, 3 * ACT, 'threshold_backward output');
       const backward = lineOf(report, LINEAR, 'loss.backward()');
-      assert.equal(backward.self.allocated, 0);
+      // Only the implicit gradient seed, ones_like(loss): one float32 per step, made inside backward() itself
+      // (torch 2.x; torch 1.13 charges it elsewhere). Everything the graph's nodes allocate is charged forward.
+      assert.ok(backward.self.allocated <= 4 * report.steps.length, `${backward.self.allocated} bytes`);
       assert.ok(backward.inclusive.allocated >= 3 * (PARAMS + ACT));
     });
 

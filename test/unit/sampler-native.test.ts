@@ -108,4 +108,28 @@ describe('sampler (native specifics)', function () {
     assert.equal(running, before + 8, 'one thread per running sampler');
     assert.equal(after, before, 'collected samplers leave no thread behind');
   });
+
+  it('rejects absurd options with a RangeError instead of aborting the process', () => {
+    // In a child process: before the fix, initialCapacity 1e18 ended the whole process in std::terminate.
+    const addon = path.resolve(__dirname, '../../../native/build/Release/memhint_sampler.node');
+    const cases = [
+      '{ initialCapacity: 1e18, maxSamples: 1e18 }',
+      '{ initialCapacity: NaN }',
+      '{ initialCapacity: Infinity, maxSamples: Infinity }',
+      '{ maxSamples: 2.5 }',
+      '{ maxSamples: -1 }',
+      '{ gpuIntervalMs: -5 }',
+      '{ gpuIntervalMs: NaN }',
+      '{ gpuIndex: 1e12 }',
+    ];
+    const script = `const a = require(${JSON.stringify(addon)}); const out = [];
+      for (const o of [${cases.join(', ')}]) {
+        const s = new a.NativeSampler({});
+        try { s.start(process.pid, 10, o); out.push('started'); s.stop(); } catch (e) { out.push(e.constructor.name + ': ' + e.message); }
+      }
+      process.stdout.write(JSON.stringify(out));`;
+    const results = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf-8' })) as string[];
+    assert.equal(results.length, cases.length);
+    results.forEach((r, i) => assert.match(r, /^RangeError: (initialCapacity|maxSamples|gpuIntervalMs|gpuIndex) must be/, cases[i]));
+  });
 });

@@ -11,11 +11,15 @@ import { PYTHON } from './sampler-helpers';
 const MiB = 1024 * 1024;
 
 const STEP_SCRIPT = `
+import time
 import torch
 
 def train_step():
     x = torch.ones(64, 1024, 1024)  # 256 MiB, written
     y = x * 2                        # another 256 MiB
+    # Both held for 300 ms, so the sampler sees them on a loaded machine: with torch 2.x the step is
+    # otherwise over (y freed) within one or two sampling periods, and the peak could fall between samples.
+    time.sleep(0.3)
     return float(y.sum())
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks
         onMessage: (m) => progressOf(m, request, hooks),
         onStdout: (chunk) => hooks.onOutput(chunk.toString('utf-8')),
         onStderr: (chunk) => hooks.onOutput(chunk.toString('utf-8')),
+        // The launcher's cancel also ends processes the script started outside the group (setsid).
+        signal: hooks.signal,
       },
     );
     if (hooks.signal.aborted) return { report: null, error: null, failure: null, cancelled: true };

@@ -121,7 +121,8 @@ class ModuleLedger:
     def measure_grads(self, describe: Callable[[torch.Tensor], Any]) -> None:
         """End of a profiled backward(): the gradient bytes of each module's parameters, kept at their max."""
         for key, module in self._named_modules():
-            total = _distinct_bytes(self.device_type, (p.grad for p in module.parameters() if p.grad is not None), describe)
+            grads = (p.grad for p in module.parameters() if p.grad is not None)
+            total = _distinct_bytes(self.device_type, grads, describe)
             if total > self.grads.get(key, 0):
                 self.grads[key] = total
 
@@ -155,7 +156,7 @@ class ModuleLedger:
         for key, module in self._named_modules():
             params = list(module.parameters())
             param_bytes = _distinct_bytes(self.device_type, list(params) + list(module.buffers()), describe)
-            optimizer_bytes = max(self.optimizer_bytes.get(key, 0), _distinct_bytes(self.device_type, 
+            optimizer_bytes = max(self.optimizer_bytes.get(key, 0), _distinct_bytes(self.device_type,
                 (value for state in states for p in params for value in _state_values(state, p)), describe))
             forward, saved, backward = rolled.get(key, [0, 0, 0])
             entry = {

@@ -23,6 +23,7 @@ Not modelled: several streams (a block freed on another stream waits for its eve
 `roundup_power2_divisions`, CUDA graphs' private pools, the garbage-collection threshold.
 """
 from bisect import bisect_left, insort
+from typing import Optional
 
 MIN_BLOCK_SIZE = 512
 SMALL_SIZE = 1024 * 1024
@@ -59,8 +60,8 @@ class _Block:
         self.size = size
         self.addr = addr
         self.small = small
-        self.prev = None
-        self.next = None
+        self.prev: "Optional[_Block]" = None
+        self.next: "Optional[_Block]" = None
         self.allocated = False
 
     def key(self):

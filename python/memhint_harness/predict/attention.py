@@ -7,9 +7,11 @@ additive bias), both of which keep only the output and a float32 logsumexp. Thei
 kernels and autograd formulas, so the predicted step calls them directly under the same conditions that
 sdp_utils.cpp checks (4-D inputs, head dim a multiple of 8 and at most 256, same head dims, no GQA).
 Anything else keeps the math path, as CUDA would."""
+from typing import Any
+
 import torch
 
-_aten = torch.ops.aten
+_aten: Any = torch.ops.aten  # op namespaces are resolved at run time
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 
 

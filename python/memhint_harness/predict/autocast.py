@@ -35,8 +35,9 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 def _state():
     try:
-        if torch.is_autocast_enabled("cuda"):
-            return torch.get_autocast_dtype("cuda")
+        # torch >= 2.4 takes a device type; older ones raise TypeError (feature-detected here)
+        if torch.is_autocast_enabled("cuda"):  # pyright: ignore[reportCallIssue]
+            return torch.get_autocast_dtype("cuda")  # pyright: ignore[reportAttributeAccessIssue]
     except TypeError:  # torch < 2.4: no device argument
         if torch.is_autocast_enabled():
             return torch.get_autocast_gpu_dtype()

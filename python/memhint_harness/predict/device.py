@@ -42,7 +42,7 @@ _BACKWARD = _Tensor.backward
 
 def _constructors():
     try:
-        from torch.utils._device import _device_constructors
+        from torch.utils._device import _device_constructors  # pyright: ignore[reportMissingImports]
 
         return set(_device_constructors())
     except Exception:  # pragma: no cover - older torch

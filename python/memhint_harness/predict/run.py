@@ -10,6 +10,7 @@ import platform
 import sys
 import time
 import traceback
+from typing import Optional
 
 from .. import HARNESS_VERSION
 from .allocator import CachingAllocatorModel
@@ -41,7 +42,7 @@ class AllocatorFeed:
         self.tracker = tracker
         self.model = model
         self.capacity = capacity
-        self.crossed = None  # (site, reserved, allocated, step)
+        self.crossed: Optional[tuple] = None  # (site, reserved, allocated, step, phase)
         self.step_max = None  # (max_allocated, max_reserved) within profiled steps
 
     def install(self):

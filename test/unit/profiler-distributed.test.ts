@@ -78,7 +78,7 @@ function singleOptions(python: string, scriptArgs: string[]): ProfileOptions {
 }
 
 for (const [label, python, launcher] of [
-  ['torch 1.13 (system python, ranks started by memhint)', TORCH1_PYTHON, 'direct'],
+  ['system python (torch 1.13 on Debian 12), ranks started by memhint', TORCH1_PYTHON, 'direct'],
   ['torch 2.x (torchrun)', TORCH2_PYTHON, 'torchrun'],
 ] as const) {
   describe(`memhint profile --nproc-per-node 2: ${label}`, function () {
@@ -141,6 +141,10 @@ for (const [label, python, launcher] of [
       assert.equal(report.imbalance?.spreadBytes, p1 - p0);
       const forward = report.lines.find((l) => l.line === lineOf('out = ddp(inputs)'));
       assert.equal(forward?.ranks[0].rank, 1, 'worst rank first');
+      // The unequal shard too: rank 1 is exactly a single process on shard 1 with the same leak.
+      const single = await runProfile(singleOptions(python, ['--leak-rank', '1', '--shard', '1']), { onSpawn: () => undefined });
+      assert.ok(single.report, JSON.stringify(single.failure));
+      assert.deepEqual(figures(report.reports[1] as ProfileReport), figures(single.report));
     });
 
     it('a rank that raises is reported by rank, the other rank is stopped, exit code 1', async () => {
@@ -154,6 +158,21 @@ for (const [label, python, launcher] of [
       assert.equal(report.firstFailedRank, 1);
       assert.ok(['failed', 'stopped'].includes(report.ranks[0].status), report.ranks[0].status);
       assert.match(run.stderr, /rank 1: failed — user exception: RuntimeError: rank 1 gave up/);
+    });
+
+    it('a rank that hangs: every rank is killed at --timeout and reported by rank with its last step', async () => {
+      const out = path.join(dir, 'hang.json');
+      const run = await profile([
+        `${FIXTURE}::train_step`, '--python', python, '--nproc-per-node', '2', '--launcher', launcher,
+        '--backend', 'cpu', '--format', 'json', '--out', out, '--timeout', launcher === 'torchrun' ? '90' : '40', '--', '--hang-rank', '0',
+      ]);
+      assert.deepEqual(leftoverRanks(), [], 'no rank is left running');
+      assert.equal(run.code, 1);
+      const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport;
+      assert.deepEqual(report.ranks.map((r) => r.status), ['timeout', 'timeout']);
+      // Both ranks finished warmup and the first profiled step (calls 0..2) before rank 0 stopped calling.
+      assert.deepEqual(report.ranks.map((r) => r.lastStep), [0, 0]);
+      assert.match(run.stderr, /rank 0: timeout/);
     });
   });
 }

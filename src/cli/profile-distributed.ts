@@ -23,7 +23,8 @@ export async function runDistributedCommand(options: DistributedOptions, format:
     return 130;
   }
   if (outcome.launchError) {
-    process.stderr.write(`memhint profile: ${outcome.launchError}\n  hint: pass --python PATH with an interpreter that has torch installed\n`);
+    const tail = outcome.outputTail.trim() ? `last output:\n${outcome.outputTail.trimEnd()}\n` : '';
+    process.stderr.write(`memhint profile: ${outcome.launchError}\n${tail}  hint: --python PATH must be an interpreter with torch; --launcher direct starts the ranks without torchrun\n`);
     return 1;
   }
   const merged = mergeDistributed(outcome);

@@ -166,7 +166,8 @@ export async function runDistributedProfile(options: DistributedOptions, hooks: 
   const rankArgs = rankHarnessArgs(options, dir);
   if (launcher === 'torchrun') {
     spawnOne(
-      ['-m', 'torch.distributed.run', '--standalone', '--nproc-per-node', String(world), '--monitor-interval', '0.5', ...rankArgs],
+      // The underscore spellings: torch 1.x knows only these, torch 2.x both.
+      ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', String(world), '--monitor_interval', '0.5', ...rankArgs],
       env,
     );
   } else {
@@ -200,7 +201,7 @@ export async function runDistributedProfile(options: DistributedOptions, hooks: 
   const cancel = (): void => stopAll('cancelled');
   if (hooks.signal?.aborted) cancel();
   else hooks.signal?.addEventListener('abort', cancel, { once: true });
-  await Promise.all(exits);
+  const codes = await Promise.all(exits);
   clearTimeout(timer);
   hooks.signal?.removeEventListener('abort', cancel);
   // torchrun's workers run in sessions of their own: whatever outlived the launcher is ended here, and once
@@ -211,6 +212,10 @@ export async function runDistributedProfile(options: DistributedOptions, hooks: 
     killRanks(dir, world, []);
   }
 
+  const started = Array.from({ length: world }, (_, rank) => fs.existsSync(path.join(dir, `rank-${rank}.pid`)));
+  if (launchError === null && stopping === null && !started.some(Boolean) && codes.some((c) => c !== 0)) {
+    launchError = `${launcher === 'torchrun' ? 'torch.distributed.run' : 'the ranks'} exited with code ${codes.find((c) => c !== 0)} before any rank started`;
+  }
   const ranks: RankOutcome[] = [];
   for (let rank = 0; rank < world; rank++) ranks.push(readRank(dir, rank));
   const anyFailed = ranks.some((r) => r.status !== 'ok');

@@ -6,6 +6,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { formatReport } from '../profiler/format';
 import { describeFailure } from '../profiler/failure';
+import { runDistributedCommand } from './profile-distributed';
+import type { LauncherChoice } from '../profiler/distributed';
 import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
 import { parseTarget } from '../profiler/target';
 import { parseByteSize } from '../profiler/units';
@@ -31,6 +33,9 @@ options:
   --memory-limit SIZE   cap the child's address space SIZE above its size after importing torch
   --cuda-snapshot FILE  where to write the CUDA memory_viz snapshot (default: next to --out)
   --timeout S           stop the child after S seconds (default 600)
+  --nproc-per-node N    run N ranks of a torch.distributed job, the harness in each (docs/distributed.md);
+                        --warmup defaults to 2 there (DDP rebuilds its buckets in its second iteration)
+  --launcher L          with --nproc-per-node: auto | torchrun | direct (default auto: torchrun on torch 2.x)
 `;
 
 /** Coarse error kinds of `--format json` output; `reason` keeps the launcher's finer one. */
@@ -96,6 +101,9 @@ interface ParsedArgs {
   readonly options: ProfileOptions;
   readonly format: 'text' | 'json';
   readonly out: string | null;
+  /** --nproc-per-node: null for the ordinary single-process profile. */
+  readonly nproc: number | null;
+  readonly launcher: LauncherChoice;
 }
 
 class UsageError extends Error {}
@@ -105,7 +113,7 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const values = new Map<string, string>();
   const valued = new Set([
     '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--format', '--out',
-    '--budget', '--memory-limit', '--cuda-snapshot', '--timeout',
+    '--budget', '--memory-limit', '--cuda-snapshot', '--timeout', '--nproc-per-node', '--launcher',
   ]);
   let scriptArgs: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -163,6 +171,10 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const setup = values.get('--setup') ?? null;
   if (setup !== null && spec.function === null) throw new UsageError('--setup needs a target SCRIPT.py::FUNCTION');
   const out = values.get('--out') ?? null;
+  const nproc = values.has('--nproc-per-node') ? int('--nproc-per-node', 1, 1) : null;
+  const launcher = values.get('--launcher') ?? 'auto';
+  if (!['auto', 'torchrun', 'direct'].includes(launcher)) throw new UsageError('--launcher must be auto, torchrun or direct');
+  if (values.has('--launcher') && nproc === null) throw new UsageError('--launcher needs --nproc-per-node');
   const maxSeconds = seconds('--max-seconds');
   const timeout = seconds('--timeout') ?? Math.max(600, (maxSeconds ?? 0) + 120);
   const snapshot =
@@ -170,12 +182,14 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   return {
     format,
     out,
+    nproc,
+    launcher: launcher as LauncherChoice,
     options: {
       script: spec.script,
       function: spec.function,
       loopLine: spec.loopLine,
       setup,
-      warmup: int('--warmup', 1, 0),
+      warmup: int('--warmup', nproc === null ? 1 : 2, 0),
       steps: int('--steps', 3, 1),
       maxSeconds: spec.function === null ? (maxSeconds ?? 30) : maxSeconds,
       backend: backend as BackendChoice,
@@ -237,6 +251,9 @@ async function profileParsed(parsed: ParsedArgs, fail: Fail): Promise<number> {
   if (!fs.existsSync(script)) {
     process.stderr.write(`memhint profile: script not found: ${script}\n`);
     return fail('usage', `script not found: ${script}`, 1);
+  }
+  if (parsed.nproc !== null) {
+    return runDistributedCommand({ ...parsed.options, nprocPerNode: parsed.nproc, launcher: parsed.launcher }, parsed.format, parsed.out);
   }
   // The child runs in its own process group, so Ctrl-C, a terminal hang-up or a kill must be passed on:
   // the launcher then ends every process of the run before this one exits.

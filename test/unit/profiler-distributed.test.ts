@@ -1,0 +1,233 @@
+// `memhint profile --nproc-per-node 2` on CPU with the gloo backend, under Debian's torch 1.13 (ranks started
+// by memhint) and torch 2.x (torchrun): per-rank figures equal a single-process run of the same shard, a
+// leak in one rank is reported for that rank only, a rank that raises is reported by rank and no rank is
+// left running. Plus the pure merge (imbalance, worst rank first, DDP bucket rebuild).
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { DistributedOutcome, RankOutcome } from '../../src/profiler/distributed';
+import { chooseLauncher, rankHarnessArgs } from '../../src/profiler/distributed';
+import { formatDistributed, mergeDistributed, type DistributedReport } from '../../src/profiler/distributed-report';
+import { runProfile, type ProfileOptions } from '../../src/profiler/launcher';
+import type { Leak, ProfileReport } from '../../src/profiler/report';
+
+const ROOT = path.resolve(__dirname, '../../..');
+const COMMAND = path.join(ROOT, 'out/src/cli/profile-command.js');
+const FIXTURE = path.join(ROOT, 'test/fixtures/profiler/ddp_train.py');
+const TORCH1_PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+const TORCH2_PYTHON = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.join(ROOT, '.venv-torch2/bin/python');
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function profile(args: string[]): Promise<Run> {
+  const script = `require(${JSON.stringify(COMMAND)}).runProfileCommand(process.argv.slice(1)).then((c) => { process.exitCode = c; })`;
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Processes still running memhint's rank entry on the fixture: there must be none after a profile. */
+function leftoverRanks(): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf-8');
+      if (cmd.includes('memhint_harness.distributed') && cmd.includes(FIXTURE)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Everything a profile measures about memory in a step, without times and pids. */
+function figures(report: ProfileReport): unknown {
+  return {
+    lines: report.lines.map((l) => ({ line: l.line, calls: l.calls, self: l.self, inclusive: l.inclusive, saved: l.savedForBackward, backward: l.backward })),
+    steps: report.steps.map((s) => ({ allocated: s.allocated, freed: s.freed, start: s.liveAtStart, end: s.liveAtEnd, peak: s.peakLive })),
+    peak: report.peak && { bytes: report.peak.bytes, byKind: report.peak.byKind, byLine: report.peak.byLine },
+    leaks: report.leaks.map((l: Leak) => ({ line: l.line, bytesByStep: l.bytesByStep, reason: l.reason, heldBy: l.heldBy })),
+  };
+}
+
+function singleOptions(python: string, scriptArgs: string[]): ProfileOptions {
+  return {
+    script: FIXTURE,
+    function: 'train_step',
+    setup: null,
+    warmup: 2,
+    steps: 3,
+    maxSeconds: null,
+    backend: 'cpu',
+    python,
+    budgetBytes: null,
+    memoryLimitBytes: null,
+    timeoutMs: 300_000,
+    scriptArgs,
+  };
+}
+
+for (const [label, python, launcher] of [
+  ['system python (torch 1.13 on Debian 12), ranks started by memhint', TORCH1_PYTHON, 'direct'],
+  ['torch 2.x (torchrun)', TORCH2_PYTHON, 'torchrun'],
+] as const) {
+  describe(`memhint profile --nproc-per-node 2: ${label}`, function () {
+    this.timeout(600_000);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-dist-'));
+    after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    before(function () {
+      if (launcher === 'torchrun' && !fs.existsSync(python)) {
+        throw new Error(
+          `torch 2.x interpreter missing: ${python}. Create it (python3 -m venv .venv-torch2 && .venv-torch2/bin/pip install torch numpy) or set MEMHINT_TEST_TORCH2_PYTHON`,
+        );
+      }
+    });
+
+    const distributed = async (scriptArgs: string[], name: string): Promise<{ run: Run; report: DistributedReport }> => {
+      const out = path.join(dir, `${name}.json`);
+      const run = await profile([
+        `${FIXTURE}::train_step`, '--python', python, '--nproc-per-node', '2', '--launcher', launcher,
+        '--backend', 'cpu', '--format', 'json', '--out', out, '--timeout', '300', '--', ...scriptArgs,
+      ]);
+      assert.deepEqual(leftoverRanks(), [], 'no rank is left running');
+      return { run, report: JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport };
+    };
+
+    it('equal ranks: each rank’s figures equal a single-process run of the same shard, byte for byte', async () => {
+      const { run, report } = await distributed(['--equal'], 'equal');
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(report.launcher, launcher);
+      assert.deepEqual(report.ranks.map((r) => r.status), ['ok', 'ok']);
+      const [rank0, rank1] = report.reports;
+      assert.ok(rank0 && rank1);
+      assert.equal(rank0.steps.length, 3);
+      for (const shard of [0, 1]) {
+        const single = await runProfile(singleOptions(python, ['--equal', '--shard', String(shard)]), { onSpawn: () => undefined });
+        assert.equal(single.failure, null, JSON.stringify(single.failure));
+        assert.ok(single.report);
+        assert.deepEqual(figures(report.reports[shard] as ProfileReport), figures(single.report), `rank ${shard} vs single process`);
+      }
+      assert.equal(report.imbalance?.spreadBytes, 0, 'equal shards, equal peaks');
+      // DDP described per rank, with its buckets sized as the trainable parameters' gradients.
+      const params = (64 * 256 + 256 + 256 * 10 + 10) * 4;
+      assert.deepEqual(report.ddp.map((d) => [d.rank, d.bucketBytes, d.location?.line]), [
+        [0, params, lineOf('ddp = DDP(model)')],
+        [1, params, lineOf('ddp = DDP(model)')],
+      ]);
+    });
+
+    it('a leak in rank 1 only is reported for rank 1 only, and the imbalance is measured', async () => {
+      const { run, report } = await distributed(['--leak-rank', '1'], 'leak');
+      assert.equal(run.code, 0, run.stderr);
+      const held = report.leaks.filter((l) => l.ranks.some((r) => r.heldBy?.includes('history')));
+      assert.equal(held.length, 1, JSON.stringify(report.leaks));
+      assert.deepEqual(held[0].ranks.map((r) => r.rank), [1]);
+      assert.equal(held[0].line, lineOf('loss = nn.functional.cross_entropy'));
+      assert.ok(report.reports[0]?.leaks.every((l) => l.heldBy === null), 'rank 0 holds nothing');
+      // Shard 1 has 48 samples, shard 0 has 32: rank 1 peaks higher, and the forward line shows it first.
+      const [p0, p1] = report.ranks.map((r) => r.peakBytes ?? 0);
+      assert.ok(p1 > p0, `${p1} > ${p0}`);
+      assert.equal(report.imbalance?.maxRank, 1);
+      assert.equal(report.imbalance?.spreadBytes, p1 - p0);
+      const forward = report.lines.find((l) => l.line === lineOf('out = ddp(inputs)'));
+      assert.equal(forward?.ranks[0].rank, 1, 'worst rank first');
+      // The unequal shard too: rank 1 is exactly a single process on shard 1 with the same leak.
+      const single = await runProfile(singleOptions(python, ['--leak-rank', '1', '--shard', '1']), { onSpawn: () => undefined });
+      assert.ok(single.report, JSON.stringify(single.failure));
+      assert.deepEqual(figures(report.reports[1] as ProfileReport), figures(single.report));
+    });
+
+    it('a rank that raises is reported by rank, the other rank is stopped, exit code 1', async () => {
+      const { run, report } = await distributed(['--raise-rank', '1'], 'raise');
+      assert.equal(run.code, 1);
+      const rank1 = report.ranks[1];
+      assert.equal(rank1.status, 'failed');
+      assert.equal(rank1.error?.kind, 'user_exception');
+      assert.match(rank1.error?.message ?? '', /rank 1 gave up/);
+      assert.equal(rank1.error?.location?.line, lineOf('raise RuntimeError'));
+      assert.equal(report.firstFailedRank, 1);
+      assert.ok(['failed', 'stopped'].includes(report.ranks[0].status), report.ranks[0].status);
+      assert.match(run.stderr, /rank 1: failed — user exception: RuntimeError: rank 1 gave up/);
+    });
+
+    it('a rank that hangs: every rank is killed at --timeout and reported by rank with its last step', async () => {
+      const out = path.join(dir, 'hang.json');
+      const run = await profile([
+        `${FIXTURE}::train_step`, '--python', python, '--nproc-per-node', '2', '--launcher', launcher,
+        '--backend', 'cpu', '--format', 'json', '--out', out, '--timeout', launcher === 'torchrun' ? '90' : '40', '--', '--hang-rank', '0',
+      ]);
+      assert.deepEqual(leftoverRanks(), [], 'no rank is left running');
+      assert.equal(run.code, 1);
+      const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport;
+      assert.deepEqual(report.ranks.map((r) => r.status), ['timeout', 'timeout']);
+      // Both ranks finished warmup and the first profiled step (calls 0..2) before rank 0 stopped calling.
+      assert.deepEqual(report.ranks.map((r) => r.lastStep), [0, 0]);
+      assert.match(run.stderr, /rank 0: timeout/);
+    });
+  });
+}
+
+function lineOf(needle: string): number {
+  const index = fs.readFileSync(FIXTURE, 'utf-8').split('\n').findIndex((l) => l.includes(needle));
+  assert.ok(index >= 0, needle);
+  return index + 1;
+}
+
+describe('distributed profile: merge and launch arguments', () => {
+  const report = (peaks: number[], live: number, leak?: Partial<Leak>): ProfileReport =>
+    ({
+      steps: peaks.map((p) => ({ peakLive: p })),
+      lines: [{ file: '/t.py', line: 5, code: 'y = f(x)', calls: 1, self: { allocated: 100, net: 0, freed: 100, peak: 100, allocations: 1 } }],
+      peak: { byLine: [{ file: '/t.py', line: 5, bytes: live }] },
+      leaks: leak ? [{ file: '/t.py', line: 5, code: 'y = f(x)', bytesPerStep: 0, bytesByStep: [], graphNodesPerStep: 0, reason: 'storage', heldBy: null, ...leak }] : [],
+      target: { script: '/t.py', function: 'step' },
+    }) as unknown as ProfileReport;
+  const rank = (r: number, rep: ProfileReport | null, extra: Partial<RankOutcome> = {}): RankOutcome => ({
+    rank: r, status: rep ? 'ok' : 'crash', hello: null, report: rep, error: null, lastProgress: null, protocolError: null, ddp: [], lastWriteEpochMs: null, ...extra,
+  });
+  const outcome = (ranks: RankOutcome[]): DistributedOutcome => ({
+    launcher: 'torchrun', worldSize: ranks.length, torchVersion: '2.5.0', ranks, launchError: null, timedOut: false, cancelled: false, outputTail: '',
+  });
+
+  it('measures imbalance over ranks with a report and puts the worst rank first per line', () => {
+    const merged = mergeDistributed(outcome([rank(0, report([100, 300], 50)), rank(1, report([600], 400)), rank(2, report([200], 10)), rank(3, null)]));
+    assert.deepEqual(merged.ranks.map((r) => r.peakBytes), [300, 600, 200, null]);
+    assert.equal(merged.imbalance?.maxRank, 1);
+    assert.equal(merged.imbalance?.minRank, 2);
+    assert.equal(merged.imbalance?.spreadBytes, 400);
+    assert.equal(merged.imbalance?.maxOverMean, 600 / ((300 + 600 + 200) / 3));
+    assert.deepEqual(merged.lines[0].ranks.map((r) => r.rank), [1, 0, 2]);
+    assert.match(formatDistributed(merged, () => null), /rank 3: CRASHED/);
+  });
+
+  it('names a one-time allocation of exactly the DDP bucket size a bucket rebuild, not other leaks', () => {
+    const ddp = [{ location: null, bucketBytes: 4096 }];
+    const rebuild = mergeDistributed(outcome([rank(0, report([1], 1, { bytesByStep: [4096, 0] }), { ddp })]));
+    assert.equal(rebuild.leaks[0].ddpBucketRebuild, true);
+    const growing = mergeDistributed(outcome([rank(0, report([1], 1, { bytesByStep: [4096, 4096] }), { ddp })]));
+    assert.equal(growing.leaks[0].ddpBucketRebuild, false);
+    const other = mergeDistributed(outcome([rank(0, report([1], 1, { bytesByStep: [4000, 0] }), { ddp })]));
+    assert.equal(other.leaks[0].ddpBucketRebuild, false);
+  });
+
+  it('launches torchrun on torch 2 and ranks directly on torch 1; rank args drop the inherited fd', () => {
+    assert.equal(chooseLauncher('auto', '2.13.0+cpu'), 'torchrun');
+    assert.equal(chooseLauncher('auto', '1.13.0a0+gitunknown'), 'direct');
+    assert.equal(chooseLauncher('auto', null), 'direct');
+    assert.equal(chooseLauncher('torchrun', '1.13.0'), 'torchrun');
+    const args = rankHarnessArgs(singleOptions('python3', ['--x']), '/tmp/d');
+    assert.deepEqual(args.slice(0, 4), ['-m', 'memhint_harness.distributed', '--report-dir', '/tmp/d']);
+    assert.ok(!args.includes('--protocol-fd') && !args.includes('memhint_harness'), args.join(' '));
+    assert.deepEqual(args.slice(-2), ['--', '--x']);
+  });
+});

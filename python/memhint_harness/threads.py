@@ -16,13 +16,42 @@ class OtherThreads:
         self.tensors = 0
         self.bytes = 0
         self.names = set()
+        self._bootstrap = None
 
     def install(self):
-        # Runs once at the first Python call of each thread started through `threading` from now on.
-        threading.settrace(self._thread_started)
+        # Every thread started through `threading` from now on counts its ops under a _Counter mode that is
+        # entered when the thread starts and exited when it ends: a mode left pushed on a finished thread is
+        # torn down by torch's thread-local destructors without the GIL, which aborted the process
+        # ("terminate called without an active exception") on torch 1.13. Thread._bootstrap_inner runs
+        # for Thread subclasses that override run() too; without it (another Python) a trace hook at the
+        # thread's first call enters the mode and leaves it on.
+        bootstrap = getattr(threading.Thread, "_bootstrap_inner", None)
+        if bootstrap is None:
+            threading.settrace(self._thread_started)
+            return
+        counter = self
+
+        def counted_bootstrap(thread):
+            mode = _Counter(counter)
+            try:
+                mode.__enter__()
+            except Exception:  # noqa: BLE001 - counting must never break the user's thread
+                return bootstrap(thread)
+            try:
+                return bootstrap(thread)
+            finally:
+                mode.__exit__(None, None, None)
+
+        self._bootstrap = bootstrap
+        threading.Thread._bootstrap_inner = counted_bootstrap  # type: ignore[attr-defined]
 
     def uninstall(self):
-        threading.settrace(None)
+        bootstrap = getattr(self, "_bootstrap", None)
+        if bootstrap is not None:
+            threading.Thread._bootstrap_inner = bootstrap  # type: ignore[attr-defined]
+            self._bootstrap = None
+        else:
+            threading.settrace(None)
 
     def _thread_started(self, frame, event, arg):
         sys.settrace(None)

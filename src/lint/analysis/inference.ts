@@ -6,7 +6,7 @@
 // loop, comes after the training steps, or sits in a function named for inference - and only when the
 // forward's output cannot leave for code that might backpropagate it (another file, an attribute, a
 // return value).
-import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { enclosingLoops } from './context';
 import { qualifiedName } from './imports';
 import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, isGradientCall, modelFacts } from './models';
@@ -105,19 +105,8 @@ function reachOf(file: SourceFile): GradientReach {
 function callsIn(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
   const calls = file.nodesOfType('call');
   const out: SyntaxNode[] = [];
-  for (let i = lowerBound(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
+  for (let i = firstStartingAtOrAfter(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
   return out;
-}
-
-function lowerBound(nodes: readonly SyntaxNode[], offset: number): number {
-  let lo = 0;
-  let hi = nodes.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (nodes[mid].start < offset) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** `optimizer.step()`, `scaler.step(opt)`: this iteration's update is done. */

@@ -1,6 +1,6 @@
 // MH001 missing-no-grad: a forward pass in evaluation/inference code while autograd records. Every
 // intermediate activation is then kept for a backward pass that never comes.
-import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
@@ -53,7 +53,7 @@ function computeScopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
   const markers: Marker[] = [];
   let tracing = false;
   const calls = file.nodesOfType('call');
-  for (let i = lowerBound(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) {
+  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) {
     const call = calls[i];
     if (scopeOf(call) !== scope) continue;
     const fn = childByField(call, 'function');
@@ -74,17 +74,6 @@ function computeScopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
     markers.push({ offset: call.start, receiver, evaluating });
   }
   return { skip: tracing || computesGradients(file, scope, true) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
-}
-
-function lowerBound(nodes: readonly SyntaxNode[], offset: number): number {
-  let lo = 0;
-  let hi = nodes.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (nodes[mid].start < offset) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {

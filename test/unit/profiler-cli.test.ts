@@ -1,32 +1,17 @@
 // The `profile` subcommand end to end, in a child node process: argument handling, exit codes, outputs,
 // and the example training script's two deliberate mistakes being found.
 import * as assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { runProfileCli } from './profile-cli-runner';
 import type { ProfileReport } from '../../src/profiler/report';
 
 const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 const ROOT = path.resolve(__dirname, '../../..');
-const COMMAND = path.join(ROOT, 'out/src/cli/profile-command.js');
 const EXAMPLE = path.join(ROOT, 'examples/train.py');
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function profile(args: string[]): Promise<Run> {
-  const script = `require(${JSON.stringify(COMMAND)}).runProfileCommand(process.argv.slice(1)).then((c) => { process.exitCode = c; })`;
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const profile = runProfileCli;
 
 describe('memhint profile (cli)', function () {
   this.timeout(180_000);

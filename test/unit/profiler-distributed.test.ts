@@ -3,10 +3,10 @@
 // leak in one rank is reported for that rank only, a rank that raises is reported by rank and no rank is
 // left running. Plus the pure merge (imbalance, worst rank first, DDP bucket rebuild).
 import * as assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { type CliRun as Run, runProfileCli } from './profile-cli-runner';
 import type { DistributedOutcome, RankOutcome } from '../../src/profiler/distributed';
 import { chooseLauncher, rankHarnessArgs } from '../../src/profiler/distributed';
 import { formatDistributed, mergeDistributed, type DistributedReport } from '../../src/profiler/distributed-report';
@@ -14,26 +14,11 @@ import { runProfile, type ProfileOptions } from '../../src/profiler/launcher';
 import type { Leak, ProfileReport } from '../../src/profiler/report';
 
 const ROOT = path.resolve(__dirname, '../../..');
-const COMMAND = path.join(ROOT, 'out/src/cli/profile-command.js');
 const FIXTURE = path.join(ROOT, 'test/fixtures/profiler/ddp_train.py');
 const TORCH1_PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 const TORCH2_PYTHON = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.join(ROOT, '.venv-torch2/bin/python');
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function profile(args: string[]): Promise<Run> {
-  const script = `require(${JSON.stringify(COMMAND)}).runProfileCommand(process.argv.slice(1)).then((c) => { process.exitCode = c; })`;
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const profile = runProfileCli;
 
 /** Processes still running memhint's rank entry on the fixture: there must be none after a profile. */
 function leftoverRanks(): number[] {

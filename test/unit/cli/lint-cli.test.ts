@@ -1,39 +1,9 @@
 // The CLI as CI uses it: real process, real files, exit codes and output formats.
 import * as assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { LOOP, memhint, project, repo } from './cli-fixture';
 
-const repo = path.join(__dirname, '..', '..', '..', '..');
-const bin = path.join(repo, 'bin', 'memhint.js');
-
-function memhint(args: string[], cwd = repo): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd, encoding: 'utf8' });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-const LOOP = [
-  'import torch',
-  '',
-  'def train(model, loader, opt):',
-  '    for x, y in loader:',
-  '        opt.zero_grad(set_to_none=False)',
-  '        loss = model(x).sum()',
-  '        loss.backward()',
-  '        opt.step()',
-  '        torch.cuda.empty_cache()',
-  '',
-].join('\n');
-
-function project(files: Record<string, string | Buffer>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-cli-'));
-  for (const [name, content] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    fs.writeFileSync(path.join(dir, name), content);
-  }
-  return dir;
-}
 
 describe('memhint lint (CLI)', () => {
   before(function () {

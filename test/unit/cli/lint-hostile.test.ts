@@ -1,50 +1,12 @@
 // `memhint lint` on what a cloned repository can contain: real processes, real files, real FIFOs.
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LOOP, type Run, memhint, project as makeProject, repo } from './cli-fixture';
 
-const repo = path.join(__dirname, '..', '..', '..', '..');
-const bin = path.join(repo, 'bin', 'memhint.js');
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-// `timeout` only turns a hang into a failure (signal set) instead of a stuck suite; no test measures time.
-function memhint(args: string[], cwd = repo, shellPrefix = ''): Run {
-  const r = shellPrefix
-    ? spawnSync('bash', ['-c', `${shellPrefix} && exec "$0" "$@"`, process.execPath, bin, ...args], { cwd, encoding: 'utf8', timeout: 50_000 })
-    : spawnSync(process.execPath, [bin, ...args], { cwd, encoding: 'utf8', timeout: 50_000 });
-  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
-}
-
-const LOOP = [
-  'import torch',
-  '',
-  'def train(model, loader, opt):',
-  '    for x, y in loader:',
-  '        opt.zero_grad(set_to_none=False)',
-  '        loss = model(x).sum()',
-  '        loss.backward()',
-  '        opt.step()',
-  '        torch.cuda.empty_cache()',
-  '',
-].join('\n');
-
-function project(files: Record<string, string | Buffer>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-hostile-'));
-  for (const [name, content] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    fs.writeFileSync(path.join(dir, name), content);
-  }
-  return dir;
-}
+const project = (files: Record<string, string | Buffer>): string => makeProject(files, 'memhint-hostile-');
 
 const codesOf = (r: Run): string[] => (JSON.parse(r.stdout) as Array<{ code: string; filename: string }>).map((f) => `${path.basename(f.filename)}:${f.code}`).sort();
 

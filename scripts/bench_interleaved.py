@@ -11,6 +11,10 @@ sides here, and its import and report time are outside the steps). Prints one JS
 
     python3 scripts/bench_interleaved.py [--script examples/train.py] [--function train_step]
                                          [--setup make_inputs] [--pairs 16] [--warmup 2]
+    python3 scripts/bench_interleaved.py --zoo nanogpt|hf-gpt2|resnet18|lstm|tiny   (scripts/bench_zoo.py)
+
+Also counts the aten ops of one step (a counting dispatch mode, outside the timed steps) and prints the
+harness's CPU cost per op: (median profiled - median plain step CPU time) / ops.
 """
 import argparse
 import gc
@@ -41,6 +45,36 @@ def load(script, function, setup):
     return namespace[function], args, kwargs
 
 
+def count_ops(step, args, kwargs):
+    """aten ops one step runs (all threads' ops that reach the Python dispatch mode)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        ops = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.ops += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count():
+        step(*args, **kwargs)
+    return Count.ops
+
+
+def _no_trace(frame, event, arg):
+    return None
+
+
+def pass_through_mode():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    return PassThrough()
+
+
 def main():
     parser = argparse.ArgumentParser()
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -49,19 +83,44 @@ def main():
     parser.add_argument("--setup", default="make_inputs")
     parser.add_argument("--pairs", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--floor", action="store_true",
+                        help="a third arm: a pass-through dispatch mode and a no-op tracer (on with --zoo)")
+    parser.add_argument("--zoo", help="a model of scripts/bench_zoo.py instead of --script/--setup")
     options = parser.parse_args()
+    if options.zoo:
+        options.floor = True
+        options.script = os.path.join(root, "scripts", "bench_zoo.py")
+        options.function = "train_step"
+        options.setup = {"nanogpt": "gpt_inputs", "hf-gpt2": "hf_gpt2_inputs", "resnet18": "resnet18_inputs",
+                         "lstm": "lstm_inputs", "tiny": "tiny_inputs"}[options.zoo]
+        if options.zoo == "hf-gpt2":
+            try:
+                import transformers  # noqa: F401
+            except ImportError as error:
+                print(json.dumps({"skipped": "transformers is not installed for this python (%s)" % error,
+                                  "torch": str(torch.__version__), "python": sys.version.split()[0]}))
+                return
+    if options.zoo:
+        # One intra-op thread on both torches: process CPU time then counts work, not OpenMP spin-waits
+        # (torch 2.x wheels use every core, Debian's 1.13 one), which swing with the VM's load.
+        torch.set_num_threads(1)
     script = os.path.abspath(options.script)
-    step, args, kwargs = load(script, options.function, options.setup)
 
     harness_options = types.SimpleNamespace(
         script=script, function=options.function, setup=options.setup, warmup=options.warmup,
         steps=options.pairs + options.warmup + 1, max_seconds=None, budget=None, script_args=[])
     devnull = os.open(os.devnull, os.O_WRONLY)
-    channel = Channel(devnull)  # progress messages are serialized and written, as to the real pipe
+    # Progress messages are serialized and written, as to the real pipe (Channel moves the fd high).
+    channel = Channel(devnull)
     tracker, _state, runner, mode = instrument(torch, harness_options, "cpu", channel, StorageApi(), UserFiles())
     runner.target_seen = True  # as in --setup mode: the target is called directly, never looked up
+    # Set up after instrumenting, as `--setup` does: the harness's registry sees the model and optimizer
+    # being built (their storages become parameters / optimizer state, the long-lived generation).
+    step, args, kwargs = load(script, options.function, options.setup)
     patched = (torch.autograd.backward, torch.autograd.grad)
     originals = (patched[0].__wrapped__, patched[1].__wrapped__)
+    torch.autograd.backward, torch.autograd.grad = originals
+    ops = count_ops(step, args, kwargs)
     if hasattr(gc, "freeze"):
         gc.freeze()
 
@@ -78,6 +137,18 @@ def main():
         finally:
             sys.settrace(None)
 
+    floor_mode = pass_through_mode() if options.floor else None
+
+    def floor():
+        """What the mechanism alone costs: a dispatch mode and a tracer that both do nothing."""
+        torch.autograd.backward, torch.autograd.grad = originals
+        sys.settrace(_no_trace)
+        try:
+            with floor_mode:
+                step(*args, **kwargs)
+        finally:
+            sys.settrace(None)
+
     def timed(fn):
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         wall, cpu = time.perf_counter(), time.process_time()
@@ -85,33 +156,37 @@ def main():
         wall, cpu = (time.perf_counter() - wall) * 1000.0, (time.process_time() - cpu) * 1000.0
         return wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
+    arms = [unprofiled, profiled] + ([floor] if floor_mode is not None else [])
     for _ in range(options.warmup):  # the harness's warmup steps, each side's caches and allocator warm
-        unprofiled()
-        profiled()
-    plain, prof = [], []
+        for arm in arms:
+            arm()
+    times = {arm: [] for arm in arms}
     for pair in range(options.pairs):
-        if pair % 2 == 0:
-            plain.append(timed(unprofiled))
-            prof.append(timed(profiled))
-        else:
-            prof.append(timed(profiled))
-            plain.append(timed(unprofiled))
-    os.close(devnull)
+        # Each round runs every arm once, in an order that rotates and reverses (ABBA for two arms), so a
+        # drift in the machine's speed hits all of them alike.
+        order = arms[pair % len(arms):] + arms[:pair % len(arms)]
+        for arm in (order if pair % 2 == 0 else order[::-1]):
+            times[arm].append(timed(arm))
+    plain, prof = times[unprofiled], times[profiled]
     if tracker.internal_error is not None:
         raise SystemExit("the harness stopped measuring: " + tracker.internal_error)
 
-    def summary(index):
-        ratios = [b[index] / a[index] for a, b in zip(plain, prof)]
+    def summary(index, other=prof):
+        ratios = [b[index] / a[index] for a, b in zip(plain, other)]
         return {"plainMs": statistics.median(a[index] for a in plain),
-                "profiledMs": statistics.median(b[index] for b in prof),
-                "medianPairRatio": statistics.median(ratios), "pairRatios": ratios}
+                "profiledMs": statistics.median(b[index] for b in other),
+                "medianPairRatio": statistics.median(ratios), "pairRatios": ratios,
+                "usPerOp": (statistics.median(b[index] for b in other)
+                            - statistics.median(a[index] for a in plain)) * 1000.0 / max(ops, 1)}
 
     measured = sum(1 for log in runner.steps if not log.warmup)
     if measured != options.pairs:
         raise SystemExit("the harness measured %d of the %d profiled steps" % (measured, options.pairs))
     # Minor page faults per step: glibc returning freed heap to the kernel and taking it back shows here.
     faults = {"plain": statistics.median(a[2] for a in plain), "profiled": statistics.median(b[2] for b in prof)}
-    print(json.dumps({"pairs": options.pairs, "profiledSteps": measured, "wall": summary(0), "cpu": summary(1),
+    print(json.dumps({"pairs": options.pairs, "profiledSteps": measured, "opsPerStep": ops,
+                      "wall": summary(0), "cpu": summary(1),
+                      "floorCpu": summary(1, times[floor]) if floor_mode is not None else None,
                       "pageFaultsPerStep": faults,
                       "torch": str(torch.__version__), "python": sys.version.split()[0]}))
 

@@ -758,22 +758,33 @@ class Tracker:
 
     # ----------------------------------------------------------------- backward / steps
 
+    # backward() is entered and left from user code with the tracer on: the bookkeeping here (stamping every
+    # parameter, gradient and optimizer state tensor) runs untraced, or each of its calls is a trace event.
+
     def backward_begin(self):
-        self.poll()
-        self.in_backward += 1
-        self.backward_start_live = self.live_bytes
+        trace = self.pause_tracing()
+        try:
+            self.poll()
+            self.in_backward += 1
+            self.backward_start_live = self.live_bytes
+        finally:
+            self.resume_tracing(trace)
 
     def backward_end(self):
-        self.poll()
-        if self.in_step and self.in_backward == 1:
-            if self.modules is not None:
-                self.modules.measure_grads(self.api.describe)
-            if self.backward_hook is not None:
-                # Gradients accumulated over micro-steps are live inside the step: stamp them as such now.
-                self.backward_hook()
-        self.in_backward -= 1
-        if not self.in_backward:
-            self.settle_backward()
+        trace = self.pause_tracing()
+        try:
+            self.poll()
+            if self.in_step and self.in_backward == 1:
+                if self.modules is not None:
+                    self.modules.measure_grads(self.api.describe)
+                if self.backward_hook is not None:
+                    # Gradients accumulated over micro-steps are live inside the step: stamp them as such now.
+                    self.backward_hook()
+            self.in_backward -= 1
+            if not self.in_backward:
+                self.settle_backward()
+        finally:
+            self.resume_tracing(trace)
 
     def step_begin(self, profiled_index):
         self.poll()

@@ -8,6 +8,9 @@ PYTHON="${MEMHINT_TEST_PYTHON:-python3}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || true
 status=0
 timeout 300 "$PYTHON" test/gpu/check_profile.py || status=$?
+# The trace-based CUDA design (#17): _record_memory_history overhead on GPT-2 small (goal <= 1.10x) and
+# per-line figures from the allocator's trace beside the CPU backend's.
+timeout 600 "$PYTHON" test/gpu/check_trace.py || status=$?
 # memhint predict vs the real allocator: max_memory_allocated within 3%, max_memory_reserved within 10%
 # (needs torch >= 2.0 and transformers in $PYTHON; docs/predict.md has the table).
 timeout 1200 "$PYTHON" test/gpu/check_predict.py --json "${OUT:-.gpu-out}/predict-vs-measured.json" || status=$?

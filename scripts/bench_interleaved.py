@@ -26,7 +26,9 @@ import sys
 import time
 import types
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+# MEMHINT_HARNESS_DIR (as for the launcher): another copy of the harness, e.g. to time a change against it.
+sys.path.insert(0, os.environ.get("MEMHINT_HARNESS_DIR")
+                or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import torch  # noqa: E402
 

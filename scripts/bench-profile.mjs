@@ -189,7 +189,7 @@ async function zooBenchmarks() {
     }
     heads.push(head);
   }
-  console.log(`model zoo, ${zooPairs} interleaved pairs per model (ABBA), CPU time, one intra-op thread; ` +
+  console.log(`model zoo, ${zooPairs} interleaved rounds per model (plain, profiled, floor in rotating order), CPU time, one intra-op thread; ` +
     `per torch: median pair ratio (range), plain step, aten ops per step, harness CPU per op; floor: a ` +
     `pass-through TorchDispatchMode + no-op tracer alone (torch's stock mode; memhint's own mode skips its ` +
     `Python mode stack on 1.13). load: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);

@@ -11,6 +11,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction } from '../analysis/context';
 import { functionsNamed } from '../analysis/values';
+import { isModelKey } from '../analysis/models';
 import { VersionMemo } from '../session';
 import type { Rule, RuleFinding } from '../types';
 
@@ -21,6 +22,10 @@ const GRADIENT_CONSUMERS = /^(torch\.(autograd|func|optim)\.|functorch\.)|(^|\.)
 const OPTIMIZER = /optim|^(SGD|Adam\w*|AdamW|RMSprop|LBFGS|Adagrad|Adadelta|Adamax|NAdam|RAdam|ASGD|Rprop|SparseAdam|Lion|LARS|LAMB|Adafactor|Lamb)$/i;
 const CONTAINERS = new Set(['list', 'tuple', 'dictionary', 'set', 'pair', 'expression_list', 'parenthesized_expression', 'list_splat', 'dictionary_splat']);
 const MAX_ALIASES = 8;
+/** Tracing, export and graph capture take sample inputs whose requires_grad must match the real ones'. */
+const SAMPLE_INPUT_CONSUMERS = /^torch\.(onnx|jit|export|fx|_dynamo|cuda\.make_graphed_callables|cuda\.graphs)\b/;
+/** Calls that compare values: in a scope that also reads `.grad`, a gradient test. */
+const COMPARISONS = new Set(['assert_close', 'allclose', 'assert_allclose', 'isclose', 'gradcheck', 'gradgradcheck']);
 
 interface Creation {
   /** The node to report (the call or the assignment). */
@@ -65,7 +70,7 @@ function creations(file: SourceFile): Creation[] {
     const fn = childByField(call, 'function');
     const obj = fn === null ? null : childByField(fn, 'object');
     const names: string[] = [];
-    if (obj !== null && obj.type === 'identifier') names.push(file.textOf(obj));
+    if (obj !== null && obj.type === 'identifier' && !isLoopOrModule(file, obj)) names.push(file.textOf(obj));
     const bound = boundName(file, call);
     if (bound !== null) names.push(bound);
     // `x.requires_grad_()` as a statement, or `y = <expr>.requires_grad_()`.
@@ -76,10 +81,25 @@ function creations(file: SourceFile): Creation[] {
     if (left === null || left.type !== 'attribute' || !isTrue(file, childByField(assign, 'right'))) continue;
     const attr = childByField(left, 'attribute');
     const obj = childByField(left, 'object');
-    if (attr === null || obj === null || file.textOf(attr) !== 'requires_grad' || obj.type !== 'identifier') continue;
+    if (attr === null || obj === null || file.textOf(attr) !== 'requires_grad' || obj.type !== 'identifier' || isLoopOrModule(file, obj)) continue;
     out.push({ at: assign, names: [file.textOf(obj)] });
   }
   return out;
+}
+
+/**
+ * A for-loop / comprehension variable (`for p in model.parameters()`, `for m in model.modules()`) or a
+ * module: parameters and modules switched back on, not tensors created here.
+ */
+function isLoopOrModule(file: SourceFile, ident: SyntaxNode): boolean {
+  const name = file.textOf(ident);
+  if (isModelKey(file, name)) return true;
+  for (let p = ident.parent; p !== null; p = p.parent) {
+    if (p.type !== 'for_statement' && p.type !== 'for_in_clause') continue;
+    const left = childByField(p, 'left');
+    if (left !== null && new RegExp(`\\b${name}\\b`).test(file.textOf(left))) return true;
+  }
+  return false;
 }
 
 type Verdict = 'unused' | 'used' | 'escapes';
@@ -87,7 +107,7 @@ type Verdict = 'unused' | 'used' | 'escapes';
 interface ScopeNames {
   /** Identifiers by name, in document order, with whether each sits in a nested definition. */
   readonly byName: Map<string, { node: SyntaxNode; nested: boolean }[]>;
-  /** The scope inspects the graph (`print(y.grad_fn)`, `.is_leaf`): autograd demonstration code. */
+  /** The scope inspects the graph (`print(y.grad_fn)`, `.is_leaf`) or compares gradients: autograd demonstration or test code. */
   readonly inspects: boolean;
 }
 
@@ -98,12 +118,16 @@ function namesOf(file: SourceFile, scope: SyntaxNode): ScopeNames {
   return scopeNames.keyed(file, scope, () => {
     const byName = new Map<string, { node: SyntaxNode; nested: boolean }[]>();
     let inspects = false;
+    let readsGrad = false;
+    let compares = false;
     const stack: { n: SyntaxNode; nested: boolean }[] = [{ n: scope, nested: false }];
     while (stack.length > 0) {
       const { n, nested } = stack.pop()!;
       if (n.type === 'identifier') {
         const name = file.textOf(n);
         if (name === 'grad_fn' || name === 'is_leaf') inspects = true;
+        if (name === 'grad' && n.field === 'attribute') readsGrad = true;
+        if (COMPARISONS.has(name)) compares = true;
         const list = byName.get(name);
         if (list === undefined) byName.set(name, [{ node: n, nested }]);
         else list.push({ node: n, nested });
@@ -111,7 +135,7 @@ function namesOf(file: SourceFile, scope: SyntaxNode): ScopeNames {
       const inner = nested || (n !== scope && SCOPES.has(n.type));
       for (let i = n.children.length - 1; i >= 0; i--) stack.push({ n: n.children[i], nested: inner });
     }
-    return { byName, inspects };
+    return { byName, inspects: inspects || (readsGrad && compares) };
   });
 }
 
@@ -136,6 +160,9 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
       const name = calleeName(file, p) ?? '';
       const method = calleeMethod(file, p) ?? '';
       if (GRADIENT_CONSUMERS.test(name) || OPTIMIZER.test(method) || OPTIMIZER.test(name)) return 'used';
+      if (SAMPLE_INPUT_CONSUMERS.test(name)) return 'escapes';
+      // `f((h,))`, `f([z])`: handed over in a container to a call that is not a torch op (`torch.cat((z, c))` is one).
+      if (!name.startsWith('torch.')) for (let q = use.parent; q !== null && q !== child; q = q.parent) if (q.type === 'tuple' || q.type === 'list' || q.type === 'dictionary' || q.type === 'set') return 'escapes';
       if (method === 'append' || method === 'extend' || method === 'add' || method === 'insert' || method === 'update' || method === 'setdefault') return 'escapes';
       const fn = childByField(p, 'function');
       if (fn !== null && fn.type === 'identifier' && functionsNamed(file, file.textOf(fn)).length > 0) return 'escapes';

@@ -179,7 +179,8 @@ function anyPositive(verdicts: readonly Verdict[]): Verdict {
 /** `args.workers` with `parser.add_argument("--workers", default=4)` (or `-j`, `--workers`) in the file. */
 function argparseDefault(file: SourceFile, attr: SyntaxNode): Verdict {
   const name = childByField(attr, 'attribute');
-  if (name === null) return UNKNOWN;
+  const obj = childByField(attr, 'object');
+  if (name === null || obj === null || !isParsedArguments(file, obj)) return UNKNOWN;
   const attrName = file.textOf(name);
   for (const call of callsNamed(file, 'add_argument')) {
     const flags = positionalArguments(call)
@@ -194,6 +195,17 @@ function argparseDefault(file: SourceFile, attr: SyntaxNode): Verdict {
     return Number(file.textOf(dflt)) > 0 ? { value: 'yes', evidence: `${file.textOf(attr)} (default ${file.textOf(dflt)})` } : { value: 'no', evidence: null };
   }
   return UNKNOWN;
+}
+
+/** Names conventionally holding parsed arguments, trusted when the file does not show where they come from. */
+const ARGS_NAMES = /^(args|opt|opts)$/;
+
+/** `args` from `parser.parse_args()` (or `parse_known_args()[0]`), followed through names and parameters. */
+function isParsedArguments(file: SourceFile, obj: SyntaxNode): boolean {
+  if (obj.type !== 'identifier') return false;
+  const values = valuesOf(file, obj);
+  if (values === null) return ARGS_NAMES.test(file.textOf(obj));
+  return values.some((v) => /\.parse_(known_)?args\s*\(/.test(file.textOf(v)) || (v.type === 'identifier' && ARGS_NAMES.test(file.textOf(v))));
 }
 
 /** The DataLoaders of this file that take an instance of `cls` (directly, through a name, or a Subset). */

@@ -176,9 +176,9 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
       if (left === null) return 'escapes';
       if (left.type === 'attribute' || left.type === 'subscript') return 'escapes';
       // `params = [z]`, `inputs = z`: another name for it (or a container holding it).
-      let direct = use.parent === p;
+      let direct = true;
       for (let q = use.parent; q !== null && q !== p; q = q.parent) if (!CONTAINERS.has(q.type)) direct = false;
-      if (direct || use.parent === p) {
+      if (direct) {
         if (left.type === 'identifier') aliases.push(file.textOf(left));
         else return 'escapes';
       }

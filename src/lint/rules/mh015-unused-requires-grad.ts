@@ -10,7 +10,8 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction } from '../analysis/context';
-import { functionsNamed } from '../analysis/values';
+import { functionsNamed, parameterNames } from '../analysis/values';
+import { isTestFunction } from './mh001-missing-no-grad';
 import { isModelKey } from '../analysis/models';
 import { VersionMemo } from '../session';
 import type { Rule, RuleFinding } from '../types';
@@ -88,12 +89,15 @@ function creations(file: SourceFile): Creation[] {
 }
 
 /**
- * A for-loop / comprehension variable (`for p in model.parameters()`, `for m in model.modules()`) or a
- * module: parameters and modules switched back on, not tensors created here.
+ * A for-loop / comprehension variable (`for p in model.parameters()`, `for m in model.modules()`), a
+ * module, or a parameter of the function: parameters and modules switched back on, or a caller's tensor.
  */
 function isLoopOrModule(file: SourceFile, ident: SyntaxNode): boolean {
   const name = file.textOf(ident);
   if (isModelKey(file, name)) return true;
+  // A parameter flagged in place (`output.requires_grad_(True)` in a forward hook): the caller's tensor changes.
+  const fn = enclosingFunction(ident);
+  if (fn !== null && parameterNames(file, fn).includes(name)) return true;
   for (let p = ident.parent; p !== null; p = p.parent) {
     if (p.type !== 'for_statement' && p.type !== 'for_in_clause') continue;
     const left = childByField(p, 'left');
@@ -163,7 +167,7 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
       if (SAMPLE_INPUT_CONSUMERS.test(name)) return 'escapes';
       // `f((h,))`, `f([z])`: handed over in a container to a call that is not a torch op (`torch.cat((z, c))` is one).
       if (!name.startsWith('torch.')) for (let q = use.parent; q !== null && q !== child; q = q.parent) if (q.type === 'tuple' || q.type === 'list' || q.type === 'dictionary' || q.type === 'set') return 'escapes';
-      if (method === 'append' || method === 'extend' || method === 'add' || method === 'insert' || method === 'update' || method === 'setdefault') return 'escapes';
+      if (name === 'setattr' || method === 'append' || method === 'extend' || method === 'add' || method === 'insert' || method === 'update' || method === 'setdefault') return 'escapes';
       const fn = childByField(p, 'function');
       if (fn !== null && fn.type === 'identifier' && functionsNamed(file, file.textOf(fn)).length > 0) return 'escapes';
       // An argument of any other call (a forward pass, arithmetic helpers): the tensor flows on; keep
@@ -192,6 +196,8 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
 /** Whether nothing after the creation in its scope uses the tensor's gradient, and it does not escape. */
 function isUnused(file: SourceFile, creation: Creation): boolean {
   const scope = enclosingFunction(creation.at) ?? file.root;
+  // Unit tests of autograd create such tensors on purpose; memory during a test is not the point.
+  for (let fn: SyntaxNode | null = enclosingFunction(creation.at); fn !== null; fn = enclosingFunction(fn)) if (isTestFunction(file, fn)) return false;
   const names = namesOf(file, scope);
   // Code that inspects the graph (`print(y.grad_fn)`, `.is_leaf`) demonstrates autograd: not a waste worth a warning.
   if (names.inspects) return false;
@@ -222,6 +228,8 @@ export const unusedRequiresGrad: Rule = {
   check(file) {
     const findings: RuleFinding[] = [];
     if (!file.text.includes('requires_grad')) return findings;
+    // Reentrant activation checkpointing needs inputs that require grad (Hugging Face's enable_input_require_grads).
+    if (/\bcheckpoint\b/.test(file.text)) return findings;
     for (const creation of creations(file)) {
       if (!isUnused(file, creation)) continue;
       const what = creation.names.map((n) => `\`${n}\``).join(' / ');

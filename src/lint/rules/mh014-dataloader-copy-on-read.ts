@@ -66,6 +66,13 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
       if (method === 'to_dict' && !/records/.test(file.textOf(v))) return null;
       return method === 'reader' || method === 'DictReader' ? 'CSV rows' : `DataFrame rows (\`${method}\`)`;
     }
+    if (/(^|\.)COCO$/.test(name)) return 'COCO annotations (json)';
+    // `list(self.coco.anns.keys())`: the keys of a per-sample mapping.
+    if (method === 'keys' || method === 'values' || method === 'items') {
+      const fn = childByField(v, 'function');
+      const receiver = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      return receiver === null ? null : evidenceOf(ctx, receiver);
+    }
     if (WRAPPERS.test(name)) {
       const first = positionalArguments(v)[0];
       return first === undefined ? null : evidenceOf(ctx, first);
@@ -105,6 +112,14 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
       for (const x of values) {
         const e = x.type === 'list' && namedChildren(x).length === 0 && v.type === 'identifier' ? appendsEvidence(ctx, file.textOf(v), enclosingFunction(x)) : evidenceOf(ctx, x);
         if (e !== null) return e;
+      }
+    }
+    // `self.coco.anns`: a field of an object built from such a source (`self.coco = COCO(annotation_file)`).
+    if (values === null && v.type === 'attribute') {
+      const obj = childByField(v, 'object');
+      if (obj !== null && (obj.type === 'attribute' || obj.type === 'identifier')) {
+        const inner = valuesOf(file, obj);
+        if (inner !== null) for (const x of inner) if (x.type === 'call' && /(^|\.)COCO$/.test(calleeName(file, x) ?? '')) return 'COCO annotations (json)';
       }
     }
     // A file object: `with open(p) as f:` then `[line.strip() for line in f]`.

@@ -25,6 +25,8 @@ const CONTAINERS = new Set(['list', 'tuple', 'dictionary', 'set', 'pair', 'expre
 const MAX_ALIASES = 8;
 /** Tracing, export and graph capture take sample inputs whose requires_grad must match the real ones'. */
 const SAMPLE_INPUT_CONSUMERS = /^torch\.(onnx|jit|export|fx|_dynamo|cuda\.make_graphed_callables|cuda\.graphs)\b/;
+/** Activation checkpointing (not model checkpoints: `checkpoint = torch.load(...)`). */
+const ACTIVATION_CHECKPOINTING = /\butils\.checkpoint\b|\bcheckpoint_sequential\b|\bgradient_checkpointing|\buse_reentrant\b|\benable_input_require_grads\b/;
 /** Calls that compare values: in a scope that also reads `.grad`, a gradient test. */
 const COMPARISONS = new Set(['assert_close', 'allclose', 'assert_allclose', 'isclose', 'gradcheck', 'gradgradcheck']);
 
@@ -229,7 +231,7 @@ export const unusedRequiresGrad: Rule = {
     const findings: RuleFinding[] = [];
     if (!file.text.includes('requires_grad')) return findings;
     // Reentrant activation checkpointing needs inputs that require grad (Hugging Face's enable_input_require_grads).
-    if (/\bcheckpoint\b/.test(file.text)) return findings;
+    if (ACTIVATION_CHECKPOINTING.test(file.text)) return findings;
     for (const creation of creations(file)) {
       if (!isUnused(file, creation)) continue;
       const what = creation.names.map((n) => `\`${n}\``).join(' / ');

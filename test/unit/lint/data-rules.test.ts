@@ -145,6 +145,9 @@ describe('MH015 unused-requires-grad', () => {
       assert.deepEqual(only(await lint(requiresGrad(create, after)), 'MH015'), [], after);
     }
     assert.deepEqual(only(await lint(requiresGrad('z = torch.randn(n, 100, requires_grad=False)')), 'MH015'), []);
+    // Reentrant activation checkpointing needs inputs that require grad; a model checkpoint does not.
+    assert.deepEqual(only(await lint(`import torch.utils.checkpoint\n${requiresGrad('z = torch.randn(n, 100, requires_grad=True)')}`), 'MH015'), []);
+    assert.equal(only(await lint(`checkpoint = torch.load("ckpt.pt")\n${requiresGrad('z = torch.randn(n, 100, requires_grad=True)')}`), 'MH015').length, 1);
     assert.deepEqual(only(await lint(requiresGrad('z = torch.nn.Parameter(torch.randn(n, requires_grad=True))')), 'MH015'), []);
   });
 });

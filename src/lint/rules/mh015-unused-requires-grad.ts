@@ -11,6 +11,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction } from '../analysis/context';
 import { functionsNamed, parameterNames } from '../analysis/values';
+import { callsNamed } from '../analysis/calls';
 import { isTestFunction } from './mh001-missing-no-grad';
 import { isModelKey } from '../analysis/models';
 import { VersionMemo } from '../session';
@@ -65,8 +66,7 @@ function creations(file: SourceFile): Creation[] {
     const bound = boundName(file, call);
     if (bound !== null) out.push({ at: call, names: [bound] });
   }
-  for (const call of file.nodesOfType('call')) {
-    if (calleeMethod(file, call) !== 'requires_grad_') continue;
+  for (const call of callsNamed(file, 'requires_grad_')) {
     const args = childByField(call, 'arguments');
     const argText = args === null ? '' : file.textOf(args).replace(/\s+/g, '');
     if (argText !== '()' && argText !== '(True)' && argText !== '(requires_grad=True)') continue;

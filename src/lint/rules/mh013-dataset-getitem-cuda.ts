@@ -100,8 +100,8 @@ export const datasetGetitemCuda: Rule = {
             end: call.end,
             message:
               `${where} of dataset \`${cls.name}\` copies each sample to the GPU (\`${copy}\`): one small host-to-device copy per ` +
-              'sample instead of one per batch, and CUDA cannot be used in DataLoader worker processes, so the loader is stuck with ' +
-              '`num_workers=0` and cannot pin memory. Return CPU tensors and move the whole batch in the training loop ' +
+              'sample instead of one per batch; CUDA cannot be initialised in forked DataLoader workers (the default on Linux), so the ' +
+              'loader is stuck with `num_workers=0`, and there is nothing left to pin. Return CPU tensors and move the whole batch in the training loop ' +
               '(`DataLoader(..., num_workers=N, pin_memory=True)`, then `batch.to(device, non_blocking=True)`).',
           });
         }

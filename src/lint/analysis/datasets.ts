@@ -5,7 +5,7 @@
 import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeName, importBindings, qualifiedName } from './imports';
 import { callsMatching, callsNamed } from './calls';
-import { keywordArgument, positionalArguments } from './context';
+import { enclosingFunction, keywordArgument, positionalArguments } from './context';
 import { valuesOf } from './values';
 import { VersionMemo } from '../session';
 import { isDataLoader } from '../rules/mh009-blocking-transfer';
@@ -14,6 +14,8 @@ import { isDataLoader } from '../rules/mh009-blocking-transfer';
 const TORCH_DATASET = /^torch\.utils\.data(\.dataset)?\.(Dataset|IterableDataset|TensorDataset|ConcatDataset)$/;
 /** Wrappers that hand their first argument's items through (`Subset(ds, idx)`). */
 const PASS_THROUGH = /^torch\.utils\.data(\.dataset)?\.Subset$/;
+/** Splits whose parts hand the dataset's items through. */
+const SPLITS = /^torch\.utils\.data(\.dataset)?\.random_split$/;
 const MAX_DEPTH = 6;
 
 export interface DatasetClass {
@@ -120,8 +122,23 @@ function instantiatedClasses(file: SourceFile, expr: SyntaxNode, all: ReadonlyMa
   }
   if (expr.type !== 'identifier' && expr.type !== 'attribute') return [];
   const values = valuesOf(file, expr);
-  if (values === null) return [];
+  if (values === null) return expr.type === 'identifier' ? splitFrom(file, expr, all, depth) : [];
   return values.flatMap((v) => instantiatedClasses(file, v, all, depth + 1));
+}
+
+/** `train_set, val_set = random_split(dataset, [...])` in the name's function: the classes of `dataset`. */
+function splitFrom(file: SourceFile, ident: SyntaxNode, all: ReadonlyMap<string, SyntaxNode>, depth: number): string[] {
+  const name = file.textOf(ident);
+  const scope = enclosingFunction(ident);
+  for (const assign of file.nodesOfType('assignment')) {
+    const left = childByField(assign, 'left');
+    const right = childByField(assign, 'right');
+    if (left === null || right === null || right.type !== 'call' || enclosingFunction(assign) !== scope) continue;
+    if ((left.type !== 'pattern_list' && left.type !== 'tuple_pattern') || !namedChildren(left).some((p) => p.type === 'identifier' && file.textOf(p) === name)) continue;
+    const first = positionalArguments(right)[0];
+    if (first !== undefined && SPLITS.test(calleeName(file, right) ?? '')) return instantiatedClasses(file, first, all, depth + 1);
+  }
+  return [];
 }
 
 /** DataLoader's `num_workers` is its sixth positional parameter. */

@@ -110,6 +110,9 @@ describe('MH014 dataloader-copy-on-read', () => {
     assert.equal(only(await lint(named), 'MH014').length, 1);
     const subset = copyOnRead({ loaderArg: 'torch.utils.data.Subset(Files("x"), [0, 1])' }).replace('import numpy as np', 'import numpy as np\nimport torch');
     assert.equal(only(await lint(subset), 'MH014').length, 1);
+    const split = copyOnRead({ loaderArg: 'train_set' }).replace('loader = ', 'train_set, val_set = torch.utils.data.random_split(Files("x"), [0.8, 0.2])\nloader = ').replace('import numpy as np', 'import numpy as np\nimport torch');
+    assert.equal(only(await lint(split), 'MH014').length, 1);
+    assert.deepEqual(only(await lint(split.replace('random_split', 'my_split')), 'MH014'), []);
   });
 });
 

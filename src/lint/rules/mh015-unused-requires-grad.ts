@@ -159,10 +159,8 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
   for (let p = use.parent; p !== null; child = p, p = p.parent) {
     if (p.type === 'return_statement' || p.type === 'yield' || p.type === 'global_statement' || p.type === 'nonlocal_statement') return 'escapes';
     if (p.type === 'call') {
-      if (child.field !== 'arguments') {
-        if (child.field === 'function') continue; // `z.to(device)`: the receiver of a method; keep climbing
-        continue;
-      }
+      // `z.to(device)`: the receiver of a method call; what the call's result becomes decides (keep climbing).
+      if (child.field !== 'arguments') continue;
       const name = calleeName(file, p) ?? '';
       const method = calleeMethod(file, p) ?? '';
       if (GRADIENT_CONSUMERS.test(name) || OPTIMIZER.test(method) || OPTIMIZER.test(name)) return 'used';

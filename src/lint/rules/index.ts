@@ -9,6 +9,9 @@ import { rule as mh006 } from './mh006-gc-collect-in-loop';
 import { rule as mh007 } from './mh007-rebuild-in-loop';
 import { rule as mh008 } from './mh008-deprecated-amp';
 import { rule as mh009 } from './mh009-blocking-transfer';
+import { rule as mh013 } from './mh013-dataset-getitem-cuda';
+import { rule as mh014 } from './mh014-dataloader-copy-on-read';
+import { rule as mh015 } from './mh015-unused-requires-grad';
 
 export const allRules: readonly Rule[] = [
   // rules are registered here, one import per file, sorted by code
@@ -21,6 +24,9 @@ export const allRules: readonly Rule[] = [
   mh007,
   mh008,
   mh009,
+  mh013,
+  mh014,
+  mh015,
 ];
 
 export function ruleByCode(code: string): Rule | undefined {

@@ -87,7 +87,7 @@ function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
 }
 
 /** A unit test (pytest/unittest): it checks behaviour, memory during a test is not the point. */
-function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
+export function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
   const tokens = nameTokens(file.textOf(childByField(scope, 'name') ?? scope));
   return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope));

@@ -41,7 +41,7 @@ interface Loader {
 
 const MAX_DEPTH = 6;
 
-function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
+export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   const method = calleeMethod(file, call);
   if (method === null || !method.endsWith('Loader')) {
     // `from torch.utils.data import DataLoader as DL`: aliases need the import lookup.
@@ -303,7 +303,7 @@ interface Transfer {
 }
 
 /** Literal device of a `.to()` target: 'cuda', 'cpu', 'mps'..., or null when not a literal. */
-function literalDevice(file: SourceFile, arg: SyntaxNode): string | null {
+export function literalDevice(file: SourceFile, arg: SyntaxNode): string | null {
   let n = arg;
   if (n.type === 'call' && calleeName(file, n) === 'torch.device') {
     const first = positionalArguments(n)[0];
@@ -319,7 +319,7 @@ function literalDevice(file: SourceFile, arg: SyntaxNode): string | null {
  * True when the target is visibly CUDA: a 'cuda' literal, `torch.device("cuda" if ... else "cpu")` (CUDA
  * whenever there is one), or a name / `CFG["device"]` whose values say so.
  */
-function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
+export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
   if (depth > MAX_DEPTH) return false;
   const literal = literalDevice(file, arg);
   if (literal !== null) return literal === 'cuda';
@@ -335,7 +335,7 @@ function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
 }
 
 /** A name whose every value is a non-CUDA device literal (`device = "cpu"`, `torch.device("mps")`). */
-function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
+export function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
   if (target.type !== 'identifier' && target.type !== 'attribute') return false;
   const values = valuesOf(file, target);
   if (values === null || values.length === 0) return false;

@@ -133,7 +133,7 @@ const SNIPPETS = [
 
 function fixtureFiles(): string[] {
   const out: string[] = [];
-  for (const dir of ['lint/MH003', 'lint/MH007', 'lint/MH009']) {
+  for (const dir of ['lint/MH003', 'lint/MH007', 'lint/MH009', 'lint/MH013', 'lint/MH014', 'lint/MH015']) {
     const full = path.join(root, dir);
     if (!fs.existsSync(full)) continue;
     for (const f of fs.readdirSync(full).sort()) if (f.endsWith('.py')) out.push(path.join(full, f));
@@ -142,7 +142,7 @@ function fixtureFiles(): string[] {
 }
 
 describe('every rule: incremental re-lint after random edits matches a fresh lint', () => {
-  it('fixtures of MH003, MH007 and MH009', async () => {
+  it('fixtures of MH003, MH007, MH009, MH013, MH014 and MH015', async () => {
     const linter = await getLinter();
     const oracle = await getOracle();
     for (const file of fixtureFiles()) {

@@ -1,0 +1,263 @@
+// MH014 dataloader-copy-on-read: a Dataset keeps one Python object per sample in a list or dict attribute
+// (built from a directory listing, a glob, a file's lines, json, pandas rows) and reaches a DataLoader with
+// worker processes. Each worker is a fork of the parent; merely reading an element writes its refcount, so
+// the pages holding those objects are copied into every worker as the epoch goes on: RAM grows towards
+// (workers + 1) x the dataset's Python objects (pytorch/pytorch#13246). numpy arrays, tensors and Arrow
+// columns are single objects with flat buffers and are not copied.
+//
+// This pattern is everywhere and harmless when the list is small, so every piece of evidence must be in the
+// file: the attribute is indexed per sample in `__getitem__` (by its index parameter) or sized by `__len__`,
+// its value is built per sample from a listing/file/json/DataFrame, it is never turned into an array, and
+// the dataset reaches `DataLoader(..., num_workers=N)` with N > 0 in some configuration the file shows.
+import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { calleeMethod, calleeName } from '../analysis/imports';
+import { enclosingFunction, positionalArguments } from '../analysis/context';
+import { datasetFacts, loadersOf, type DatasetClass } from '../analysis/datasets';
+import { functionsNamed, parameterNames, returnsOf, valuesOf } from '../analysis/values';
+import { callsNamed } from '../analysis/calls';
+import type { Rule, RuleFinding } from '../types';
+
+const MAX_DEPTH = 5;
+const WRAPPERS = /^(sorted|list|tuple|enumerate|zip|tqdm|tqdm\.tqdm|reversed|filter|map)$/;
+const LISTINGS = /^(os\.listdir|os\.scandir|os\.walk|glob\.glob|glob\.iglob|glob\.glob\.glob|natsort\.natsorted)$/;
+const LISTING_METHODS = new Set(['glob', 'rglob', 'iterdir', 'listdir']);
+const LINE_METHODS = new Set(['readlines', 'splitlines']);
+const ROW_METHODS = new Set(['iterrows', 'itertuples', 'to_dict', 'tolist', 'to_list', 'reader', 'DictReader']);
+const SERIALIZED = /^(json\.load|json\.loads|ujson\.load|orjson\.loads|pickle\.load|jsonlines\.open|yaml\.safe_load|yaml\.load)$/;
+const ARRAY = /^(numpy|torch|pyarrow|h5py)\./;
+
+/** Why a value is a per-sample collection of Python objects, or null when it is not known to be one. */
+type Evidence = string | null;
+
+interface Ctx {
+  readonly file: SourceFile;
+  readonly cls: DatasetClass;
+  depth: number;
+}
+
+function strip(n: SyntaxNode): SyntaxNode {
+  let v = n;
+  while (v.type === 'parenthesized_expression') v = firstNamedChild(v) ?? v;
+  return v;
+}
+
+/** What an iterable or a collection is built from. */
+function evidenceOf(ctx: Ctx, expr: SyntaxNode): Evidence {
+  if (ctx.depth > MAX_DEPTH) return null;
+  ctx.depth++;
+  try {
+    return evidenceOfInner(ctx, strip(expr));
+  } finally {
+    ctx.depth--;
+  }
+}
+
+function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
+  const { file } = ctx;
+  if (v.type === 'call') {
+    const name = calleeName(file, v) ?? '';
+    const method = calleeMethod(file, v) ?? '';
+    if (LISTINGS.test(name) || name === 'glob' || LISTING_METHODS.has(method)) return `a directory listing (\`${method}\`)`;
+    if (SERIALIZED.test(name)) return `\`${name}\``;
+    if (LINE_METHODS.has(method)) return `a file's lines (\`${method}\`)`;
+    if (name === 'open' || name === 'io.open' || name === 'codecs.open') return "a file's lines";
+    if (method === 'split' && /\.read\s*\(\s*\)\s*\.split$/.test(file.textOf(childByField(v, 'function') ?? v))) return "a file's lines";
+    if (ROW_METHODS.has(method)) {
+      if (method === 'to_dict' && !/records/.test(file.textOf(v))) return null;
+      return method === 'reader' || method === 'DictReader' ? 'CSV rows' : `DataFrame rows (\`${method}\`)`;
+    }
+    if (/(^|\.)COCO$/.test(name)) return 'COCO annotations (json)';
+    // `list(self.coco.anns.keys())`: the keys of a per-sample mapping.
+    if (method === 'keys' || method === 'values' || method === 'items') {
+      const fn = childByField(v, 'function');
+      const receiver = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      return receiver === null ? null : evidenceOf(ctx, receiver);
+    }
+    if (WRAPPERS.test(name)) {
+      const first = positionalArguments(v)[0];
+      return first === undefined ? null : evidenceOf(ctx, first);
+    }
+    // `self.samples = make_dataset(root)`: what a function of this file returns.
+    const fn = childByField(v, 'function');
+    let defs: readonly SyntaxNode[] = [];
+    if (fn?.type === 'identifier') defs = functionsNamed(file, file.textOf(fn));
+    else if (fn?.type === 'attribute' && /^self\./.test(file.textOf(fn))) {
+      const m = ctx.cls.methods.get(method);
+      defs = m === undefined ? [] : [m];
+    }
+    if (defs.length !== 1) return null;
+    for (const ret of returnsOf(defs[0])) {
+      const value = firstNamedChild(ret);
+      const parts = value === null ? [] : value.type === 'expression_list' || value.type === 'tuple' ? namedChildren(value) : [value];
+      for (const p of parts) {
+        const e = evidenceOf(ctx, p);
+        if (e !== null) return e;
+      }
+    }
+    return null;
+  }
+  if (v.type === 'list_comprehension' || v.type === 'dictionary_comprehension' || v.type === 'generator_expression') {
+    for (const clause of v.children) {
+      if (clause.type !== 'for_in_clause') continue;
+      const right = childByField(clause, 'right');
+      const e = right === null ? null : evidenceOf(ctx, right);
+      if (e !== null) return e;
+    }
+    return null;
+  }
+  if (v.type === 'list' && namedChildren(v).length === 0) return null; // filled elsewhere: see appendsEvidence
+  if (v.type === 'identifier' || v.type === 'attribute') {
+    const values = valuesOf(file, v);
+    if (values !== null) {
+      for (const x of values) {
+        const e = x.type === 'list' && namedChildren(x).length === 0 && v.type === 'identifier' ? appendsEvidence(ctx, file.textOf(v), enclosingFunction(x)) : evidenceOf(ctx, x);
+        if (e !== null) return e;
+      }
+    }
+    // `self.coco.anns`: a field of an object built from such a source (`self.coco = COCO(annotation_file)`).
+    if (values === null && v.type === 'attribute') {
+      const obj = childByField(v, 'object');
+      if (obj !== null && (obj.type === 'attribute' || obj.type === 'identifier')) {
+        const inner = valuesOf(file, obj);
+        if (inner !== null) for (const x of inner) if (x.type === 'call' && /(^|\.)COCO$/.test(calleeName(file, x) ?? '')) return 'COCO annotations (json)';
+      }
+    }
+    // A file object: `with open(p) as f:` then `[line.strip() for line in f]`.
+    if (v.type === 'identifier' && fileObjectNamed(file, v)) return "a file's lines";
+  }
+  return null;
+}
+
+/** `with open(...) as f` binding this identifier in its function. */
+function fileObjectNamed(file: SourceFile, ident: SyntaxNode): boolean {
+  const name = file.textOf(ident);
+  for (let p = ident.parent; p !== null; p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    const clause = p.children.find((c) => c.type === 'with_clause');
+    for (const item of clause?.children ?? []) {
+      const value = item.type === 'with_item' ? childByField(item, 'value') : null;
+      if (value?.type !== 'as_pattern') continue;
+      const target = childByField(value, 'alias');
+      const expr = firstNamedChild(value);
+      if (target !== null && file.textOf(target).trim() === name && expr?.type === 'call' && /^(open|io\.open|codecs\.open|gzip\.open)$/.test(calleeName(file, expr) ?? '')) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * `xs = []` then `xs.append(...)` (or `+=`, `extend`) inside a loop over per-sample evidence (a listing,
+ * lines, rows) within `scope` (a method): the collection grows by one Python object per sample.
+ */
+function appendsEvidence(ctx: Ctx, key: string, scope: SyntaxNode | null): Evidence {
+  if (scope === null) return null;
+  const { file } = ctx;
+  for (const method of ['append', 'extend', 'add']) {
+    for (const call of callsNamed(file, method)) {
+      if (call.start < scope.start || call.end > scope.end) continue;
+      const fn = childByField(call, 'function');
+      const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      if (obj === null || file.textOf(obj).replace(/\s+/g, '') !== key) continue;
+      for (let p = call.parent; p !== null && p !== scope; p = p.parent) {
+        if (p.type !== 'for_statement') continue;
+        const right = childByField(p, 'right');
+        const e = right === null ? null : evidenceOf(ctx, right);
+        if (e !== null) return e;
+      }
+    }
+  }
+  return null;
+}
+
+/** `self.X` attributes `__getitem__` indexes with its index parameter, or that `__len__` sizes. */
+function perSampleAttributes(file: SourceFile, cls: DatasetClass): Set<string> {
+  const out = new Set<string>();
+  const getitem = cls.methods.get('__getitem__');
+  if (getitem === undefined) return out;
+  const index = parameterNames(file, getitem)[1];
+  const subscripted = new Set<string>();
+  const stack = [getitem];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const c of n.children) stack.push(c);
+    if (n.type !== 'subscript') continue;
+    const value = childByField(n, 'value');
+    const sub = childByField(n, 'subscript');
+    if (value === null || sub === null || value.type !== 'attribute') continue;
+    const key = file.textOf(value).replace(/\s+/g, '');
+    if (!/^self\.\w+$/.test(key)) continue;
+    subscripted.add(key);
+    // `self.files[index % len(self.files)]` is per sample; `self.classes[self.labels[i]]` is not.
+    const subText = file.textOf(sub).replace(/\blen\s*\(\s*self\.\w+\s*\)/g, 'n');
+    if (index !== undefined && index !== '' && new RegExp(`\\b${index}\\b`).test(subText) && !subText.includes('self.') && !subText.includes('[')) out.add(key);
+  }
+  const len = cls.methods.get('__len__');
+  if (len !== undefined) {
+    const m = /\blen\s*\(\s*(self\.\w+)\s*\)/.exec(file.textOf(len));
+    if (m !== null && subscripted.has(m[1])) out.add(m[1]);
+  }
+  return out;
+}
+
+/** Assignments of `self.X` (`self.X = ...`) inside the class, in document order. */
+function assignmentsIn(file: SourceFile, cls: DatasetClass, key: string): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  for (const assign of file.nodesOfType('assignment')) {
+    if (assign.start < cls.node.start || assign.end > cls.node.end) continue;
+    const left = childByField(assign, 'left');
+    if (left !== null && left.type === 'attribute' && file.textOf(left).replace(/\s+/g, '') === key) out.push(assign);
+  }
+  return out;
+}
+
+/** A numpy array, tensor or Arrow/HDF5 object: one object with a flat buffer, not one per sample. */
+function isArray(file: SourceFile, value: SyntaxNode): boolean {
+  const v = strip(value);
+  if (v.type === 'attribute') return /\.values$/.test(file.textOf(v));
+  if (v.type !== 'call') return false;
+  if (ARRAY.test(calleeName(file, v) ?? '')) return true;
+  const method = calleeMethod(file, v);
+  return method === 'to_numpy' || method === 'numpy';
+}
+
+export const dataloaderCopyOnRead: Rule = {
+  code: 'MH014',
+  name: 'dataloader-copy-on-read',
+  severity: 'info',
+  summary: 'A Dataset holding one Python object per sample in a list/dict, used with `num_workers > 0`: every worker ends up with its own copy (copy-on-read).',
+  check(file) {
+    const findings: RuleFinding[] = [];
+    if (!file.text.includes('__getitem__') || !file.text.includes('num_workers')) return findings;
+    for (const cls of datasetFacts(file).classes.values()) {
+      const loader = loadersOf(file, cls).find((l) => l.workers === 'yes');
+      if (loader === undefined) continue;
+      for (const key of perSampleAttributes(file, cls)) {
+        const assigns = assignmentsIn(file, cls, key);
+        if (assigns.length === 0 || assigns.some((a) => isArray(file, childByField(a, 'right') ?? a))) continue;
+        for (const assign of assigns) {
+          const right = childByField(assign, 'right');
+          if (right === null) continue;
+          const ctx: Ctx = { file, cls, depth: 0 };
+          const emptyList = strip(right).type === 'list' && namedChildren(strip(right)).length === 0;
+          const evidence = emptyList ? appendsEvidence(ctx, key, enclosingFunction(assign)) : evidenceOf(ctx, right);
+          if (evidence === null) continue;
+          const workers = loader.workersText === null ? '' : ` (\`num_workers\`: \`${loader.workersText}\`)`;
+          findings.push({
+            start: assign.start,
+            end: assign.end,
+            message:
+              `\`${key}\` holds one Python object per sample (built from ${evidence}, indexed per item in \`__getitem__\`), and ` +
+              `dataset \`${cls.name}\` is loaded by a DataLoader with worker processes${workers}. Reading an element writes its ` +
+              'refcount, so every forked worker gradually copies the pages holding these objects: host RAM grows to ' +
+              '(workers + 1) x their size over an epoch (pytorch/pytorch#13246). Store it as a numpy array (e.g. ' +
+              '`np.array(paths)` of fixed-width strings, integer labels in an int array), tensors, or an Arrow/pandas column.',
+          });
+          break;
+        }
+      }
+    }
+    return findings;
+  },
+};
+
+export const rule = dataloaderCopyOnRead;

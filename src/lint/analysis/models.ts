@@ -221,7 +221,7 @@ function computeFacts(file: SourceFile): ModelFacts {
     const lastNode = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
     const last = lastNode === null ? '' : file.textOf(lastNode);
     const head = fn.type === 'attribute' ? file.textOf(fn).split('.')[0] : last;
-    if (!/^[A-Z]/.test(last) && !MODULE_METHODS.has(last) && !MODULE_BUILDERS.has(last) && !builderHeads.has(head)) return false;
+    if (!/^[A-Z]/.test(last) && !MODULE_METHODS.has(last) && !MODULE_BUILDERS.has(last) && !builderHeads.has(head) && !moduleClasses.has(last)) return false;
     if (fn.type === 'attribute') {
       const method = last;
       const object = childByField(fn, 'object');
@@ -241,7 +241,7 @@ function computeFacts(file: SourceFile): ModelFacts {
   for (let pass = 0; pass < 2; pass++) {
     for (const u of units) {
       for (const { key, rhs, head } of u.candidates) {
-        if (head !== '' && !builderHeads.has(head)) continue;
+        if (head !== '' && !builderHeads.has(head) && !moduleClasses.has(head)) continue;
         if (!assigned.has(key) && isModuleExpr(rhs)) assigned.add(key);
       }
     }

@@ -214,6 +214,8 @@ function computeFacts(file: SourceFile): ModelFacts {
     const key = keyOf(file, expr);
     if (key !== null) return assigned.has(key) || markerReceivers.has(key) || isModelKeyByName(key);
     if (expr.type === 'parenthesized_expression') return isModuleExpr(expr.children.find((c) => c.named) ?? null, depth + 1);
+    // `models.vgg19(pretrained=True).features`: a submodule of a module just built.
+    if (expr.type === 'attribute') return childByField(expr, 'object')?.type === 'call' && isModuleExpr(childByField(expr, 'object'), depth + 1);
     if (expr.type !== 'call') return false;
     const fn = childByField(expr, 'function');
     if (fn === null) return false;

@@ -17,8 +17,8 @@ export interface OptimizedModels {
   readonly byOptimizer: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
-/** Calls that read parameters without optimizing them. */
-const READ_ONLY_CALLS = /^(sum|len|print|zip|enumerate|list|tuple|numel|count_parameters|parameters_to_vector|clip_grad_norm_|clip_grad_value_|clip_grad_norm|any|all|next|iter|map|filter|sorted|max|min|copy_params|soft_update|hard_update|update_target|polyak_update)$/;
+/** Calls that read parameters without optimizing them (clipping is not one: it means the gradients are used). */
+const READ_ONLY_CALLS = /^(sum|len|print|zip|enumerate|list|tuple|numel|count_parameters|parameters_to_vector|any|all|next|iter|map|filter|sorted|max|min|copy_params|soft_update|hard_update|update_target|polyak_update)$/;
 const COMPREHENSIONS = new Set(['list_comprehension', 'generator_expression', 'set_comprehension', 'dictionary_comprehension']);
 
 const memo = new VersionMemo<OptimizedModels>('optimized.models');

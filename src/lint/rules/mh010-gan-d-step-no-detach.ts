@@ -8,7 +8,7 @@ import { positionalArguments } from '../analysis/context';
 import { backwardTargets, callsByScope, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
 import { calleeMethod } from '../analysis/imports';
 import { traceForwards } from '../analysis/backprop';
-import { factsSignature, flowOf, type ScopeFlow } from '../analysis/flow';
+import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { optimizedModels, optimizedSignature } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
@@ -182,7 +182,7 @@ export const ganDStepNoDetach: Rule = {
   check(file) {
     const calls = callsByScope(file);
     if (calls.size === 0) return [];
-    const signature = combine(file, 'MH010', () => [factsSignature(file), optimizedSignature(file)]);
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file)]);
     return checkScopes(file, findingsCache, signature, (scope) => {
       const c = calls.get(scope);
       return c === undefined || c.backwards.length === 0 || c.forwards.length < 2 ? [] : checkScope(file, scope, c.backwards);

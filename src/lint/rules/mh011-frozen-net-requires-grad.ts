@@ -10,6 +10,8 @@ import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, sc
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
+import { parameterNames } from '../analysis/values';
+import { forwardsFeedingBackward } from '../analysis/backprop';
 
 /** Name tokens of networks that are never trained where they are used. */
 const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
@@ -108,23 +110,39 @@ function check(file: SourceFile): RuleFinding[] {
   const copies = copiedNetworks(file, built);
   const findings: RuleFinding[] = [];
   for (const [key, forwards] of recording) {
+    if (coveredBy(key, optimized) || coveredBy(key, facts.frozen)) continue;
     const c = built.get(key);
-    if (c === undefined || coveredBy(key, optimized) || (key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || coveredBy(key, facts.frozen) || freezesItself(file, c.value)) continue;
+    const use = forwards[0];
+    if (c === undefined) {
+      // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
+      if (tokensOf(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      continue;
+    }
+    if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
     const named = tokensOf(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
     if (!named && !copies.has(key)) continue;
-    const use = forwards[0];
-    findings.push({
-      start: c.assignment.start,
-      end: c.assignment.end,
-      message:
-        `\`${key}\` is never optimized (${copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'}) ` +
-        `but its parameters still require grad, so its forward at line ${file.lineOf(use.start) + 1} records an autograd graph in the training step ` +
-        '(activations kept; weight gradients computed whenever the loss flows through it). ' +
-        `Call \`${key}.requires_grad_(False)\` after building it, or run its forward under \`torch.no_grad()\` ` +
-        'when nothing backpropagates through it.',
-    });
+    // A copy whose output is backpropagated gets gradients someone reads (A3C's local model, a reference in a gradient test).
+    if (!named && forwards.some((f) => forwardsFeedingBackward(file, scopeOf(f) ?? f).has(f))) continue;
+    findings.push(finding(file, key, c.assignment, use, copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'));
   }
   return findings.sort((a, b) => a.start - b.start);
+}
+
+function finding(file: SourceFile, key: string, at: SyntaxNode, use: SyntaxNode, why: string): RuleFinding {
+  return {
+    start: at.start,
+    end: at.end,
+    message:
+      `\`${key}\` is never optimized (${why}) but its parameters still require grad, so its forward at line ${file.lineOf(use.start) + 1} ` +
+      'records an autograd graph in the training step (activations kept; weight gradients computed whenever the loss flows through it). ' +
+      `Call \`${key}.requires_grad_(False)\` after building it, or run its forward under \`torch.no_grad()\` when nothing backpropagates through it.`,
+  };
+}
+
+/** `key` is a parameter of the function `use` runs in. */
+function isParameterOf(file: SourceFile, key: string, use: SyntaxNode): boolean {
+  const fn = scopeOf(use);
+  return fn?.type === 'function_definition' && parameterNames(file, fn).includes(key);
 }
 
 /** `VGGNet()` in `VGGNet().to(device).eval()`. */

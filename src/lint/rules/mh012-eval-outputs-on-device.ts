@@ -2,23 +2,21 @@
 // are still on the accelerator (`preds.append(out.detach())`, `preds = torch.cat([preds, out])`,
 // `results[name] = pred[j]`). Device memory then grows with the evaluation set, on top of what the model
 // needs, until the loop ends; moving each batch's result to the host (`.cpu()`) keeps it flat.
-import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { computesGradients, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
-import { factsSignature, flowOf, type ScopeFlow } from '../analysis/flow';
+import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
 import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps';
-import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
 /** Attributes that are metadata, not the tensor's storage. */
 const METADATA = new Set(['shape', 'dtype', 'device', 'ndim', 'is_cuda', 'requires_grad', 'grad_fn']);
 const CONCAT = /^torch\.(cat|concat|concatenate|vstack|hstack|stack|row_stack|column_stack)$/;
-const ASSIGNMENTS = new Set(['assignment']);
 const MAX_STEPS = 200;
 const LOADER = /loader|(^|[^a-z])dl([^a-z]|$)|batches/i;
 
@@ -97,20 +95,17 @@ interface Accumulation {
   readonly value: SyntaxNode;
 }
 
-/** `preds.append(v)` / `preds.extend(v)`, `preds = torch.cat([preds, v])`, `out[name] = v` in a scope. */
-function accumulations(file: SourceFile, scope: SyntaxNode): Accumulation[] {
+/** `preds.append(v)` / `preds.extend(v)`, `preds = torch.cat([preds, v])`, `out[name] = v`, from the file's indexes. */
+function accumulations(file: SourceFile): Accumulation[] {
   const out: Accumulation[] = [];
   for (const method of ['append', 'extend']) {
-    const calls = callsNamed(file, method);
-    for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) {
-      const call = calls[i];
-      if (scopeOf(call) !== scope) continue;
+    for (const call of callsNamed(file, method)) {
       const fn = childByField(call, 'function');
       const value = positionalArguments(call)[0];
       if (fn?.type === 'attribute' && value !== undefined) out.push({ at: call, container: childByField(fn, 'object') ?? fn, value });
     }
   }
-  for (const a of nodesInScope(scope, ASSIGNMENTS)) {
+  for (const a of file.nodesOfType('assignment')) {
     const left = childByField(a, 'left');
     const right = childByField(a, 'right');
     if (left === null || right === null) continue;
@@ -151,15 +146,20 @@ function iteratesBoundLoader(file: SourceFile, flow: ScopeFlow, loop: SyntaxNode
   return flow.reachingDefs(key, found.iterable).some((d) => d.kind === 'assign' && d.value !== null && LOADER.test(file.textOf(d.value)));
 }
 
-function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
+/**
+ * Not memoised per scope: whether a loop trains (steps.ts) may depend on functions defined elsewhere in
+ * the file, so it is asked afresh; the costly parts (flows, model facts, call indexes) are memoised by
+ * their own modules, and the candidates come from the file's indexes (no walk per scope).
+ */
+function check(file: SourceFile): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const seen = new Set<SyntaxNode>();
-  let flow: ScopeFlow | null = null;
-  for (const acc of accumulations(file, scope)) {
-    if (seen.has(acc.at)) continue;
+  for (const acc of accumulations(file)) {
+    const scope = scopeOf(acc.at);
+    if (scope === null || seen.has(acc.at) || enclosingLoops(acc.at).length === 0) continue;
     // Evaluation: autograd is off there, or nothing in the scope trains.
     if (!gradOffAt(file, acc.at) && computesGradients(file, scope)) continue;
-    flow ??= flowOf(file, scope);
+    const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || isTrainingLoop(file, loop) || !holdsDeviceOutput(file, flow, acc.value)) continue;
     seen.add(acc.at);
@@ -173,13 +173,11 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
         'and concatenate there.',
     });
   }
-  return findings;
+  return findings.sort((a, b) => a.start - b.start);
 }
 
-const findingsCache = new ScopeFindingsMemo('MH012');
 /** Only scripts that put models on an accelerator. */
 const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(self\.)?device|accelerator|xla|\bmps\b/;
-const accelerated = (file: SourceFile): boolean => ACCELERATOR.test(file.text);
 
 export const evalOutputsOnDevice: Rule = {
   code: 'MH012',
@@ -187,9 +185,7 @@ export const evalOutputsOnDevice: Rule = {
   severity: 'warning',
   summary: 'Evaluation outputs collected across batches while still on the accelerator: device memory grows with the evaluation set.',
   check(file) {
-    if (!accelerated(file)) return [];
-    const signature = combine(file, 'MH012', () => [factsSignature(file)]);
-    return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
+    return ACCELERATOR.test(file.text) ? check(file) : [];
   },
 };
 

@@ -35,6 +35,15 @@ const CONFIG_OBJECTS = /(^|\.)(args|opt|opts|options|config|cfg|conf|hparams|hp|
 /** `build_model`, `unwrap_model`, `evaluate_model`: functions that handle models, not models. */
 const VERB_PREFIX = /^_*(build|create|get|load|make|init|initialize|setup|set|unwrap|prepare|save|wrap|freeze|unfreeze|export|convert|compile|train|eval|evaluate|test|validate|run|fit|update|copy|clone|print|log|show|plot|summarize|count|check|register|apply|reset|sync|average|merge|instantiate|construct|define|select|choose|restore|resume|push|upload|download|quantize|prune|fuse|replace|patch|is|has|use|to|from|new|add|remove|find|describe|inspect|profile|benchmark|warmup|serve|deploy|step|forward|call|invoke)_/i;
 
+/** The words of a key's last segment: `self.netD` -> [net, d], `target_q_net1` -> [target, q, net, 1]. */
+export function nameWords(key: string): string[] {
+  return lastSegment(key)
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+|(?<=[a-z])(?=\d)/)
+    .filter(Boolean);
+}
+
 export function looksLikeModelName(name: string): boolean {
   if (VERB_PREFIX.test(name)) return false;
   return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);

@@ -5,7 +5,7 @@
 import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { positionalArguments } from '../analysis/context';
-import { backwardTargets, callsByScope, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
+import { backwardTargets, callsByScope, forwardReceiver, keyOf, nameWords, scopeOf } from '../analysis/models';
 import { calleeMethod } from '../analysis/imports';
 import { traceForwards } from '../analysis/backprop';
 import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
@@ -23,12 +23,7 @@ const PENALTY_INPUT = /interp|hat|alpha|mix|penalty|\bgp\b/i;
 
 /** The GAN role a name gives (`netD`, `self.D_optimizer`, `critic`, `gen_opt`), from its last segment. */
 function roleOf(key: string): Role | null {
-  const last = key.slice(key.lastIndexOf('.') + 1);
-  const tokens = last
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+|(?<=[a-z])(?=\d)/)
-    .filter(Boolean);
+  const tokens = nameWords(key);
   const d = tokens.some((t) => D_TOKENS.has(t));
   const g = tokens.some((t) => G_TOKENS.has(t));
   return d === g ? null : d ? 'D' : 'G';

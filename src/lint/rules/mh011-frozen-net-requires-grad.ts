@@ -6,7 +6,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, nameWords, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
@@ -19,15 +19,6 @@ const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 
 const FEATURE_NETWORK = /vgg|lpips|perceptual|inception|featureextractor/i;
 /** A class that freezes itself or runs its forward without grad. */
 const SELF_FREEZING = /requires_grad\s*=\s*False|requires_grad_\(\s*(requires_grad\s*=\s*)?False\s*\)|no_grad|inference_mode/;
-
-function tokensOf(key: string): string[] {
-  const last = key.slice(key.lastIndexOf('.') + 1);
-  return last
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .toLowerCase()
-    .split(/[^a-z]+/)
-    .filter(Boolean);
-}
 
 /** Keys some part of which is (or is inside) one of `keys`: `self.vgg` for `self.vgg` or `self`. */
 function coveredBy(key: string, keys: ReadonlySet<string>): boolean {
@@ -115,11 +106,11 @@ function check(file: SourceFile): RuleFinding[] {
     const use = forwards[0];
     if (c === undefined) {
       // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
-      if (tokensOf(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      if (nameWords(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = tokensOf(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
+    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
     if (!named && !copies.has(key)) continue;
     // A copy whose output is backpropagated gets gradients someone reads (A3C's local model, a reference in a gradient test).
     if (!named && forwards.some((f) => forwardsFeedingBackward(file, scopeOf(f) ?? f).has(f))) continue;

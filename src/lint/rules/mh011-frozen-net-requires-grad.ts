@@ -52,8 +52,8 @@ function constructions(file: SourceFile, keys: ReadonlySet<string>): Map<string,
   return out;
 }
 
-/** Keys that copy another network's weights: `K.load_state_dict(M.state_dict())`, `K = deepcopy(M)`. */
-function copiedNetworks(file: SourceFile, built: ReadonlyMap<string, Construction>): Set<string> {
+/** Keys loaded with another network's weights: `K.load_state_dict(M.state_dict())`. */
+function loadedFromAnother(file: SourceFile): Set<string> {
   const out = new Set<string>();
   for (const call of callsNamed(file, 'load_state_dict')) {
     const fn = childByField(call, 'function');
@@ -62,6 +62,12 @@ function copiedNetworks(file: SourceFile, built: ReadonlyMap<string, Constructio
     if (key === null || arg === undefined || !/\.state_dict\(\s*\)$/.test(file.textOf(arg))) continue;
     if (!file.textOf(arg).startsWith(`${key}.`)) out.add(key);
   }
+  return out;
+}
+
+/** Keys built as a copy of another network: `K = deepcopy(M)`. */
+function deepCopies(file: SourceFile, built: ReadonlyMap<string, Construction>): Set<string> {
+  const out = new Set<string>();
   for (const [key, c] of built) {
     const v = c.value.type === 'call' ? c.value : null;
     if (v !== null && /(^|\.)deepcopy$/.test(calleeName(file, v) ?? '')) out.add(key);
@@ -81,6 +87,11 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
   return false;
 }
 
+/** The call records a graph in a scope that trains. */
+function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {
+  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && computesGradients(file, scope);
+}
+
 function check(file: SourceFile): RuleFinding[] {
   const facts = modelFacts(file);
   // The forward passes of each network that record a graph inside a scope that trains.
@@ -88,17 +99,31 @@ function check(file: SourceFile): RuleFinding[] {
   for (const [scope, calls] of callsByScope(file)) {
     for (const call of calls.forwards) {
       const receiver = forwardReceiver(file, call);
-      if (receiver === null || receiver === 'self' || gradOffAt(file, call) || gradMaybeOffAt(file, call)) continue;
-      if (scopeOf(call) !== scope || !computesGradients(file, scope)) continue;
+      if (receiver === null || receiver === 'self' || scopeOf(call) !== scope || !records(file, call, scope)) continue;
       let list = recording.get(receiver);
       if (list === undefined) recording.set(receiver, (list = []));
+      list.push(call);
+    }
+  }
+  // `self.qnetwork_target.load_state_dict(...)` shows a module whose name the model heuristics do not know:
+  // its calls are forward passes too.
+  const loaded = loadedFromAnother(file);
+  for (const key of loaded) {
+    // Only networks named as fixed: an A3C worker's `lnet` loaded from the global net is trained through its output.
+    if (recording.has(key) || !nameWords(key).some((t) => FROZEN_ROLE.has(t))) continue;
+    for (const call of callsNamed(file, key.slice(key.lastIndexOf('.') + 1))) {
+      const scope = scopeOf(call);
+      if (keyOf(file, childByField(call, 'function')) !== key || scope === null || !records(file, call, scope)) continue;
+      let list = recording.get(key);
+      if (list === undefined) recording.set(key, (list = []));
       list.push(call);
     }
   }
   if (recording.size === 0) return [];
   const { optimized, selfOptimizing } = optimizedModels(file);
   const built = constructions(file, new Set(recording.keys()));
-  const copies = copiedNetworks(file, built);
+  const copies = deepCopies(file, built);
+  for (const key of loaded) copies.add(key);
   const findings: RuleFinding[] = [];
   for (const [key, forwards] of recording) {
     if (coveredBy(key, optimized) || coveredBy(key, facts.frozen)) continue;

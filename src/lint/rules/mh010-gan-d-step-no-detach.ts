@@ -11,7 +11,8 @@ import { traceForwards } from '../analysis/backprop';
 import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { optimizedModels, optimizedSignature } from '../analysis/optimized';
-import { callsNamed } from '../analysis/calls';
+import { callsIndexStamp, callsNamed } from '../analysis/calls';
+import { functionsNamed, valuesIndexStamp } from '../analysis/values';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 
 type Role = 'D' | 'G';
@@ -142,19 +143,32 @@ function checkScope(file: SourceFile, scope: SyntaxNode, backwards: readonly Syn
 function generatorGradsZeroedAfter(file: SourceFile, scope: SyntaxNode, backward: SyntaxNode, backwards: readonly SyntaxNode[]): boolean {
   const nextG = backwards.find((b) => b.start > backward.end && steppedRole(file, scope, b, backwardTargets(file, b) ?? []) === 'G');
   if (nextG === undefined) return false;
-  const byOptimizer = optimizedModels(file).byOptimizer;
   for (const method of ['zero_grad', 'reset_grad']) {
     const calls = callsNamed(file, method);
     for (let i = firstStartingAtOrAfter(calls, backward.end); i < calls.length && calls[i].start < nextG.start; i++) {
       const fn = childByField(calls[i], 'function');
-      if (fn?.type === 'identifier') return true; // a helper of the script's own that zeroes every network
-      const receiver = fn === null ? null : keyOf(file, childByField(fn, 'object'));
-      if (receiver === null) continue;
-      const models = byOptimizer.get(receiver);
-      if (models !== undefined ? [...models].every((m) => roleOf(m) === 'G') : roleOf(receiver) === 'G') return true;
+      if (fn?.type === 'identifier') {
+        // A helper of the script's own (`reset_grad()`): it counts when its body zeroes the generator.
+        if (functionsNamed(file, file.textOf(fn)).some((def) => zeroesGeneratorIn(file, def))) return true;
+      } else if (zeroesGenerator(file, calls[i])) return true;
     }
   }
   return false;
+}
+
+function zeroesGeneratorIn(file: SourceFile, def: SyntaxNode): boolean {
+  const calls = callsNamed(file, 'zero_grad');
+  for (let i = firstStartingAtOrAfter(calls, def.start); i < calls.length && calls[i].start < def.end; i++) if (zeroesGenerator(file, calls[i])) return true;
+  return false;
+}
+
+/** `netG.zero_grad()`, `optimizerG.zero_grad()` (an optimizer built from the generator's parameters only). */
+function zeroesGenerator(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  const receiver = fn?.type === 'attribute' ? keyOf(file, childByField(fn, 'object')) : null;
+  if (receiver === null) return false;
+  const models = optimizedModels(file).byOptimizer.get(receiver);
+  return models !== undefined ? [...models].every((m) => roleOf(m) === 'G') : roleOf(receiver) === 'G';
 }
 
 /**
@@ -177,7 +191,8 @@ export const ganDStepNoDetach: Rule = {
   check(file) {
     const calls = callsByScope(file);
     if (calls.size === 0) return [];
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file)]);
+    // Beyond the scope: flows and model facts, optimizer bindings, `zero_grad` calls and helper functions defined elsewhere.
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file)]);
     return checkScopes(file, findingsCache, signature, (scope) => {
       const c = calls.get(scope);
       return c === undefined || c.backwards.length === 0 || c.forwards.length < 2 ? [] : checkScope(file, scope, c.backwards);

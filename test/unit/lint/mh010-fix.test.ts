@@ -45,11 +45,17 @@ describe('MH010 gan-d-step-no-detach fix', () => {
     assert.equal(runPython(fixed), runPython(src));
   });
 
-  it('accepts netG.zero_grad() and a reset_grad() helper as zeroing the generator', async () => {
-    for (const zero of ['    netG.zero_grad()', '    reset_grad()']) {
-      const found = await findingsOf(gan(zero), 'MH010');
+  it('accepts netG.zero_grad() and a reset_grad() helper that zeroes the generator, not one that zeroes D only', async () => {
+    const helper = (body: string): string => `def reset_grad():\n${body}\n\n\n`;
+    for (const [prefix, zero, fixed] of [
+      ['', '    netG.zero_grad()', true],
+      [helper('    optimizerD.zero_grad()\n    optimizerG.zero_grad()'), '    reset_grad()', true],
+      [helper('    optimizerD.zero_grad()'), '    reset_grad()', false],
+      ['', '    reset_grad()', false],
+    ] as const) {
+      const found = await findingsOf(prefix + gan(zero), 'MH010');
       assert.equal(found.length, 1);
-      assert.ok(found[0].fix, zero);
+      assert.equal(found[0].fix !== null, fixed, `${prefix}${zero}`);
     }
   });
 

@@ -37,7 +37,6 @@ export function forwardsFeedingBackward(file: SourceFile, scope: SyntaxNode): Re
 }
 
 function fillForwardsFeedingBackward(file: SourceFile, scope: SyntaxNode, found: Set<SyntaxNode>): ReadonlySet<SyntaxNode> {
-  const flow = flowOf(file, scope);
   const roots: SyntaxNode[] = [];
   for (const call of file.nodesOfType('call')) {
     if (call.start < scope.start) continue;
@@ -46,6 +45,17 @@ function fillForwardsFeedingBackward(file: SourceFile, scope: SyntaxNode, found:
     if (targets !== null && scopeOf(call) === scope) roots.push(...targets);
   }
   if (roots.length === 0) return found;
+  traceForwards(file, flowOf(file, scope), roots, found);
+  return found;
+}
+
+/**
+ * Adds to `found` the forward passes whose outputs flow into `roots` (expressions of the flow's scope)
+ * with autograd history: through assignments, arithmetic and forward passes, never across `.detach()`,
+ * `.item()` or other history-free values. Forward passes under no_grad are found too (callers that care
+ * check the grad mode).
+ */
+export function traceForwards(file: SourceFile, flow: ScopeFlow, roots: readonly SyntaxNode[], found: Set<SyntaxNode>): void {
   const seenDefs = new Set<Def>();
   const follow = (key: string, use: SyntaxNode): void => {
     for (const d of definitionsReaching(flow, key, use)) {
@@ -74,5 +84,4 @@ function fillForwardsFeedingBackward(file: SourceFile, scope: SyntaxNode, found:
     }
     for (const c of n.children) stack.push(c);
   }
-  return found;
 }

@@ -35,6 +35,15 @@ const CONFIG_OBJECTS = /(^|\.)(args|opt|opts|options|config|cfg|conf|hparams|hp|
 /** `build_model`, `unwrap_model`, `evaluate_model`: functions that handle models, not models. */
 const VERB_PREFIX = /^_*(build|create|get|load|make|init|initialize|setup|set|unwrap|prepare|save|wrap|freeze|unfreeze|export|convert|compile|train|eval|evaluate|test|validate|run|fit|update|copy|clone|print|log|show|plot|summarize|count|check|register|apply|reset|sync|average|merge|instantiate|construct|define|select|choose|restore|resume|push|upload|download|quantize|prune|fuse|replace|patch|is|has|use|to|from|new|add|remove|find|describe|inspect|profile|benchmark|warmup|serve|deploy|step|forward|call|invoke)_/i;
 
+/** The words of a key's last segment: `self.netD` -> [net, d], `target_q_net1` -> [target, q, net, 1]. */
+export function nameWords(key: string): string[] {
+  return lastSegment(key)
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+|(?<=[a-z])(?=\d)/)
+    .filter(Boolean);
+}
+
 export function looksLikeModelName(name: string): boolean {
   if (VERB_PREFIX.test(name)) return false;
   return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);
@@ -214,6 +223,8 @@ function computeFacts(file: SourceFile): ModelFacts {
     const key = keyOf(file, expr);
     if (key !== null) return assigned.has(key) || markerReceivers.has(key) || isModelKeyByName(key);
     if (expr.type === 'parenthesized_expression') return isModuleExpr(expr.children.find((c) => c.named) ?? null, depth + 1);
+    // `models.vgg19(pretrained=True).features`: a submodule of a module just built.
+    if (expr.type === 'attribute') return childByField(expr, 'object')?.type === 'call' && isModuleExpr(childByField(expr, 'object'), depth + 1);
     if (expr.type !== 'call') return false;
     const fn = childByField(expr, 'function');
     if (fn === null) return false;
@@ -221,7 +232,7 @@ function computeFacts(file: SourceFile): ModelFacts {
     const lastNode = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
     const last = lastNode === null ? '' : file.textOf(lastNode);
     const head = fn.type === 'attribute' ? file.textOf(fn).split('.')[0] : last;
-    if (!/^[A-Z]/.test(last) && !MODULE_METHODS.has(last) && !MODULE_BUILDERS.has(last) && !builderHeads.has(head)) return false;
+    if (!/^[A-Z]/.test(last) && !MODULE_METHODS.has(last) && !MODULE_BUILDERS.has(last) && !builderHeads.has(head) && !moduleClasses.has(last)) return false;
     if (fn.type === 'attribute') {
       const method = last;
       const object = childByField(fn, 'object');
@@ -241,7 +252,7 @@ function computeFacts(file: SourceFile): ModelFacts {
   for (let pass = 0; pass < 2; pass++) {
     for (const u of units) {
       for (const { key, rhs, head } of u.candidates) {
-        if (head !== '' && !builderHeads.has(head)) continue;
+        if (head !== '' && !builderHeads.has(head) && !moduleClasses.has(head)) continue;
         if (!assigned.has(key) && isModuleExpr(rhs)) assigned.add(key);
       }
     }

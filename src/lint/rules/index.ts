@@ -9,6 +9,9 @@ import { rule as mh006 } from './mh006-gc-collect-in-loop';
 import { rule as mh007 } from './mh007-rebuild-in-loop';
 import { rule as mh008 } from './mh008-deprecated-amp';
 import { rule as mh009 } from './mh009-blocking-transfer';
+import { rule as mh010 } from './mh010-gan-d-step-no-detach';
+import { rule as mh011 } from './mh011-frozen-net-requires-grad';
+import { rule as mh012 } from './mh012-eval-outputs-on-device';
 import { rule as mh013 } from './mh013-dataset-getitem-cuda';
 import { rule as mh014 } from './mh014-dataloader-copy-on-read';
 import { rule as mh015 } from './mh015-unused-requires-grad';
@@ -24,6 +27,9 @@ export const allRules: readonly Rule[] = [
   mh007,
   mh008,
   mh009,
+  mh010,
+  mh011,
+  mh012,
   mh013,
   mh014,
   mh015,

@@ -54,7 +54,7 @@ describe('pyproject [tool.memhint]', () => {
       ['select = ["MH001", "MH0001"]', 'select'],
       ['ignore = ["nonsense"]', 'ignore'],
       ['select = ["MH001"]\nextend-select = ["XX1"]', 'extend-select'],
-      ['[tool.memhint.per-file-ignores]\n"tests/*" = ["MH01"]', 'per-file-ignores'],
+      ['[tool.memhint.per-file-ignores]\n"tests/*" = ["MH09"]', 'per-file-ignores'],
     ]) {
       assert.throws(() => parseProjectConfig(`[tool.memhint]\n${toml}\n`, 'p'), (e: Error) => e instanceof ConfigError && e.message.includes(key) && /unknown rule codes or names: \w+/.test(e.message), toml);
     }

@@ -110,6 +110,19 @@ describe('per-statement rule caches follow edits elsewhere in the file', () => {
       ['optimizer.zero_grad()', 'optimizer.zero_grad(set_to_none=False)'],
     ]);
   });
+
+  it('MH010 and MH011: which network an optimizer steps, and a freeze, in other statements', async () => {
+    const dir = path.join(root, 'lint');
+    await checkEdits(fs.readFileSync(path.join(dir, 'MH010', 'positive_dcgan_no_detach.py'), 'utf8'), [
+      ['optimizerD = optim.Adam(netD.parameters(), lr=2e-4)', 'optimizerD = optim.Adam(netG.parameters(), lr=2e-4)'],
+      ['optimizerD = optim.Adam(netG.parameters(), lr=2e-4)', 'optimizerD = optim.Adam(netD.parameters(), lr=2e-4)'],
+      ['class Generator(nn.Module):', 'class Generator(object):'],
+    ]);
+    await checkEdits(fs.readFileSync(path.join(dir, 'MH011', 'positive_target_teacher_vgg.py'), 'utf8'), [
+      ['target_net.load_state_dict(policy_net.state_dict())\n', 'target_net.load_state_dict(policy_net.state_dict())\ntarget_net.requires_grad_(False)\n'],
+      ['optimizer = optim.AdamW(policy_net.parameters()', 'optimizer = optim.AdamW(target_net.parameters()'],
+    ]);
+  });
 });
 
 // Random edits over fixtures for every rule, with snippets that change file-wide facts.
@@ -133,7 +146,7 @@ const SNIPPETS = [
 
 function fixtureFiles(): string[] {
   const out: string[] = [];
-  for (const dir of ['lint/MH003', 'lint/MH007', 'lint/MH009', 'lint/MH013', 'lint/MH014', 'lint/MH015']) {
+  for (const dir of ['lint/MH003', 'lint/MH007', 'lint/MH009', 'lint/MH010', 'lint/MH011', 'lint/MH012', 'lint/MH013', 'lint/MH014', 'lint/MH015']) {
     const full = path.join(root, dir);
     if (!fs.existsSync(full)) continue;
     for (const f of fs.readdirSync(full).sort()) if (f.endsWith('.py')) out.push(path.join(full, f));
@@ -142,7 +155,7 @@ function fixtureFiles(): string[] {
 }
 
 describe('every rule: incremental re-lint after random edits matches a fresh lint', () => {
-  it('fixtures of MH003, MH007, MH009, MH013, MH014 and MH015', async () => {
+  it('fixtures of MH003, MH007, MH009 and MH010-MH015', async () => {
     const linter = await getLinter();
     const oracle = await getOracle();
     for (const file of fixtureFiles()) {

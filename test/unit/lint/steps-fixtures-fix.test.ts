@@ -1,4 +1,4 @@
-// Every autofix of MH003/MH005/MH008/MH009 in the rule fixtures and the corpus: applied alone it must
+// Every autofix of MH003/MH005/MH008/MH009/MH010 in the rule fixtures and the corpus: applied alone it must
 // leave valid Python and make the finding go away.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -8,7 +8,7 @@ import * as assert from 'node:assert/strict';
 import { checkFix, pythonRejects } from './steps-fix-helpers';
 
 const fixtures = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
-const CODES = new Set(['MH003', 'MH005', 'MH008', 'MH009']);
+const CODES = new Set(['MH003', 'MH005', 'MH008', 'MH009', 'MH010']);
 
 function files(): string[] {
   const out: string[] = [];
@@ -21,7 +21,7 @@ function files(): string[] {
   return out.sort();
 }
 
-describe('MH003/MH005/MH008/MH009 fixes on every fixture', () => {
+describe('MH003/MH005/MH008/MH009/MH010 fixes on every fixture', () => {
   for (const file of files()) {
     const source = fs.readFileSync(file, 'utf8');
     if (!/zero_|zero_grad|empty_cache|amp|\.to\(|\.cuda\(|grad/.test(source)) continue;

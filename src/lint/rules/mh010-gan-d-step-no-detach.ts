@@ -1,0 +1,203 @@
+// MH010 gan-d-step-no-detach: in a GAN's discriminator step, the discriminator runs on the generator's
+// output without `.detach()`. The D loss's backward then runs through the whole generator graph too
+// (its activations stay allocated until then and G's weight gradients are computed, only to be zeroed
+// or, worse, accumulated into the next G step), while only D's optimizer steps.
+import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import type { Fix, Rule, RuleFinding } from '../types';
+import { positionalArguments } from '../analysis/context';
+import { backwardTargets, callsByScope, forwardReceiver, keyOf, nameWords, scopeOf } from '../analysis/models';
+import { calleeMethod } from '../analysis/imports';
+import { traceForwards } from '../analysis/backprop';
+import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
+import { gradOffAt } from '../analysis/gradstate';
+import { optimizedModels, optimizedSignature } from '../analysis/optimized';
+import { callsIndexStamp, callsNamed } from '../analysis/calls';
+import { functionsNamed, valuesIndexStamp } from '../analysis/values';
+import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
+
+type Role = 'D' | 'G';
+
+const D_TOKENS = new Set(['d', 'dis', 'disc', 'discrim', 'discriminator', 'discriminators', 'critic', 'netd', 'optd', 'optimizerd', 'dnet']);
+const G_TOKENS = new Set(['g', 'gen', 'generator', 'generators', 'netg', 'optg', 'optimizerg', 'gnet']);
+/** A discriminator input that mixes real and fake samples for a gradient penalty (WGAN-GP, R1...). */
+const PENALTY_INPUT = /interp|hat|alpha|mix|penalty|\bgp\b/i;
+
+/** The GAN role a name gives (`netD`, `self.D_optimizer`, `critic`, `gen_opt`), from its last segment. */
+function roleOf(key: string): Role | null {
+  const tokens = nameWords(key);
+  const d = tokens.some((t) => D_TOKENS.has(t));
+  const g = tokens.some((t) => G_TOKENS.has(t));
+  return d === g ? null : d ? 'D' : 'G';
+}
+
+/** The optimizer step that follows a backward in its scope (`d_optimizer.step()`), or null. */
+function nextStep(file: SourceFile, scope: SyntaxNode, backward: SyntaxNode): SyntaxNode | null {
+  const steps = callsNamed(file, 'step');
+  for (let i = firstStartingAtOrAfter(steps, backward.end); i < steps.length && steps[i].start < scope.end; i++) {
+    const fn = childByField(steps[i], 'function');
+    if (fn?.type === 'attribute') return steps[i];
+  }
+  return null;
+}
+
+/** Whose parameters the step after `backward` updates: from the optimizer's construction, else its name, else the loss's name. */
+function steppedRole(file: SourceFile, scope: SyntaxNode, backward: SyntaxNode, targets: readonly SyntaxNode[]): Role | null {
+  const step = nextStep(file, scope, backward);
+  const fn = step === null ? null : childByField(step, 'function');
+  const optimizer = fn === null ? null : keyOf(file, childByField(fn, 'object'));
+  if (optimizer !== null) {
+    const models = optimizedModels(file).byOptimizer.get(optimizer);
+    if (models !== undefined) {
+      const roles = new Set([...models].map(roleOf));
+      if (roles.size === 1) return [...roles][0];
+      return null;
+    }
+    const role = roleOf(optimizer);
+    if (role !== null) return role;
+  }
+  for (const t of targets) {
+    const key = keyOf(file, t);
+    const role = key === null ? null : lossRole(key);
+    if (role !== null) return role;
+  }
+  return null;
+}
+
+/** `d_loss`, `loss_D`, `errD`, `D_cost`: the loss names a step by its network. */
+function lossRole(key: string): Role | null {
+  const last = key.slice(key.lastIndexOf('.') + 1);
+  const stripped = last.replace(/^(loss|err|cost)_?|_?(loss|err|cost|total)$/gi, '');
+  return stripped === last || stripped === '' ? null : roleOf(stripped);
+}
+
+/** The generator forward passes whose output reaches `input` with history. */
+function generatorOutputsIn(file: SourceFile, flow: ScopeFlow, input: SyntaxNode): SyntaxNode[] {
+  const found = new Set<SyntaxNode>();
+  traceForwards(file, flow, [input], found);
+  return [...found].filter((g) => roleOf(forwardReceiver(file, g) ?? '') === 'G' && !gradOffAt(file, g) && !frozenBefore(file, scopeOf(g) ?? g, g));
+}
+
+const TOGGLE = /requires_grad|toggle_grad|^freeze|^unfreeze/i;
+
+/**
+ * The generator's parameters are switched off before its forward in this scope (StyleGAN's
+ * `requires_grad(generator, False)`, `set_requires_grad(netG, False)`, `netG.requires_grad_(False)`):
+ * then its output has no history and the D step cannot backpropagate into it.
+ */
+function frozenBefore(file: SourceFile, scope: SyntaxNode, forward: SyntaxNode): boolean {
+  const receiver = forwardReceiver(file, forward);
+  const calls = file.nodesOfType('call');
+  let frozen = false;
+  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < forward.start; i++) {
+    const call = calls[i];
+    const method = calleeMethod(file, call) ?? '';
+    if (!TOGGLE.test(method)) continue;
+    const fn = childByField(call, 'function');
+    const args = positionalArguments(call);
+    const target = method === 'requires_grad_' && fn?.type === 'attribute' ? childByField(fn, 'object') : (args[0] ?? null);
+    if (keyOf(file, target) !== receiver) continue;
+    const text = file.textOf(childByField(call, 'arguments') ?? call);
+    frozen = /^freeze/i.test(method) || (!/^unfreeze/i.test(method) && /\bFalse\b/.test(text));
+  }
+  return frozen;
+}
+
+function checkScope(file: SourceFile, scope: SyntaxNode, backwards: readonly SyntaxNode[]): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  const reported = new Set<SyntaxNode>();
+  const flow = flowOf(file, scope);
+  for (const backward of backwards) {
+    const targets = backwardTargets(file, backward) ?? [];
+    if (targets.length === 0 || steppedRole(file, scope, backward, targets) !== 'D') continue;
+    const feeding = new Set<SyntaxNode>();
+    traceForwards(file, flow, targets, feeding);
+    for (const d of feeding) {
+      const receiver = forwardReceiver(file, d);
+      if (receiver === null || roleOf(receiver) !== 'D' || reported.has(d) || gradOffAt(file, d)) continue;
+      const input = positionalArguments(d)[0];
+      if (input === undefined || PENALTY_INPUT.test(file.textOf(input))) continue;
+      const generators = generatorOutputsIn(file, flow, input);
+      if (generators.length === 0) continue;
+      reported.add(d);
+      const g = forwardReceiver(file, generators[0]) ?? 'the generator';
+      findings.push({
+        start: d.start,
+        end: d.end,
+        message:
+          `The discriminator step runs \`${receiver}(…)\` on \`${g}\`'s output without \`.detach()\`: its backward runs through the whole ` +
+          `generator graph (keeping G's activations alive until then and computing G's weight gradients) although only the discriminator is ` +
+          `updated here. Pass \`${file.textOf(input)}.detach()\`.`,
+        fix: generatorGradsZeroedAfter(file, scope, backward, backwards) ? detachFix(file, input) : null,
+      });
+    }
+  }
+  return findings.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * The generator's gradients are zeroed after this D backward and before the next G step's backward
+ * (`G.zero_grad()`, `opt_G.zero_grad()`, a `reset_grad()` helper): then what this backward adds to them
+ * is discarded, and detaching changes nothing the program computes. Otherwise the G step's update may
+ * include those gradients (a bug, but the fix would change the training): no autofix.
+ */
+function generatorGradsZeroedAfter(file: SourceFile, scope: SyntaxNode, backward: SyntaxNode, backwards: readonly SyntaxNode[]): boolean {
+  const nextG = backwards.find((b) => b.start > backward.end && steppedRole(file, scope, b, backwardTargets(file, b) ?? []) === 'G');
+  if (nextG === undefined) return false;
+  for (const method of ['zero_grad', 'reset_grad']) {
+    const calls = callsNamed(file, method);
+    for (let i = firstStartingAtOrAfter(calls, backward.end); i < calls.length && calls[i].start < nextG.start; i++) {
+      const fn = childByField(calls[i], 'function');
+      if (fn?.type === 'identifier') {
+        // A helper of the script's own (`reset_grad()`): it counts when its body zeroes the generator.
+        if (functionsNamed(file, file.textOf(fn)).some((def) => zeroesGeneratorIn(file, def))) return true;
+      } else if (zeroesGenerator(file, calls[i])) return true;
+    }
+  }
+  return false;
+}
+
+function zeroesGeneratorIn(file: SourceFile, def: SyntaxNode): boolean {
+  const calls = callsNamed(file, 'zero_grad');
+  for (let i = firstStartingAtOrAfter(calls, def.start); i < calls.length && calls[i].start < def.end; i++) if (zeroesGenerator(file, calls[i])) return true;
+  return false;
+}
+
+/** `netG.zero_grad()`, `optimizerG.zero_grad()` (an optimizer built from the generator's parameters only). */
+function zeroesGenerator(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  const receiver = fn?.type === 'attribute' ? keyOf(file, childByField(fn, 'object')) : null;
+  if (receiver === null) return false;
+  const models = optimizedModels(file).byOptimizer.get(receiver);
+  return models !== undefined ? [...models].every((m) => roleOf(m) === 'G') : roleOf(receiver) === 'G';
+}
+
+/**
+ * `D(fake)` -> `D(fake.detach())`: the discriminator's loss and its gradients are unchanged (they never
+ * depended on G's graph); only the generator's gradients from this backward, which the D step should
+ * not produce, disappear. Offered for a plain name or attribute only.
+ */
+function detachFix(file: SourceFile, input: SyntaxNode): Fix | null {
+  if (input.type !== 'identifier' && input.type !== 'attribute') return null;
+  return { title: `Detach \`${file.textOf(input)}\` for the discriminator step`, edits: [{ start: input.end, end: input.end, newText: '.detach()' }] };
+}
+
+const findingsCache = new ScopeFindingsMemo('MH010');
+
+export const ganDStepNoDetach: Rule = {
+  code: 'MH010',
+  name: 'gan-d-step-no-detach',
+  severity: 'warning',
+  summary: "GAN discriminator step on the generator's output without `.detach()`: the D loss backpropagates through G for nothing.",
+  check(file) {
+    const calls = callsByScope(file);
+    if (calls.size === 0) return [];
+    // Beyond the scope: flows and model facts, optimizer bindings, `zero_grad` calls and helper functions defined elsewhere.
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file)]);
+    return checkScopes(file, findingsCache, signature, (scope) => {
+      const c = calls.get(scope);
+      return c === undefined || c.backwards.length === 0 || c.forwards.length < 2 ? [] : checkScope(file, scope, c.backwards);
+    });
+  },
+};
+
+export const rule = ganDStepNoDetach;

@@ -1,0 +1,184 @@
+// MH011 frozen-net-requires-grad: a network the training never updates (a DQN/DDPG target network, a
+// distillation teacher, a VGG/LPIPS perceptual-loss network, an EMA copy) runs in the training step with
+// its parameters still requiring grad. Autograd then records its forward (keeping its activations) and,
+// when the loss flows through it (perceptual losses), computes weight gradients nobody reads.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import type { Rule, RuleFinding } from '../types';
+import { positionalArguments } from '../analysis/context';
+import { calleeMethod, calleeName } from '../analysis/imports';
+import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, nameWords, scopeOf } from '../analysis/models';
+import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
+import { enclosingClassName, optimizedModels } from '../analysis/optimized';
+import { callsNamed } from '../analysis/calls';
+import { parameterNames } from '../analysis/values';
+import { forwardsFeedingBackward } from '../analysis/backprop';
+
+/** Name tokens of networks that are never trained where they are used. */
+const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
+/** Constructors of feature networks used as fixed loss functions. */
+const FEATURE_NETWORK = /vgg|lpips|perceptual|inception|featureextractor/i;
+/** A class that freezes itself or runs its forward without grad. */
+const SELF_FREEZING = /requires_grad\s*=\s*False|requires_grad_\(\s*(requires_grad\s*=\s*)?False\s*\)|no_grad|inference_mode/;
+
+/** Keys some part of which is (or is inside) one of `keys`: `self.vgg` for `self.vgg` or `self`. */
+function coveredBy(key: string, keys: ReadonlySet<string>): boolean {
+  if (keys.has(key)) return true;
+  for (let dot = key.lastIndexOf('.'); dot > 0; dot = key.lastIndexOf('.', dot - 1)) if (keys.has(key.slice(0, dot))) return true;
+  return false;
+}
+
+interface Construction {
+  readonly assignment: SyntaxNode;
+  readonly value: SyntaxNode;
+}
+
+/** The first assignment of each module key (`self.target_net = Net()`, `a, b = Net(), Net()`). */
+function constructions(file: SourceFile, keys: ReadonlySet<string>): Map<string, Construction> {
+  const out = new Map<string, Construction>();
+  const note = (target: SyntaxNode, value: SyntaxNode, assignment: SyntaxNode): void => {
+    const key = keyOf(file, target);
+    if (key !== null && keys.has(key) && !out.has(key)) out.set(key, { assignment, value });
+  };
+  for (const a of file.nodesOfType('assignment')) {
+    const left = childByField(a, 'left');
+    const right = childByField(a, 'right');
+    if (left === null || right === null) continue;
+    if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && (right.type === 'expression_list' || right.type === 'tuple')) {
+      const targets = left.children.filter((c) => c.named);
+      const values = right.children.filter((c) => c.named);
+      if (targets.length === values.length) targets.forEach((t, i) => note(t, values[i], a));
+    } else note(left, right, a);
+  }
+  return out;
+}
+
+/** Keys loaded with another network's weights: `K.load_state_dict(M.state_dict())`. */
+function loadedFromAnother(file: SourceFile): Set<string> {
+  const out = new Set<string>();
+  for (const call of callsNamed(file, 'load_state_dict')) {
+    const fn = childByField(call, 'function');
+    const key = fn?.type === 'attribute' ? keyOf(file, childByField(fn, 'object')) : null;
+    const arg = positionalArguments(call)[0];
+    if (key === null || arg === undefined || !/\.state_dict\(\s*\)$/.test(file.textOf(arg))) continue;
+    if (!file.textOf(arg).startsWith(`${key}.`)) out.add(key);
+  }
+  return out;
+}
+
+/** Keys built as a copy of another network: `K = deepcopy(M)`. */
+function deepCopies(file: SourceFile, built: ReadonlyMap<string, Construction>): Set<string> {
+  const out = new Set<string>();
+  for (const [key, c] of built) {
+    const v = c.value.type === 'call' ? c.value : null;
+    if (v !== null && /(^|\.)deepcopy$/.test(calleeName(file, v) ?? '')) out.add(key);
+  }
+  return out;
+}
+
+/** The class a module is built from, when the file defines it and it freezes itself. */
+function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
+  const call = innermostCall(value);
+  if (call.type !== 'call') return false;
+  const name = calleeMethod(file, call) ?? '';
+  for (const cls of file.nodesOfType('class_definition')) {
+    const n = childByField(cls, 'name');
+    if (n !== null && file.textOf(n) === name) return SELF_FREEZING.test(file.textOf(cls));
+  }
+  return false;
+}
+
+/** The call records a graph in a scope that trains. */
+function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {
+  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && computesGradients(file, scope);
+}
+
+function check(file: SourceFile): RuleFinding[] {
+  const facts = modelFacts(file);
+  // The forward passes of each network that record a graph inside a scope that trains.
+  const recording = new Map<string, SyntaxNode[]>();
+  for (const [scope, calls] of callsByScope(file)) {
+    for (const call of calls.forwards) {
+      const receiver = forwardReceiver(file, call);
+      if (receiver === null || receiver === 'self' || scopeOf(call) !== scope || !records(file, call, scope)) continue;
+      let list = recording.get(receiver);
+      if (list === undefined) recording.set(receiver, (list = []));
+      list.push(call);
+    }
+  }
+  // `self.qnetwork_target.load_state_dict(...)` shows a module whose name the model heuristics do not know:
+  // its calls are forward passes too.
+  const loaded = loadedFromAnother(file);
+  for (const key of loaded) {
+    // Only networks named as fixed: an A3C worker's `lnet` loaded from the global net is trained through its output.
+    if (recording.has(key) || !nameWords(key).some((t) => FROZEN_ROLE.has(t))) continue;
+    for (const call of callsNamed(file, key.slice(key.lastIndexOf('.') + 1))) {
+      const scope = scopeOf(call);
+      if (keyOf(file, childByField(call, 'function')) !== key || scope === null || !records(file, call, scope)) continue;
+      let list = recording.get(key);
+      if (list === undefined) recording.set(key, (list = []));
+      list.push(call);
+    }
+  }
+  if (recording.size === 0) return [];
+  const { optimized, selfOptimizing } = optimizedModels(file);
+  const built = constructions(file, new Set(recording.keys()));
+  const copies = deepCopies(file, built);
+  for (const key of loaded) copies.add(key);
+  const findings: RuleFinding[] = [];
+  for (const [key, forwards] of recording) {
+    if (coveredBy(key, optimized) || coveredBy(key, facts.frozen)) continue;
+    const c = built.get(key);
+    const use = forwards[0];
+    if (c === undefined) {
+      // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
+      if (nameWords(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      continue;
+    }
+    if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
+    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
+    if (!named && !copies.has(key)) continue;
+    // A copy whose output is backpropagated gets gradients someone reads (A3C's local model, a reference in a gradient test).
+    if (!named && forwards.some((f) => forwardsFeedingBackward(file, scopeOf(f) ?? f).has(f))) continue;
+    findings.push(finding(file, key, c.assignment, use, copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'));
+  }
+  return findings.sort((a, b) => a.start - b.start);
+}
+
+function finding(file: SourceFile, key: string, at: SyntaxNode, use: SyntaxNode, why: string): RuleFinding {
+  return {
+    start: at.start,
+    end: at.end,
+    message:
+      `\`${key}\` is never optimized (${why}) but its parameters still require grad, so its forward at line ${file.lineOf(use.start) + 1} ` +
+      'records an autograd graph in the training step (activations kept; weight gradients computed whenever the loss flows through it). ' +
+      `Call \`${key}.requires_grad_(False)\` after building it, or run its forward under \`torch.no_grad()\` when nothing backpropagates through it.`,
+  };
+}
+
+/** `key` is a parameter of the function `use` runs in. */
+function isParameterOf(file: SourceFile, key: string, use: SyntaxNode): boolean {
+  const fn = scopeOf(use);
+  return fn?.type === 'function_definition' && parameterNames(file, fn).includes(key);
+}
+
+/** `VGGNet()` in `VGGNet().to(device).eval()`. */
+function innermostCall(value: SyntaxNode): SyntaxNode {
+  let call = value;
+  while (call.type === 'call') {
+    const fn = childByField(call, 'function');
+    const object = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    if (object?.type !== 'call') break;
+    call = object;
+  }
+  return call;
+}
+
+export const frozenNetRequiresGrad: Rule = {
+  code: 'MH011',
+  name: 'frozen-net-requires-grad',
+  severity: 'warning',
+  summary: 'Frozen network (target net, teacher, VGG/perceptual loss, EMA copy) run in the training step with parameters that still require grad.',
+  check,
+};
+
+export const rule = frozenNetRequiresGrad;

@@ -1,0 +1,192 @@
+// MH012 eval-outputs-on-device: an evaluation loop collects the model's outputs across batches while they
+// are still on the accelerator (`preds.append(out.detach())`, `preds = torch.cat([preds, out])`,
+// `results[name] = pred[j]`). Device memory then grows with the evaluation set, on top of what the model
+// needs, until the loop ends; moving each batch's result to the host (`.cpu()`) keeps it flat.
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
+import type { Rule, RuleFinding } from '../types';
+import { enclosingLoops, positionalArguments } from '../analysis/context';
+import { calleeMethod, calleeName } from '../analysis/imports';
+import { computesGradients, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
+import { flowOf, type ScopeFlow } from '../analysis/flow';
+import { gradOffAt } from '../analysis/gradstate';
+import { callsNamed } from '../analysis/calls';
+import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps';
+
+/** Methods whose result lives on the host (or is a Python number). */
+const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
+/** Attributes that are metadata, not the tensor's storage. */
+const METADATA = new Set(['shape', 'dtype', 'device', 'ndim', 'is_cuda', 'requires_grad', 'grad_fn']);
+const CONCAT = /^torch\.(cat|concat|concatenate|vstack|hstack|stack|row_stack|column_stack)$/;
+const MAX_STEPS = 200;
+const LOADER = /loader|(^|[^a-z])dl([^a-z]|$)|batches/i;
+
+/**
+ * Whether `expr` may hold (a view of) a forward pass's output that is still on the device: followed
+ * through names, tensor methods and torch functions, stopped by host conversions and by functions the
+ * file does not show (a `decode(out)` may well return Python objects).
+ */
+function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode): boolean {
+  const stack = [expr];
+  const seen = new Set<SyntaxNode>();
+  let steps = 0;
+  while (stack.length > 0 && steps++ < MAX_STEPS) {
+    const n = stack.pop()!;
+    if (seen.has(n)) continue;
+    seen.add(n);
+    switch (n.type) {
+      case 'call': {
+        if (forwardReceiver(file, n) !== null) return true;
+        const fn = childByField(n, 'function');
+        if (fn?.type === 'attribute') {
+          const method = calleeMethod(file, n) ?? '';
+          if (TO_HOST.has(method)) continue;
+          if (method === 'to' && /cpu|numpy/.test(file.textOf(childByField(n, 'arguments') ?? n))) continue;
+          const name = calleeName(file, n) ?? '';
+          if (name.startsWith('torch.')) pushArguments(n, stack);
+          else if (!/^(numpy|np|scipy|pandas|math)\./.test(name)) {
+            // A tensor method (`out.argmax(1)`, `out.detach()`, `out.max(1)`): follows its receiver.
+            const object = childByField(fn, 'object');
+            if (object !== null) stack.push(object);
+          }
+        } else if (fn?.type === 'identifier' && (calleeName(file, n) ?? '').startsWith('torch.')) pushArguments(n, stack);
+        continue;
+      }
+      case 'identifier':
+      case 'attribute': {
+        if (n.type === 'attribute' && METADATA.has(file.textOf(childByField(n, 'attribute') ?? n))) continue;
+        const key = keyOf(file, n);
+        const defs = key === null ? [] : flow.reachingDefs(key, n);
+        if (defs.length === 0 && n.type === 'attribute') {
+          const object = childByField(n, 'object');
+          if (object !== null) stack.push(object); // `out.data`, `outputs.logits`
+        }
+        for (const d of defs) if (d.value !== null && (d.kind === 'assign' || d.kind === 'aug')) stack.push(d.value);
+        continue;
+      }
+      case 'subscript':
+        stack.push(childByField(n, 'value') ?? n);
+        continue;
+      case 'parenthesized_expression':
+      case 'binary_operator':
+      case 'unary_operator':
+      case 'tuple':
+      case 'list':
+      case 'expression_list':
+      case 'conditional_expression':
+        for (const c of n.children) if (c.named && c.type !== 'comment') stack.push(c);
+        continue;
+      default:
+        continue;
+    }
+  }
+  return false;
+}
+
+function pushArguments(call: SyntaxNode, stack: SyntaxNode[]): void {
+  for (const a of positionalArguments(call)) stack.push(a);
+}
+
+interface Accumulation {
+  /** Where the finding goes (the append call, the concatenating assignment, the subscript store). */
+  readonly at: SyntaxNode;
+  /** The collection that grows. */
+  readonly container: SyntaxNode;
+  /** What is added to it. */
+  readonly value: SyntaxNode;
+}
+
+/** `preds.append(v)` / `preds.extend(v)`, `preds = torch.cat([preds, v])`, `out[name] = v`, from the file's indexes. */
+function accumulations(file: SourceFile): Accumulation[] {
+  const out: Accumulation[] = [];
+  for (const method of ['append', 'extend']) {
+    for (const call of callsNamed(file, method)) {
+      const fn = childByField(call, 'function');
+      const value = positionalArguments(call)[0];
+      if (fn?.type === 'attribute' && value !== undefined) out.push({ at: call, container: childByField(fn, 'object') ?? fn, value });
+    }
+  }
+  for (const a of file.nodesOfType('assignment')) {
+    const left = childByField(a, 'left');
+    const right = childByField(a, 'right');
+    if (left === null || right === null) continue;
+    if (left.type === 'subscript') {
+      const index = childByField(left, 'subscript');
+      // `metrics["loss"] = v` overwrites one slot every batch; only varying keys grow.
+      if (index !== null && !/^(string|integer|concatenated_string|unary_operator)$/.test(index.type)) out.push({ at: a, container: childByField(left, 'value') ?? left, value: right });
+    } else if ((left.type === 'identifier' || left.type === 'attribute') && right.type === 'call' && CONCAT.test(calleeName(file, right) ?? '')) {
+      const parts = positionalArguments(right)[0];
+      const key = keyOf(file, left);
+      if (parts === undefined || key === null || (parts.type !== 'list' && parts.type !== 'tuple')) continue;
+      const items = parts.children.filter((c) => c.named);
+      if (!items.some((c) => keyOf(file, c) === key)) continue;
+      for (const item of items) if (keyOf(file, item) !== key) out.push({ at: a, container: left, value: item });
+    }
+  }
+  return out;
+}
+
+/** The batch loop the collection grows across: its container was created before that loop. */
+function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): SyntaxNode | null {
+  const key = keyOf(file, acc.container);
+  if (key === null) return null;
+  const created = flow.reachingDefs(key, acc.container).filter((d) => d.kind === 'assign');
+  if (created.length === 0) return null;
+  for (const loop of enclosingLoops(acc.at)) {
+    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop)) continue;
+    return created.every((d) => !contains(loop, d.stmt)) ? loop : null;
+  }
+  return null;
+}
+
+/** `pbar = tqdm(test_loader)` then `for batch in pbar:`: the loop walks the loader bound to the name. */
+function iteratesBoundLoader(file: SourceFile, flow: ScopeFlow, loop: SyntaxNode): boolean {
+  const found = loopIterable(file, loop);
+  const key = found === null ? null : keyOf(file, found.iterable);
+  if (found === null || key === null) return false;
+  return flow.reachingDefs(key, found.iterable).some((d) => d.kind === 'assign' && d.value !== null && LOADER.test(file.textOf(d.value)));
+}
+
+/**
+ * Not memoised per scope: whether a loop trains (steps.ts) may depend on functions defined elsewhere in
+ * the file, so it is asked afresh; the costly parts (flows, model facts, call indexes) are memoised by
+ * their own modules, and the candidates come from the file's indexes (no walk per scope).
+ */
+function check(file: SourceFile): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  const seen = new Set<SyntaxNode>();
+  for (const acc of accumulations(file)) {
+    const scope = scopeOf(acc.at);
+    if (scope === null || seen.has(acc.at) || enclosingLoops(acc.at).length === 0) continue;
+    // Evaluation: autograd is off there, or nothing in the scope trains.
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope)) continue;
+    const flow = flowOf(file, scope);
+    const loop = growingAcross(file, flow, acc);
+    if (loop === null || isTrainingLoop(file, loop) || !holdsDeviceOutput(file, flow, acc.value)) continue;
+    seen.add(acc.at);
+    const container = file.textOf(acc.container);
+    findings.push({
+      start: acc.at.start,
+      end: acc.at.end,
+      message:
+        `\`${container}\` collects model outputs that are still on the accelerator, batch after batch: device memory grows with the ` +
+        `evaluation set until the loop ends. Move each batch's result to the host first (\`.cpu()\`, or \`.item()\`/\`.tolist()\` for scalars) ` +
+        'and concatenate there.',
+    });
+  }
+  return findings.sort((a, b) => a.start - b.start);
+}
+
+/** Only scripts that put models on an accelerator. */
+const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(self\.)?device|accelerator|xla|\bmps\b/;
+
+export const evalOutputsOnDevice: Rule = {
+  code: 'MH012',
+  name: 'eval-outputs-on-device',
+  severity: 'warning',
+  summary: 'Evaluation outputs collected across batches while still on the accelerator: device memory grows with the evaluation set.',
+  check(file) {
+    return ACCELERATOR.test(file.text) ? check(file) : [];
+  },
+};
+
+export const rule = evalOutputsOnDevice;

@@ -76,6 +76,7 @@ def predict(torch, options, channel):
     from ..userfiles import UserFiles
     from .autocast import AutocastEmulation
     from .device import CudaStandIn, MetaDevice
+    from .metacache import MetaKernelCache
 
     reason = supported(torch)
     if reason is not None:
@@ -98,13 +99,14 @@ def predict(torch, options, channel):
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
+    kernels = MetaKernelCache()
     _wrap_step(torch, runner, options, state, notes, device_mode)
 
     failure = None
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
     sys.settrace(tracker.trace_call)
     try:
-        with stand_in, device_mode, mode:
+        with stand_in, device_mode, kernels, mode:  # kernels: below the profiler's mode
             runner.run()
     except TargetError as error:
         failure = (error.kind, str(error), None, None)

@@ -31,9 +31,10 @@ if (anchorRev) {
   anchorDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-bench-anchor-'));
   execFileSync('bash', ['-c', `git -C "$1" archive "$2" python | tar -x -C "$3"`, 'archive', repo, anchorRev, anchorDir]);
 }
-const TIMES = new Set(['startMs', 'endMs', 'peakAtMs', 't', 'seconds', 'pid', 'originEpochMs']);
+// times (every `...Ms` key: startMs, endMs, atMs, peakAtMs, originEpochMs; timeline `t`; seconds) and the pid
+const timed = (k) => k.endsWith('Ms') || k === 't' || k === 'seconds' || k === 'pid';
 const untimed = (v) => Array.isArray(v) ? v.map(untimed)
-  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !TIMES.has(k)).map(([k, x]) => [k, untimed(x)])) : v;
+  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !timed(k)).map(([k, x]) => [k, untimed(x)])) : v;
 
 function runCase(c, harnessDir) {
   const out = path.join(os.tmpdir(), `memhint-bench-predict-${process.pid}-${c.setup}.json`);
@@ -75,8 +76,15 @@ for (const c of cases) {
   console.log(`  parameters ${gib(params)} | max allocated ${gib(p.allocator.maxAllocatedBytes)} | max reserved ${gib(p.allocator.maxReservedBytes)} | raw peak ${gib(p.rawPeakBytes)}` +
     (current.maxRss !== null ? ` | harness max RSS ${gib(current.maxRss)}` : ''));
   if (anchor && !anchor.failed) {
-    const same = JSON.stringify(untimed(anchor.report)) === JSON.stringify(untimed(current.report));
-    console.log(`  reports without timings: ${same ? 'identical' : 'DIFFERENT'} to the anchor's`);
+    const [a, b] = [JSON.stringify(untimed(anchor.report), null, 1), JSON.stringify(untimed(current.report), null, 1)];
+    let kept = '';
+    if (a !== b) {
+      kept = path.join(os.tmpdir(), `memhint-bench-predict-${c.setup}-`);
+      fs.writeFileSync(`${kept}anchor.json`, a);
+      fs.writeFileSync(`${kept}tree.json`, b);
+      kept = ` (kept: ${kept}{anchor,tree}.json)`;
+    }
+    console.log(`  reports without timings: ${a === b ? 'identical' : 'DIFFERENT'} to the anchor's${kept}`);
   }
 }
 console.log(`load at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);

@@ -21,26 +21,71 @@ const cases = [
 const time = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : null;
 console.log(`bench:predict — ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, ` +
   `${gib(os.totalmem())} RAM, ${execFileSync(python, ['-c', 'import torch; print(torch.__version__)']).toString().trim()}`);
-for (const c of cases) {
+// `-- --anchor REV` (e.g. `npm run bench:predict -- --anchor main`): the harness of git revision REV runs each
+// case too, alternating with this tree's (anchor first), and the two reports are compared with the timings
+// left out: a speed change must not change a figure.
+const anchorAt = process.argv.indexOf('--anchor');
+const anchorRev = anchorAt > 0 ? process.argv[anchorAt + 1] : null;
+let anchorDir = null;
+if (anchorRev) {
+  anchorDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-bench-anchor-'));
+  execFileSync('bash', ['-c', `git -C "$1" archive "$2" python | tar -x -C "$3"`, 'archive', repo, anchorRev, anchorDir]);
+}
+// times (every `...Ms` key: startMs, endMs, atMs, peakAtMs, originEpochMs; timeline `t`; seconds) and the pid
+const timed = (k) => k.endsWith('Ms') || k === 't' || k === 'seconds' || k === 'pid';
+const untimed = (v) => Array.isArray(v) ? v.map(untimed)
+  : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !timed(k)).map(([k, x]) => [k, untimed(x)])) : v;
+
+function runCase(c, harnessDir) {
   const out = path.join(os.tmpdir(), `memhint-bench-predict-${process.pid}-${c.setup}.json`);
   const cli = [path.join(repo, 'bin', 'memhint.js'), 'predict', 'scripts/bench/predict_models.py::train_step', '--setup', c.setup,
     '--python', python, '--format', 'json', '--out', out, ...c.args];
-  const command = time ? [time, ['-f', '%M', process.execPath, ...cli]] : [process.execPath, cli];
+  const command = time ? [time, ['-f', '%M %U %S', process.execPath, ...cli]] : [process.execPath, cli];
+  const env = { ...process.env, TRANSFORMERS_VERBOSITY: 'error' };
+  if (harnessDir) env.MEMHINT_HARNESS_DIR = harnessDir;
   const started = process.hrtime.bigint();
-  const run = spawnSync(command[0], command[1], { cwd: repo, encoding: 'utf-8', env: { ...process.env, TRANSFORMERS_VERBOSITY: 'error' } });
+  const run = spawnSync(command[0], command[1], { cwd: repo, encoding: 'utf-8', env });
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
-  if (!fs.existsSync(out)) {
-    console.log(`${c.name}: FAILED (exit ${run.status})\n${run.stderr.slice(-2000)}`);
-    continue;
-  }
+  if (!fs.existsSync(out)) return { failed: `FAILED (exit ${run.status})\n${run.stderr.slice(-2000)}` };
   const report = JSON.parse(fs.readFileSync(out, 'utf-8'));
   fs.rmSync(out);
-  const p = report.prediction;
-  const step = report.steps[0];
-  const params = report.peak ? report.peak.byKind.parameter : 0;
-  const maxRss = time ? Number((run.stderr.trim().split('\n').pop() ?? '0')) * 1024 : null;
-  console.log(`${c.name}`);
-  console.log(`  wall (CLI, incl. python + torch import) ${wall.toFixed(1)} s | in harness ${p.seconds.toFixed(1)} s | predicted step ${((step.endMs - step.startMs) / 1000).toFixed(2)} s   (${c.goal})`);
-  console.log(`  parameters ${gib(params)} | max allocated ${gib(p.allocator.maxAllocatedBytes)} | max reserved ${gib(p.allocator.maxReservedBytes)} | raw peak ${gib(p.rawPeakBytes)}` +
-    (maxRss !== null ? ` | harness max RSS ${gib(maxRss)}` : ''));
+  const [rss, user, sys] = time ? (run.stderr.trim().split('\n').pop() ?? '').split(' ').map(Number) : [NaN, NaN, NaN];
+  return { report, wall, cpu: user + sys, maxRss: time ? rss * 1024 : null };
 }
+
+function line(label, r) {
+  const p = r.report.prediction;
+  const steps = r.report.steps;
+  const stepS = steps.reduce((sum, s) => sum + (s.endMs - s.startMs), 0) / steps.length / 1000;
+  return `  ${label} wall (CLI, incl. python + torch import) ${r.wall.toFixed(1)} s | CPU ${r.cpu.toFixed(1)} s | in harness ${p.seconds.toFixed(1)} s | ` +
+    `predicted step ${stepS.toFixed(2)} s (mean of ${steps.length})`;
+}
+
+for (const c of cases) {
+  console.log(`${c.name}   (${c.goal})`);
+  const anchor = anchorDir ? runCase(c, anchorDir) : null;
+  const current = runCase(c, null);
+  if (anchor) console.log(anchor.failed ? `  anchor ${anchorRev}: ${anchor.failed}` : line(`anchor ${anchorRev}:`.padEnd(16), anchor));
+  if (current.failed) {
+    console.log(`  this tree: ${current.failed}`);
+    continue;
+  }
+  console.log(line(anchor ? 'this tree:'.padEnd(16) : '', current));
+  const p = current.report.prediction;
+  const params = current.report.peak ? current.report.peak.byKind.parameter : 0;
+  console.log(`  parameters ${gib(params)} | max allocated ${gib(p.allocator.maxAllocatedBytes)} | max reserved ${gib(p.allocator.maxReservedBytes)} | raw peak ${gib(p.rawPeakBytes)}` +
+    (current.maxRss !== null ? ` | harness max RSS ${gib(current.maxRss)}` : ''));
+  if (anchor && !anchor.failed) {
+    const [a, b] = [JSON.stringify(untimed(anchor.report), null, 1), JSON.stringify(untimed(current.report), null, 1)];
+    let kept = '';
+    if (a !== b) {
+      kept = path.join(os.tmpdir(), `memhint-bench-predict-${c.setup}-`);
+      fs.writeFileSync(`${kept}anchor.json`, a);
+      fs.writeFileSync(`${kept}tree.json`, b);
+      kept = ` (kept: ${kept}{anchor,tree}.json)`;
+    }
+    console.log(`  reports without timings: ${a === b ? 'identical' : 'DIFFERENT'} to the anchor's${kept}`);
+  }
+}
+console.log(`load at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+if (anchorDir) fs.rmSync(anchorDir, { recursive: true, force: true });

@@ -108,7 +108,6 @@ def _run(options, channel):
     from . import cudainfo
     from .capabilities import detect
     from .report import build_report
-    from .runner import TargetError
     from .storage import StorageApi
     from .userfiles import UserFiles
 
@@ -154,36 +153,11 @@ def _run(options, channel):
 
     other_threads = OtherThreads(tracker)
     other_threads.install()
-    sys.settrace(tracker.trace_call)
     try:
-        with mode:
-            runner.run()
-    except TargetError as error:
-        failure = (error.kind, str(error), None, None)
-    except SyntaxError as error:
-        location = {"file": os.path.abspath(error.filename or options.script), "line": error.lineno or 0}
-        failure = ("syntax_error", "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno),
-                   traceback.format_exc(), location)
-    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
-        sys.settrace(None)
-        from .oom import is_oom
-
-        if tracker.oom is None and is_oom(error):
-            tracker.on_op_error("<python allocation>", error)
-            if tracker.oom is not None and tracker.oom["site"] is None:
-                loc = _user_location(error.__traceback__, user_files)
-                tracker.oom["site"] = (loc["file"], loc["line"], loc["function"]) if loc else None
-        kind = "oom" if tracker.oom is not None else "user_exception"
-        failure = (kind, "%s: %s" % (type(error).__name__, error), _user_traceback(error, user_files),
-                   _user_location(error.__traceback__, user_files))
+        failure = run_target(tracker, runner, options, user_files, [mode], _oom_failure(tracker, user_files))
     finally:
-        sys.settrace(None)
         other_threads.uninstall()
-    try:
-        state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
-    except Exception:  # noqa: BLE001 - a failing leak check must not hide the profile
-        notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
-
+    close_epoch(tracker, runner, notes)
     notes.extend(runner.notes)
     notes.extend(other_threads.notes())
     if tracker.internal_error is not None:
@@ -200,6 +174,60 @@ def _run(options, channel):
     if failure is not None:
         return _error(channel, failure[0], failure[1], failure[2], failure[3])
     return 0
+
+
+def run_target(tracker, runner, options, user_files, contexts, classify=None):
+    """Runs the target with the line tracer on inside `contexts` (dispatch/function modes). The failure as
+    (kind, message, traceback, location), or None. `classify(error)`
+    may name the kind of an exception from the user's code (an OOM) before it is reported."""
+    import contextlib
+
+    from .runner import TargetError
+
+    failure = None
+    sys.settrace(tracker.trace_call)
+    try:
+        with contextlib.ExitStack() as stack:
+            for context in contexts:
+                stack.enter_context(context)
+            runner.run()
+    except TargetError as error:
+        failure = (error.kind, str(error), None, None)
+    except SyntaxError as error:
+        location = {"file": os.path.abspath(error.filename or options.script), "line": error.lineno or 0}
+        failure = ("syntax_error", "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno),
+                   traceback.format_exc(), location)
+    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
+        sys.settrace(None)
+        kind = (classify(error) if classify is not None else None) or "user_exception"
+        failure = (kind, "%s: %s" % (type(error).__name__, error), _user_traceback(error, user_files),
+                   _user_location(error.__traceback__, user_files))
+    finally:
+        sys.settrace(None)
+    return failure
+
+
+def close_epoch(tracker, runner, notes):
+    """The leak check of the last epoch, after the run; its failure is a note, never the report's loss."""
+    try:
+        runner.state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
+    except Exception:  # noqa: BLE001 - a failing leak check must not hide the report
+        notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
+
+
+def _oom_failure(tracker, user_files):
+    """The profiler's classify for run_target: an allocation failure is an OOM charged to its user line."""
+    def classify(error):
+        from .oom import is_oom
+
+        if tracker.oom is None and is_oom(error):
+            tracker.on_op_error("<python allocation>", error)
+            if tracker.oom is not None and tracker.oom["site"] is None:
+                loc = _user_location(error.__traceback__, user_files)
+                tracker.oom["site"] = (loc["file"], loc["line"], loc["function"]) if loc else None
+        return "oom" if tracker.oom is not None else None
+
+    return classify
 
 
 def instrument(torch, options, device_type, channel, storage_api, user_files):

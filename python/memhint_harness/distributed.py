@@ -5,7 +5,10 @@ rank of a torch.distributed job (started by torch.distributed.run, or by memhint
 not work). Each rank's protocol channel is its own file, DIR/rank-R.jsonl (R = $RANK), so ranks never share
 a pipe and a rank that dies leaves what it had written. DDP models built in the rank are described in
 DIR/rank-R.ddp.jsonl (one JSON object per DistributedDataParallel constructed): the line that built it and
-the size of its gradient buckets, which the CLI states next to that line.
+the size of its gradient buckets, which the CLI states next to that line. FSDP units are described in
+DIR/rank-R.fsdp.jsonl, one JSON object per unit (a FullyShardedDataParallel instance holding parameters, or
+one `fully_shard(module)` call): the line that sharded it, its parameters' full (gathered) bytes and this
+rank's shard bytes.
 """
 import json
 import os
@@ -33,6 +36,7 @@ def main(argv):
         handle.write(str(os.getpid()))
     fd = os.open(os.path.join(directory, "rank-%d.jsonl" % rank), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     _watch_ddp(os.path.join(directory, "rank-%d.ddp.jsonl" % rank))
+    _watch_fsdp(os.path.join(directory, "rank-%d.fsdp.jsonl" % rank))
     from .cli import main as harness_main
 
     return harness_main(["--protocol-fd", str(fd)] + rest)
@@ -85,6 +89,115 @@ def _watch_ddp(path):
 
     init.__wrapped__ = original
     DistributedDataParallel.__init__ = init
+
+
+def _append(path, record):
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def _fsdp1_units(root, location):
+    """One record per FullyShardedDataParallel instance under `root` that holds a flat parameter. Its full
+    size is what FSDP all-gathers for the unit's forward and backward; the shard is what this rank keeps."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    records = []
+    for unit in FullyShardedDataParallel.fsdp_modules(root):
+        handle = getattr(unit, "_handle", None)
+        flat = getattr(handle, "flat_param", None)
+        if flat is None:
+            continue  # its parameters all went to nested units
+        size = flat.element_size()
+        shard = int(flat.numel())
+        world = int(getattr(handle, "world_size", 1) or 1)
+        sharded = bool(getattr(handle, "uses_sharded_strategy", world > 1))
+        records.append({
+            "api": "FullyShardedDataParallel", "location": location,
+            "module": type(getattr(unit, "module", unit)).__name__,
+            "strategy": getattr(getattr(unit, "sharding_strategy", None), "name", None),
+            "parameters": len(getattr(flat, "_fqns", ()) or ()),
+            "fullBytes": int(flat._unpadded_unsharded_size.numel()) * size,
+            # every rank's shard has the same (padded) size; all-gathered, they make the unit's gathered buffer
+            "gatheredBytes": (shard * world if sharded else shard) * size,
+            "shardBytes": shard * size,
+        })
+    return records
+
+
+def _fsdp2_unit(module, location, seen):
+    """`fully_shard(module)`: its parameters not sharded by an earlier (inner) call are this unit's."""
+    full = shard = count = 0
+    for param in module.parameters():
+        if id(param) in seen or not hasattr(param, "to_local"):
+            continue
+        seen.add(id(param))
+        count += 1
+        size = param.element_size()
+        full += param.numel() * size
+        shard += param.to_local().numel() * size
+    if count == 0:
+        return None  # a root whose parameters all went to inner calls
+    return {"api": "fully_shard", "location": location, "module": type(module).__name__, "strategy": None,
+            "parameters": count, "fullBytes": full, "gatheredBytes": full, "shardBytes": shard}
+
+
+def _watch_fsdp(path):
+    """Wraps FullyShardedDataParallel.__init__ (the outermost instance describes its nested units when it is
+    done) and torch.distributed.fsdp.fully_shard (each call one unit). Absent APIs are left alone."""
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except Exception:  # noqa: BLE001 - torch without FSDP (or without torch.distributed)
+        return
+    original = FullyShardedDataParallel.__init__
+    depth = [0]
+
+    def init(self, *args, **kwargs):
+        location = _caller_in_user_code() if depth[0] == 0 else None
+        depth[0] += 1
+        try:
+            original(self, *args, **kwargs)
+        finally:
+            depth[0] -= 1
+        if location is None:
+            return
+        try:
+            records = _fsdp1_units(self, location)
+        except Exception as error:  # noqa: BLE001 - a description must never break the user's FSDP
+            records = [{"api": "FullyShardedDataParallel", "location": location,
+                        "error": "%s: %s" % (type(error).__name__, error)}]
+        for record in records:
+            _append(path, record)
+
+    init.__wrapped__ = original
+    FullyShardedDataParallel.__init__ = init
+
+    try:
+        import importlib
+
+        fsdp = importlib.import_module("torch.distributed.fsdp")
+        owners = [fsdp, importlib.import_module("torch.distributed._composable.fsdp")]
+    except Exception:  # noqa: BLE001 - torch before fully_shard
+        return
+    shard_original = getattr(fsdp, "fully_shard", None)
+    if shard_original is None:
+        return
+    seen = set()
+
+    def fully_shard(module, *args, **kwargs):
+        location = _caller_in_user_code()
+        result = shard_original(module, *args, **kwargs)
+        try:
+            record = _fsdp2_unit(module, location, seen)
+        except Exception as error:  # noqa: BLE001 - as above
+            record = {"api": "fully_shard", "location": location, "error": "%s: %s" % (type(error).__name__, error)}
+        if record is not None:
+            _append(path, record)
+        return result
+
+    fully_shard.__wrapped__ = shard_original
+    for owner in owners:
+        if getattr(owner, "fully_shard", None) is shard_original:
+            owner.fully_shard = fully_shard  # pyright: ignore[reportAttributeAccessIssue]
 
 
 if __name__ == "__main__":

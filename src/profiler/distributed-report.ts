@@ -2,7 +2,7 @@
 // the imbalance between ranks, per-line figures per rank (worst rank first), leaks by rank, which ranks
 // failed and how, and what DDP holds. Pure: no I/O.
 import * as fs from 'node:fs';
-import type { DdpInfo, DistributedOutcome, RankOutcome, RankStatus } from './distributed';
+import type { DdpInfo, DistributedOutcome, FsdpUnitInfo, RankOutcome, RankStatus } from './distributed';
 import type { ProfileReport, SourceLocation } from './report';
 import { formatBytes } from './units';
 
@@ -67,6 +67,8 @@ export interface DistributedReport {
   readonly lines: readonly MergedLine[];
   readonly leaks: readonly MergedLeak[];
   readonly ddp: readonly (DdpInfo & { readonly rank: number })[];
+  /** FSDP units per rank (absent in reports written before FSDP was described). */
+  readonly fsdp?: readonly (FsdpUnitInfo & { readonly rank: number })[];
   readonly notes: readonly string[];
   /** Every rank's own report (null for a rank that sent none), by rank. */
   readonly reports: readonly (ProfileReport | null)[];
@@ -177,6 +179,7 @@ function firstFailed(ranks: readonly RankOutcome[]): number | null {
 export function mergeDistributed(outcome: DistributedOutcome): DistributedReport {
   const ranks = outcome.ranks.map(summarize);
   const ddp = outcome.ranks.flatMap((r) => r.ddp.map((d) => ({ ...d, rank: r.rank })));
+  const fsdp = outcome.ranks.flatMap((r) => (r.fsdp ?? []).map((u) => ({ ...u, rank: r.rank })));
   const notes: string[] = [];
   if (outcome.launcher === 'direct') {
     notes.push(
@@ -188,6 +191,21 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
       'DDP gradient buckets (sizes under DDP below) are allocated at the DDP(...) line; DDP rebuilds them once at the ' +
         'start of its second iteration, and from then on the live buckets are charged to the forward line that ran the ' +
         'rebuild (`ddp(inputs)`). With --warmup 1 the rebuild falls in the first profiled step and is shown as a one-time leak.',
+    );
+  }
+  if (fsdp.length > 0) {
+    notes.push(
+      'FSDP: between steps a rank holds its shard of every unit’s parameters (and gradients and optimizer state of that ' +
+        'shard); while a unit runs forward or backward its parameters are all-gathered to full size (the unit’s "gathered" ' +
+        'bytes, allocated and freed through torch, so measured on the lines that run the unit), and gradients are ' +
+        'reduce-scattered back to the shard.',
+    );
+  }
+  if (fsdp.some((u) => u.api === 'fully_shard')) {
+    notes.push(
+      'fully_shard (FSDP2) keeps parameters, gradients and optimizer state as DTensors: the per-rank figures count each ' +
+        'DTensor at its global (unsharded) size, not the local shard it holds (a known limitation of the measurement); ' +
+        'the FSDP section’s shard bytes are the local shards.',
     );
   }
   notes.push(
@@ -205,6 +223,7 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
     lines: mergeLines(outcome.ranks),
     leaks: mergeLeaks(outcome.ranks),
     ddp,
+    fsdp,
     notes,
     reports: outcome.ranks.map((r) => r.report),
   };
@@ -279,8 +298,35 @@ export function formatDistributed(report: DistributedReport, readSource: (file: 
       );
     }
   }
+  if (report.fsdp?.length) out.push('', 'FSDP:', ...formatFsdp(report.fsdp));
   out.push('', 'Notes:', ...report.notes.map((n) => `  - ${n}`), '');
   return out.join('\n');
+}
+
+/** Per rank and wrapping line: units, full vs this rank's shard bytes, the largest unit gathered. */
+function formatFsdp(units: readonly (FsdpUnitInfo & { readonly rank: number })[]): string[] {
+  const groups = new Map<string, (FsdpUnitInfo & { readonly rank: number })[]>();
+  for (const u of units) {
+    const key = `${u.rank}\0${u.api}\0${u.location ? `${u.location.file}:${u.location.line}` : ''}`;
+    groups.set(key, [...(groups.get(key) ?? []), u]);
+  }
+  const out: string[] = [];
+  for (const group of groups.values()) {
+    const first = group[0];
+    const failed = group.find((u) => u.error);
+    if (failed) {
+      out.push(`  rank ${first.rank}: ${first.api}${where(first.location)}: not described (${failed.error})`);
+      continue;
+    }
+    const sum = (f: (u: FsdpUnitInfo) => number | undefined): number => group.reduce((s, u) => s + (f(u) ?? 0), 0);
+    const largest = Math.max(...group.map((u) => u.gatheredBytes ?? u.fullBytes ?? 0));
+    const strategy = first.strategy ? ` ${first.strategy}` : '';
+    out.push(
+      `  rank ${first.rank}: ${first.api}${strategy}${where(first.location)}: ${group.length} unit(s), parameters ${formatBytes(sum((u) => u.fullBytes))} ` +
+        `full, ${formatBytes(sum((u) => u.shardBytes))} this rank’s shard; largest unit gathered ${formatBytes(largest)}`,
+    );
+  }
+  return out;
 }
 
 function readFile(file: string): string | null {

@@ -42,6 +42,24 @@ export interface DdpInfo {
   readonly error?: string;
 }
 
+/** One FSDP unit the rank built (python/memhint_harness/distributed.py): a FullyShardedDataParallel instance
+ * holding parameters, or one `fully_shard(module)` call. */
+export interface FsdpUnitInfo {
+  readonly api: 'FullyShardedDataParallel' | 'fully_shard';
+  /** The user's line that wrapped the model (the outermost FSDP(...) or this fully_shard(...) call). */
+  readonly location: SourceLocation | null;
+  readonly module?: string;
+  readonly strategy?: string | null;
+  readonly parameters?: number;
+  /** The unit's parameters, unsharded: what FSDP all-gathers for its forward and backward. */
+  readonly fullBytes?: number;
+  /** The all-gathered buffer (the flat parameter padded to a multiple of the world size, FSDP1). */
+  readonly gatheredBytes?: number;
+  /** This rank's shard of the unit's parameters (between forward and backward, what stays). */
+  readonly shardBytes?: number;
+  readonly error?: string;
+}
+
 export type RankStatus =
   | 'ok'
   /** The harness reported an error (kind in `error`): the user's exception, an OOM, a bad target. */
@@ -65,6 +83,7 @@ export interface RankOutcome {
   readonly lastProgress: ProgressMessage | null;
   readonly protocolError: string | null;
   readonly ddp: readonly DdpInfo[];
+  readonly fsdp?: readonly FsdpUnitInfo[];
   /** When the rank last wrote to its channel (epoch ms): orders failures, the first is the likely cause. */
   readonly lastWriteEpochMs: number | null;
 }
@@ -271,20 +290,35 @@ function readRank(dir: string, rank: number): RankOutcome {
       }
     }
   }
-  const ddp: DdpInfo[] = [];
-  try {
-    for (const line of fs.readFileSync(path.join(dir, `rank-${rank}.ddp.jsonl`), 'utf-8').split('\n')) {
-      if (line.trim()) ddp.push(JSON.parse(line) as DdpInfo);
-    }
-  } catch {
-    // no DDP built in this rank (or it died while writing): nothing to state
-  }
+  const ddp = readRecords<DdpInfo>(path.join(dir, `rank-${rank}.ddp.jsonl`));
+  const fsdp = readRecords<FsdpUnitInfo>(path.join(dir, `rank-${rank}.fsdp.jsonl`));
   let status: RankStatus;
   if (error) status = 'failed';
   else if (protocolError && !report) status = 'protocol';
   else if (report) status = 'ok';
   else status = 'crash';
-  return { rank, status, hello, report, error, lastProgress, protocolError, ddp, lastWriteEpochMs };
+  return { rank, status, hello, report, error, lastProgress, protocolError, ddp, fsdp, lastWriteEpochMs };
+}
+
+/** The JSON lines the rank's harness appended (DDP/FSDP descriptions); none when the rank built none, or
+ * what was complete when it died while writing. */
+function readRecords<T>(file: string): T[] {
+  const records: T[] = [];
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf-8');
+  } catch {
+    return records;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      records.push(JSON.parse(line) as T);
+    } catch {
+      break; // a line cut by the rank's death
+    }
+  }
+  return records;
 }
 
 /** SIGKILLs the process group of every rank that wrote its pid, and the launcher processes' groups. Only

@@ -21,13 +21,13 @@ const TORCH2_PYTHON = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.join(ROOT, 
 const profile = runProfileCli;
 
 /** Processes still running memhint's rank entry on the fixture: there must be none after a profile. */
-function leftoverRanks(): number[] {
+function leftoverRanks(fixture = FIXTURE): number[] {
   const pids: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf-8');
-      if (cmd.includes('memhint_harness.distributed') && cmd.includes(FIXTURE)) pids.push(Number(entry));
+      if (cmd.includes('memhint_harness.distributed') && cmd.includes(fixture)) pids.push(Number(entry));
     } catch {
       // gone meanwhile
     }
@@ -160,6 +160,55 @@ for (const [label, python, launcher] of [
       assert.match(run.stderr, /rank 0: timeout/);
     });
   });
+}
+
+// FSDP on CPU with gloo runs under torch 2.x (FullyShardedDataParallel with device_id=cpu, and fully_shard):
+// each rank keeps half of every unit's parameters; memhint describes every unit per rank, and for FSDP1 the
+// measured parameter and optimizer-state bytes at the peak are this rank's shards.
+describe('memhint profile --nproc-per-node 2: FSDP on CPU (torch 2.x, torchrun)', function () {
+  this.timeout(600_000);
+  const fixture = path.join(ROOT, 'test/fixtures/profiler/fsdp_train.py');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-fsdp-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // The fixture's three Linear layers, each an FSDP unit: (in x out + out) float32 parameters.
+  const units = [64 * 256 + 256, 256 * 256 + 256, 256 * 10 + 10].map((n) => n * 4);
+  const full = units.reduce((a, b) => a + b, 0);
+
+  for (const api of ['fsdp1', 'fsdp2'] as const) {
+    it(`${api}: every unit described per rank, full and shard bytes; no rank left running`, async () => {
+      const out = path.join(dir, `${api}.json`);
+      const run = await profile([
+        `${fixture}::train_step`, '--python', TORCH2_PYTHON, '--nproc-per-node', '2', '--backend', 'cpu', '--format', 'json',
+        '--out', out, '--timeout', '300', '--', '--api', api,
+      ]);
+      assert.deepEqual(leftoverRanks(fixture), [], 'no rank is left running');
+      assert.equal(run.code, 0, run.stderr);
+      const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport;
+      assert.deepEqual(report.ranks.map((r) => r.status), ['ok', 'ok']);
+      for (const rank of [0, 1]) {
+        const mine = (report.fsdp ?? []).filter((u) => u.rank === rank);
+        assert.deepEqual(mine.map((u) => [u.api, u.fullBytes, u.shardBytes, u.location?.line]), units.map((bytes) => [
+          api === 'fsdp1' ? 'FullyShardedDataParallel' : 'fully_shard', bytes, bytes / 2, lineOfIn(fixture, api === 'fsdp1' ? 'return FSDP(model' : 'fully_shard(layer)'),
+        ]));
+      }
+      if (api === 'fsdp1') {
+        for (const rankReport of report.reports) {
+          const byKind = rankReport?.peak?.byKind;
+          assert.equal(byKind?.parameter, full / 2, 'a rank holds its shard of the parameters');
+          // AdamW: exp_avg and exp_avg_sq of the shard, plus a 4-byte step counter per flat parameter
+          assert.equal(byKind?.optimizer_state, full + 3 * 4);
+        }
+      }
+      const text = formatDistributed(report);
+      assert.match(text, new RegExp(`rank 1: ${api === 'fsdp1' ? 'FullyShardedDataParallel FULL_SHARD' : 'fully_shard'} at .*fsdp_train\\.py:\\d+: 3 unit\\(s\\)`));
+    });
+  }
+});
+
+function lineOfIn(file: string, needle: string): number {
+  const index = fs.readFileSync(file, 'utf-8').split('\n').findIndex((l) => l.includes(needle));
+  assert.ok(index >= 0, needle);
+  return index + 1;
 }
 
 function lineOf(needle: string): number {

@@ -9,7 +9,6 @@ import os
 import platform
 import sys
 import time
-import traceback
 from typing import Optional
 
 from .. import HARNESS_VERSION
@@ -71,11 +70,11 @@ def predict(torch, options, channel):
     from .. import cli
     from ..capabilities import detect
     from ..report import build_report, _code
-    from ..runner import TargetError
     from ..storage import StorageApi
     from ..userfiles import UserFiles
     from .autocast import AutocastEmulation
     from .device import CudaStandIn, MetaDevice
+    from .metacache import MetaKernelCache
 
     reason = supported(torch)
     if reason is not None:
@@ -98,31 +97,16 @@ def predict(torch, options, channel):
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
+    kernels = MetaKernelCache()
     _wrap_step(torch, runner, options, state, notes, device_mode)
 
-    failure = None
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
-    sys.settrace(tracker.trace_call)
     try:
-        with stand_in, device_mode, mode:
-            runner.run()
-    except TargetError as error:
-        failure = (error.kind, str(error), None, None)
-    except SyntaxError as error:
-        location = {"file": os.path.abspath(error.filename or options.script), "line": error.lineno or 0}
-        failure = ("syntax_error", "%s: %s (line %s)" % (type(error).__name__, error.msg, error.lineno),
-                   traceback.format_exc(), location)
-    except BaseException as error:  # noqa: BLE001 - the user's code may raise anything
-        sys.settrace(None)
-        failure = ("user_exception", "%s: %s" % (type(error).__name__, error),
-                   cli._user_traceback(error, user_files), cli._user_location(error.__traceback__, user_files))
+        # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build
+        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode])
     finally:
-        sys.settrace(None)
         emulation.remove()
-    try:
-        state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
-    except Exception:  # noqa: BLE001 - a failing leak check must not hide the prediction
-        notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
+    cli.close_epoch(tracker, runner, notes)
 
     notes.extend(runner.notes)
     notes.extend(device_mode.notes())

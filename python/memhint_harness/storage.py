@@ -10,6 +10,33 @@ from operator import methodcaller
 import torch
 
 
+# Tensors whose own storage is their memory: the fast path of the tracker's per-op loop.
+PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def unwrap_subclass(tensor):
+    """The tensor that holds a wrapper subclass's data (DTensor's local shard), else `tensor` itself.
+
+    A wrapper subclass (`_make_wrapper_subclass`: DTensor of FSDP2/tensor parallelism) carries a stand-in
+    storage of its *logical* size; its memory is its inner tensors (`__tensor_flatten__`). Counting the
+    stand-in would charge every rank the global size of a sharded parameter. Subclasses with several inner
+    tensors (quantized layouts) are left as they are: which inner tensor is "the" storage is not defined.
+    """
+    cls = type(tensor)
+    if cls in PLAIN_TENSOR_TYPES:
+        return tensor
+    flatten = getattr(tensor, "__tensor_flatten__", None)
+    if flatten is None:
+        return tensor
+    try:
+        names = flatten()[0]
+    except Exception:  # noqa: BLE001 - a subclass whose flatten needs state it lacks here
+        return tensor
+    # Newer torch also flattens opaque objects (DTensor's device_mesh): only inner tensors hold memory.
+    inner = [value for value in (getattr(tensor, name, None) for name in names) if isinstance(value, torch.Tensor)]
+    return unwrap_subclass(inner[0]) if len(inner) == 1 else tensor
+
+
 class StorageApi:
     def __init__(self):
         probe = torch.empty(1)
@@ -40,7 +67,7 @@ class StorageApi:
     def describe(self, tensor):
         """(cdata, nbytes, storage) of the tensor's storage, or None for tensors without one."""
         try:
-            storage = self.storage_of(tensor)
+            storage = self.storage_of(unwrap_subclass(tensor))
             return storage._cdata, storage.nbytes(), storage
         except Exception:  # sparse, nested, functional or otherwise storage-less tensors
             return None

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 import torch
 
+from .storage import PLAIN_TENSOR_TYPES, unwrap_subclass
+
 if TYPE_CHECKING:
     from .modules import ModuleLedger
 
@@ -445,7 +447,7 @@ class Tracker:
         if not self._on_device(tensor):
             return
         try:
-            storage = self._storage_of(tensor)
+            storage = self._storage_of(tensor if type(tensor) in PLAIN_TENSOR_TYPES else unwrap_subclass(tensor))
             cdata = storage._cdata
             nbytes = storage.nbytes()
         except Exception:  # sparse, nested, functional or otherwise storage-less tensors

@@ -203,9 +203,8 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
   }
   if (fsdp.some((u) => u.api === 'fully_shard')) {
     notes.push(
-      'fully_shard (FSDP2) keeps parameters, gradients and optimizer state as DTensors: the per-rank figures count each ' +
-        'DTensor at its global (unsharded) size, not the local shard it holds (a known limitation of the measurement); ' +
-        'the FSDP section’s shard bytes are the local shards.',
+      'fully_shard (FSDP2) keeps parameters, gradients and optimizer state as DTensors; each is counted by the local ' +
+        'shard it holds (its inner tensor), not by its global (unsharded) size.',
     );
   }
   notes.push(

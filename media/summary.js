@@ -263,8 +263,81 @@
     );
   }
 
+  // ---- per-module tree (report.modules) -------------------------------------------------------------
+  const MODULE_COLUMNS = [
+    { key: 'liveAtPeak', label: 'Live at peak' },
+    { key: 'params', label: 'Params' },
+    { key: 'grads', label: 'Grads' },
+    { key: 'optimizer', label: 'Optimizer' },
+    { key: 'saved', label: 'Saved' },
+    { key: 'forwardAlloc', label: 'Forward' },
+    { key: 'backwardAlloc', label: 'Backward' },
+  ];
+
+  /** Rows in tree order, siblings sorted by the chosen figure; children of collapsed rows left out. */
+  function visibleModules(model) {
+    const key = (state.moduleSort && state.moduleSort.key) || 'liveAtPeak';
+    const children = new Map();
+    for (const r of model.modules) {
+      const list = children.get(r.parent) || [];
+      list.push(r);
+      children.set(r.parent, list);
+    }
+    // Expanded: what the reader opened; by default the roots and their direct children show.
+    const open = state.modulesOpen || {};
+    const out = [];
+    const walk = (parent) => {
+      const list = (children.get(parent) || []).slice().sort((a, b) => (b[key] || 0) - (a[key] || 0));
+      for (const r of list) {
+        const hasChildren = children.has(r.id);
+        const expanded = r.id in open ? open[r.id] : r.depth < 1;
+        out.push({ row: r, hasChildren, expanded });
+        if (hasChildren && expanded) walk(r.id);
+      }
+    };
+    walk(null);
+    return out;
+  }
+
+  function toggleModule(id, expanded) {
+    state = Object.assign({}, state, { modulesOpen: Object.assign({}, state.modulesOpen || {}, { [id]: !expanded }) });
+    render();
+  }
+
+  function modulesSection(model) {
+    if (!model.modules || !model.modules.length) return null;
+    const key = (state.moduleSort && state.moduleSort.key) || 'liveAtPeak';
+    const head = h('tr', {}, h('th', { scope: 'col' }, 'Module'), h('th', { scope: 'col' }, 'Class'), h('th', { class: 'num', scope: 'col' }, 'Calls'),
+      MODULE_COLUMNS.map((c) => h('th', { class: 'num', scope: 'col', 'aria-sort': key === c.key ? 'descending' : 'none' }, h('button', { class: 'sort', 'data-module-key': c.key, onclick: () => { state = Object.assign({}, state, { moduleSort: { key: c.key } }); render(); } }, c.label, key === c.key ? ' ▼' : ''))));
+    const body = visibleModules(model).map(({ row, hasChildren, expanded }) =>
+      h('tr', { class: 'module depth-' + Math.min(row.depth, 8), 'data-id': row.id },
+        h('td', { class: 'module-name' },
+          h('span', { class: 'indent', 'data-depth': row.depth }),
+          hasChildren ? h('button', { class: 'twisty', 'aria-expanded': String(expanded), 'aria-label': (expanded ? 'Collapse ' : 'Expand ') + row.name, onclick: () => toggleModule(row.id, expanded) }, expanded ? '▾' : '▸') : h('span', { class: 'twisty-space' }),
+          h('code', {}, row.name)),
+        h('td', { class: 'muted' }, row.type),
+        h('td', { class: 'num' }, String(row.calls)),
+        MODULE_COLUMNS.map((c) => h('td', { class: 'num' }, bytes(row[c.key])))));
+    return section('modules', 'Per module (per step; parameters, gradients and optimizer state at the end of the step)',
+      h('div', { class: 'scroll' }, h('table', { class: 'modules' }, h('thead', {}, head), h('tbody', {}, body))));
+  }
+
+  function predictionCallout(model) {
+    const p = model.prediction;
+    if (!p) return null;
+    const fit = p.fits === null ? null : p.fits
+      ? h('p', {}, 'Fits the device: max reserved ' + bytes(p.maxReserved) + ' of ' + bytes(p.deviceMemory) + '.')
+      : h('p', {}, h('strong', {}, 'Does not fit'), ' the device: max reserved ' + bytes(p.maxReserved) + ' of ' + bytes(p.deviceMemory) + (p.firstExceeded ? '; first exceeded at ' + p.firstExceeded : '') + '.');
+    return h('div', { class: 'callout predicted ' + (p.fits === false ? 'bad' : ''), role: 'status', id: 'prediction' },
+      h('strong', {}, 'Predicted, not measured. '),
+      'The step ran on meta tensors for a CUDA device (' + (p.whatIf || 'as written') + '), in ' + p.seconds.toFixed(2) + ' s. Caching allocator model: max allocated ' + bytes(p.maxAllocated) + ', max reserved ' + bytes(p.maxReserved) + '; tensor peak ' + bytes(p.rawPeak) + '.',
+      fit);
+  }
+
   function problems(model) {
     const out = [];
+    const predicted = predictionCallout(model);
+    if (predicted) out.push(predicted);
     if (model.stale) out.push(h('div', { class: 'callout warn', role: 'status', id: 'stale' }, h('strong', {}, 'Stale. '), model.stale));
     if (model.oom) {
       out.push(h('div', { class: 'callout bad', role: 'alert' }, h('strong', {}, 'Out of memory'), model.oom.where ? ' at ' + model.oom.where : '', model.oom.requestedBytes !== null ? ' (asked for ' + bytes(model.oom.requestedBytes) + ')' : '', h('p', {}, model.oom.message), h('ul', {}, model.oom.advice.map((a) => h('li', {}, a)))));
@@ -285,8 +358,8 @@
       'header',
       {},
       h('h1', {}, model.title),
-      h('p', { class: 'muted env' }, 'torch ' + env.torchVersion + ' · Python ' + env.pythonVersion + ' · ' + env.backend + ' backend · ' + env.device),
-      h('div', { class: 'stats' }, stat('peak live', bytes(model.headline.peakBytes)), stat('profiled steps', String(model.headline.steps)), stat('median step', ms(model.headline.medianStepMs)), stat('kept per step', bytes(model.headline.leakBytesPerStep), model.headline.leakBytesPerStep > 0 ? 'bad' : '')),
+      h('p', { class: 'muted env' }, 'torch ' + env.torchVersion + ' · Python ' + env.pythonVersion + ' · ' + (model.prediction ? 'predicted on meta tensors' : env.backend + ' backend') + ' · ' + env.device),
+      h('div', { class: 'stats' }, stat(model.prediction ? 'predicted peak live' : 'peak live', bytes(model.headline.peakBytes)), model.prediction ? stat('predicted max reserved', bytes(model.prediction.maxReserved), model.prediction.fits === false ? 'bad' : '') : null, stat('profiled steps', String(model.headline.steps)), stat('median step', ms(model.headline.medianStepMs)), stat('kept per step', bytes(model.headline.leakBytesPerStep), model.headline.leakBytesPerStep > 0 ? 'bad' : '')),
       h(
         'div',
         { class: 'actions' },
@@ -305,7 +378,7 @@
     if (!model) {
       app.appendChild(h('div', { class: 'empty' }, h('h1', {}, 'No memory profile yet'), h('p', {}, 'Run “memhint: Profile This Step” (or the “Profile this step” CodeLens above a training step) to measure memory per line.')));
     } else {
-      const parts = [header(model), ...problems(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), cudaSection(model)].filter(Boolean);
+      const parts = [header(model), ...problems(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), modulesSection(model), cudaSection(model)].filter(Boolean);
       for (const p of parts) {
         app.appendChild(p);
         if (p.tagName === 'SECTION') sections.push(p.id.replace('section-', ''));

@@ -43,6 +43,11 @@ export interface LineHint {
   readonly liveAtPeak: LiveByLine | null;
 }
 
+/** A report `memhint predict` made (meta tensors, allocator model), not a measurement. */
+export function isPredicted(report: ProfileReport): boolean {
+  return (report as { readonly mode?: unknown }).mode === 'predicted';
+}
+
 /** Hints for the lines of one file. `filePaths`: the names the file may have in the report (as opened, real path). */
 export function hintsForFile(report: ProfileReport, filePaths: readonly string[], thresholds: HintThresholds = defaultThresholds, colorBy: HintColorBy = 'peak'): LineHint[] {
   const inFile = (file: string): boolean => filePaths.some((p) => samePath(p, file));
@@ -53,6 +58,8 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
   for (const entry of report.peak?.byLine ?? []) if (inFile(entry.file)) live.set(entry.line, entry);
 
   const hints: LineHint[] = [];
+  // Predicted figures say so on every hint: they must never be read as measured.
+  const prefix = isPredicted(report) ? 'predicted ' : '';
   for (const stats of report.lines) {
     if (!inFile(stats.file)) continue;
     const leak = leaks.get(stats.line) ?? null;
@@ -63,7 +70,7 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
     hints.push({
       line: stats.line - 1,
       code: stats.code.trim(),
-      text: hintText(stats, steps, leak),
+      text: prefix + hintText(stats, steps, leak),
       size: sizeClass(colorBytes, thresholds),
       magnitude,
       colorBytes,
@@ -165,7 +172,8 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   const b = (n: number, signed = false): string => formatBytes(n, { signed });
   const per = steps === 1 ? 'one step' : `per step, mean of ${steps} steps`;
   const out: string[] = [];
-  out.push(`**memhint** · line ${stats.line}${stats.function ? ` in \`${stats.function}\`` : ''} · ${per} · ${report.environment.backend} backend`);
+  const how = isPredicted(report) ? '**predicted** for CUDA on meta tensors, not measured' : `${report.environment.backend} backend`;
+  out.push(`**memhint** · line ${stats.line}${stats.function ? ` in \`${stats.function}\`` : ''} · ${per} · ${how}`);
   out.push('');
   out.push('| | this line | with callees | in backward |');
   out.push('|---|---:|---:|---:|');

@@ -27,14 +27,30 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
     if (!readHintsConfig(document.uri).codeLens || document.uri.scheme !== 'file') return [];
     const source = sourceOf(document, this.diagnostics, this.linter);
-    return trainingSteps(source).map((step) => {
+    const trusted = vscode.workspace.isTrusted;
+    return trainingSteps(source).flatMap((step) => {
       const at = document.positionAt(step.defStart);
-      return new vscode.CodeLens(new vscode.Range(at, at), {
-        title: vscode.workspace.isTrusted ? '$(pulse) Profile this step' : '$(lock) Profile this step (trust the workspace first)',
-        tooltip: `memhint: run ${step.name}() under the memory profiler`,
-        command: 'memhint.profileStep',
-        arguments: [document.uri, step.name],
-      });
+      const range = new vscode.Range(at, at);
+      const lenses = [
+        new vscode.CodeLens(range, {
+          title: trusted ? '$(pulse) Profile this step' : '$(lock) Profile this step (trust the workspace first)',
+          tooltip: `memhint: run ${step.name}() under the memory profiler`,
+          command: 'memhint.profileStep',
+          arguments: [document.uri, step.name],
+        }),
+      ];
+      // Prediction resolves the step as a module-level name and calls a setup function for its arguments.
+      if (trusted && !step.name.includes('.')) {
+        lenses.push(
+          new vscode.CodeLens(range, {
+            title: '$(beaker) Predict memory on CUDA',
+            tooltip: `memhint: predict ${step.name}()'s GPU memory per line on meta tensors (no GPU needed; torch >= 2.0)`,
+            command: 'memhint.predict',
+            arguments: [document.uri, step.name],
+          }),
+        );
+      }
+      return lenses;
     });
   }
 

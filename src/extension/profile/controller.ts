@@ -13,6 +13,7 @@ import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
 import { readProfileConfig } from '../settings';
 import { resolveInterpreter, shortPath, sourceLabel } from './interpreter';
+import { partialSummary } from './partial';
 import { describeInterpreter, InterpreterProbe, type InterpreterInfo } from './probe';
 import type { ProfileRequest } from './request';
 import type { RunHooks, RunResult } from './run';
@@ -204,6 +205,7 @@ export class ProfileController {
       }
       if (result.error !== null) return this.failed(result.error, result.failure, result.report);
       if (result.report === null) return this.failed('no report', null, null);
+      this.announcePartial(result.report, what);
       return { status: 'done', report: result.report };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -220,11 +222,23 @@ export class ProfileController {
     this.log.error(`profile failed: ${error}`);
     if (report === null) this.reports.markStale(error.split('\n')[0]);
     const actions = failureActions(failure, report !== null);
-    void vscode.window.showErrorMessage(`memhint: profiling failed: ${relativeToWorkspace(error.split('\n')[0])}`, ...actions.map((a) => a.title)).then((choice) => {
+    const measured = report !== null ? partialSummary(report, (file) => relativeToWorkspace(file)) : null;
+    void vscode.window.showErrorMessage(`memhint: profiling failed: ${relativeToWorkspace(error.split('\n')[0])}${measured !== null ? ` (partial report: ${measured.split(';')[0]})` : ''}`, ...actions.map((a) => a.title)).then((choice) => {
       const action = actions.find((a) => a.title === choice);
       if (action !== undefined) void action.run(this.log);
     });
     return { status: 'failed', error, ...(report !== null ? { report } : {}) };
+  }
+
+  /** A run that stopped early says so where the user looks, with what it did measure. */
+  private announcePartial(report: ProfileReport, what: string): void {
+    const summary = partialSummary(report, (file) => relativeToWorkspace(file));
+    if (summary === null) return;
+    this.log.warn(`partial profile of ${what}: ${summary}`);
+    void vscode.window.showWarningMessage(`memhint: partial profile of ${what}: ${summary}.`, 'Show Summary', 'Show Logs').then((choice) => {
+      if (choice === 'Show Summary') void vscode.commands.executeCommand('memhint.showSummary');
+      else if (choice === 'Show Logs') this.log.show();
+    });
   }
 
   private warnOnce(message: string): void {

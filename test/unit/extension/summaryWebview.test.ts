@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { SummaryViewModel, WebviewState } from '../../../src/extension/webview/messages';
 import { buildViewModel } from '../../../src/extension/webview/viewModel';
-import { counters, FILE, kinds, line, report } from './reportFixture';
+import { counters, FILE, kinds, line, predictedReport, report } from './reportFixture';
 
 const root = path.resolve(__dirname, '../../../..');
 const chromiumPath = process.env.MEMHINT_CHROMIUM ?? '/usr/bin/chromium';
@@ -118,6 +118,25 @@ describe('media/summary.js in chromium', function () {
     assert.deepEqual(messages[0], { type: 'rendered', rows: 3, sort: { key: 'peak', descending: true }, sections: ['timeline', 'peak', 'leaks', 'lines'] });
     assert.deepEqual(messages[1], { type: 'ready' });
     assert.ok(await page.locator('#export-snapshot').isDisabled(), 'no snapshot on the CPU backend');
+  });
+
+  it('says a predicted report is predicted, and draws the module tree collapsible and sortable', async () => {
+    await load(page, { model: buildViewModel(predictedReport(), { roots: ['/work/project'] }), sort: { key: 'peak', descending: true } }, null);
+    const callout = await page.locator('#prediction').innerText();
+    assert.match(callout, /^Predicted, not measured\./);
+    assert.match(callout, /Does not fit the device: max reserved 20 MiB of 16 MiB; first exceeded at train\.py:20/);
+    assert.match(await page.locator('header .env').innerText(), /predicted on meta tensors/);
+    const names = (): Promise<string[]> => page.locator('table.modules tbody td.module-name code').allInnerTexts();
+    // Roots and their children open at first; deeper levels wait for a click.
+    assert.deepEqual(await names(), ['MLP', 'net']);
+    await page.click('table.modules button.twisty[aria-label="Expand net"]');
+    assert.deepEqual(await names(), ['MLP', 'net', '0', '2'], 'siblings by live at peak, largest first');
+    await page.click('button.sort[data-module-key="forwardAlloc"]');
+    assert.deepEqual(await names(), ['MLP', 'net', '2', '0'], 'siblings by forward allocations');
+    await page.click('table.modules button.twisty[aria-label="Collapse MLP"]');
+    assert.deepEqual(await names(), ['MLP']);
+    const sections = (await posted()).filter((m) => m.type === 'rendered').pop()?.sections;
+    assert.ok(Array.isArray(sections) && sections.includes('modules'), JSON.stringify(sections));
   });
 
   it('sorts by a column on click, toggling the direction, and keeps the sort in its state', async () => {

@@ -50,7 +50,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
     vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, new SummarySerializer(context.extensionUri, reports, log)),
     vscode.commands.registerCommand('memhint.fixAll', () => fixAll(actions, vscode.window.activeTextEditor)),
     vscode.commands.registerCommand('memhint.showRuleDocs', (code?: string) => showRuleDocs(context.extensionUri, code)),
-    vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null) => profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined)),
+    vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null, loopLine?: number) =>
+      profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined, typeof loopLine === 'number' && Number.isInteger(loopLine) && loopLine > 0 ? loopLine : undefined),
+    ),
     vscode.commands.registerCommand('memhint.predict', (uri?: vscode.Uri, fn?: string) => predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined)),
     vscode.commands.registerCommand('memhint.cancelProfile', () => {
       profiler.cancel();

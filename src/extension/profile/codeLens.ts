@@ -4,6 +4,7 @@ import type { Linter } from '../../lint';
 import type { DiagnosticsController } from '../lint/diagnostics';
 import { sourceOf } from '../lint/sourceOf';
 import { onSettingsChanged, readHintsConfig } from '../settings';
+import { trainingLoops } from './loopFinder';
 import { trainingSteps } from './stepFinder';
 
 export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Disposable {
@@ -28,7 +29,7 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
     if (!readHintsConfig(document.uri).codeLens || document.uri.scheme !== 'file') return [];
     const source = sourceOf(document, this.diagnostics, this.linter);
     const trusted = vscode.workspace.isTrusted;
-    return trainingSteps(source).flatMap((step) => {
+    const stepLenses = trainingSteps(source).flatMap((step) => {
       const at = document.positionAt(step.defStart);
       const range = new vscode.Range(at, at);
       const lenses = [
@@ -52,6 +53,18 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
       }
       return lenses;
     });
+    // Inline training loops (nanoGPT, tutorials): each iteration is one step, as `profile train.py:LINE`.
+    const loopLenses = trainingLoops(source).map((loop) => {
+      const at = document.positionAt(loop.start);
+      const where = `${loop.keyword} loop on line ${loop.line}`;
+      return new vscode.CodeLens(new vscode.Range(at, at), {
+        title: trusted ? '$(pulse) Profile this loop' : '$(lock) Profile this loop (trust the workspace first)',
+        tooltip: `memhint: run the script; each iteration of this ${where} is one profiled step`,
+        command: 'memhint.profileStep',
+        arguments: [document.uri, null, loop.line],
+      });
+    });
+    return [...stepLenses, ...loopLenses];
   }
 
   dispose(): void {

@@ -99,13 +99,13 @@ export class ProfileController {
     this.running?.abort();
   }
 
-  /** Command entry: `uri`/`functionName` come from the CodeLens; the palette passes nothing. */
-  async profileStep(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
-    this.last = await this.profile(uri, functionName);
+  /** Command entry: `uri`/`functionName`/`loopLine` come from the CodeLens; the palette passes nothing. */
+  async profileStep(uri?: vscode.Uri, functionName?: string | null, loopLine?: number): Promise<ProfileCommandResult> {
+    this.last = await this.profile(uri, functionName, loopLine);
     return this.last;
   }
 
-  private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
+  private async profile(uri?: vscode.Uri, functionName?: string | null, loopLine?: number): Promise<ProfileCommandResult> {
     if (!vscode.workspace.isTrusted) {
       // A workspace's own memhint.python is ignored until trust: say so, or the user wonders why it does not apply.
       const problems: string[] = [];
@@ -126,15 +126,15 @@ export class ProfileController {
     this.running = abort;
     void vscode.commands.executeCommand('setContext', 'memhint.profiling', true);
     try {
-      return await this.prepareAndRun(abort, uri, functionName);
+      return await this.prepareAndRun(abort, uri, functionName, loopLine);
     } finally {
       this.running = null;
       void vscode.commands.executeCommand('setContext', 'memhint.profiling', false);
     }
   }
 
-  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileCommandResult> {
-    const target = await this.pickTarget(uri, functionName);
+  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined, loopLine: number | undefined): Promise<ProfileCommandResult> {
+    const target = await this.pickTarget(uri, loopLine !== undefined ? null : functionName);
     if (target === null) return { status: 'no-target' };
     const document = target.document;
     if (document.isDirty) await document.save();
@@ -148,6 +148,7 @@ export class ProfileController {
       python: interpreter.path,
       script: document.uri.fsPath,
       function: target.function,
+      loopLine: target.function === null ? (loopLine ?? null) : null,
       warmup: config.warmup,
       steps: config.steps,
       backend: config.backend,
@@ -155,9 +156,9 @@ export class ProfileController {
       timeoutSeconds: config.timeoutSeconds,
       cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
     };
-    const what = target.function === null ? path.basename(request.script) : `${target.function}()`;
+    const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
     const display = `${shortPath(interpreter.path, folder?.uri.fsPath)} (${sourceLabel(interpreter.source)})`;
-    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
+    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? `:${loopLine}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
 
     try {
       const result = await vscode.window.withProgress(

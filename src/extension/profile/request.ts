@@ -6,6 +6,9 @@ export interface ProfileRequest {
   readonly script: string;
   /** null: profile the whole script for maxSeconds. */
   readonly function: string | null;
+  /** With no function: the 1-based header line of the loop whose iterations are the steps; null or
+   *  absent: the harness finds the training loop, else runs the whole script. */
+  readonly loopLine?: number | null;
   readonly warmup: number;
   readonly steps: number;
   readonly backend: BackendChoice;

@@ -44,6 +44,7 @@ export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks
       {
         script: request.script,
         function: request.function,
+        loopLine: request.function === null ? (request.loopLine ?? null) : null,
         setup: null,
         warmup: request.warmup,
         steps: request.steps,

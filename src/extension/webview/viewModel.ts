@@ -113,7 +113,7 @@ function where(loc: SourceLocation | null, roots: readonly string[]): string | n
  * The module tree as rows: ids made unique across root models, each row's parent the nearest listed
  * ancestor (a module that never ran is not listed, its children hang under the next one up).
  */
-export function moduleRows(modules: readonly ModuleStats[], steps: number): ModuleRow[] {
+export function moduleRows(modules: readonly ModuleStats[]): ModuleRow[] {
   const ids = new Set<string>();
   const rows: ModuleRow[] = [];
   for (const m of modules) {
@@ -129,7 +129,6 @@ export function moduleRows(modules: readonly ModuleStats[], steps: number): Modu
     }
     const depth = parent === null ? 0 : (rows.find((r) => r.id === parent)?.depth ?? 0) + 1;
     ids.add(id);
-    const per = (n: number): number => perStep(n, steps);
     rows.push({
       id,
       parent,
@@ -140,9 +139,10 @@ export function moduleRows(modules: readonly ModuleStats[], steps: number): Modu
       params: m.params,
       grads: m.grads,
       optimizer: m.optimizer,
-      saved: per(m.saved),
-      forwardAlloc: per(m.forward_alloc),
-      backwardAlloc: per(m.backward_alloc),
+      // The harness already divides these by the profiled steps.
+      saved: m.saved,
+      forwardAlloc: m.forward_alloc,
+      backwardAlloc: m.backward_alloc,
       liveAtPeak: m.live_at_peak,
     });
   }
@@ -259,7 +259,7 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
       ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: where(report.budget.firstExceeded, roots) }
       : null,
     hasSnapshot: report.cuda?.snapshotPath != null,
-    modules: moduleRows(report.modules ?? [], steps),
+    modules: moduleRows(report.modules ?? []),
     prediction: predictionView(report, roots),
     stale: options.stale ?? null,
   };

@@ -11,7 +11,7 @@ import { buildViewModel } from '../../../src/extension/webview/viewModel';
 import type { PredictedReport } from '../../../src/predict/schema';
 import { getLinter } from '../lint/harness';
 import { TORCH1_PYTHON, torch2Python } from '../torch2';
-import { FILE, predictedReport as predicted, report } from './reportFixture';
+import { counters, FILE, line, predictedReport as predicted, report } from './reportFixture';
 
 const ROOT = path.resolve(__dirname, '../../../..');
 const GiB = 1024 ** 3;
@@ -121,6 +121,27 @@ describe('predict in the editor: predicted reports are marked as predicted', () 
     assert.match(hoverMarkdown(hint, r), /\*\*predicted\*\* for CUDA on meta tensors, not measured/);
     const [measured] = hintsForFile({ ...r, mode: undefined } as unknown as PredictedReport, [FILE]);
     assert.equal(measured.text, '+2 MiB');
+  });
+
+  it('the hover of the line that runs the model shows its module breakdown; backward() and callers do not', () => {
+    const base = predicted();
+    const r: PredictedReport = {
+      ...base,
+      lines: [
+        ...base.lines,
+        line(21, 'loss.backward()', { calls: 1, inclusive: counters(8 * 1024 ** 2, 0, 8 * 1024 ** 2) }),
+        line(30, 'train_step(model, opt, x, y)', { function: '<module>', calls: 1, inclusive: counters(12 * 1024 ** 2, 0, 9 * 1024 ** 2) }),
+        line(5, 'return self.net(x)', { function: 'MLP.forward', calls: 1, inclusive: counters(2 * 1024 ** 2, 0, 2 * 1024 ** 2) }),
+        line(22, 'loss = logits.sum()', { calls: 1, inclusive: counters(4, 0, 4) }),
+      ],
+    };
+    const hints = hintsForFile(r, [FILE], { hide: 0, medium: 1e9, large: 1e10 });
+    const hover = (n: number): string => hoverMarkdown(hints.find((h) => h.line === n - 1)!, r);
+    const model = hover(20);
+    assert.match(model, /\*\*Modules of `MLP`\*\* \(per step; top 4 of 4 by live at peak/);
+    assert.match(model, /\| MLP \(whole model\) \| 2\.5 KiB \| 1 KiB \| 4 KiB \| 4 KiB \| 4 KiB \| 8 KiB \| 2\.93 KiB \|/);
+    assert.match(model, /\| `net\.0` Linear \| 1 KiB \|/);
+    for (const other of [21, 30, 5, 22]) assert.doesNotMatch(hover(other), /Modules of/, `line ${other}`);
   });
 
   it('the summary model carries the prediction and the module tree', () => {

@@ -308,12 +308,12 @@
     if (!model.modules || !model.modules.length) return null;
     const key = (state.moduleSort && state.moduleSort.key) || 'liveAtPeak';
     const head = h('tr', {}, h('th', { scope: 'col' }, 'Module'), h('th', { scope: 'col' }, 'Class'), h('th', { class: 'num', scope: 'col' }, 'Calls'),
-      MODULE_COLUMNS.map((c) => h('th', { class: 'num', scope: 'col', 'aria-sort': key === c.key ? 'descending' : 'none' }, h('button', { class: 'sort', 'data-module-key': c.key, onclick: () => { state = Object.assign({}, state, { moduleSort: { key: c.key } }); render(); } }, c.label, key === c.key ? ' ▼' : ''))));
+      MODULE_COLUMNS.map((c) => h('th', { class: 'num', scope: 'col', 'aria-sort': key === c.key ? 'descending' : 'none' }, h('button', { class: 'sort', 'data-module-key': c.key, onclick: () => { state = Object.assign({}, state, { moduleSort: { key: c.key } }); render(); } }, c.label, key === c.key ? ' \u25bc' : ''))));
     const body = visibleModules(model).map(({ row, hasChildren, expanded }) =>
       h('tr', { class: 'module depth-' + Math.min(row.depth, 8), 'data-id': row.id },
         h('td', { class: 'module-name' },
           h('span', { class: 'indent', 'data-depth': row.depth }),
-          hasChildren ? h('button', { class: 'twisty', 'aria-expanded': String(expanded), 'aria-label': (expanded ? 'Collapse ' : 'Expand ') + row.name, onclick: () => toggleModule(row.id, expanded) }, expanded ? '▾' : '▸') : h('span', { class: 'twisty-space' }),
+          hasChildren ? h('button', { class: 'twisty', 'aria-expanded': String(expanded), 'aria-label': (expanded ? 'Collapse ' : 'Expand ') + row.name, onclick: () => toggleModule(row.id, expanded) }, expanded ? '\u25be' : '\u25b8') : h('span', { class: 'twisty-space' }),
           h('code', {}, row.name)),
         h('td', { class: 'muted' }, row.type),
         h('td', { class: 'num' }, String(row.calls)),
@@ -332,6 +332,25 @@
       h('strong', {}, 'Predicted, not measured. '),
       'The step ran on meta tensors for a CUDA device (' + (p.whatIf || 'as written') + '), in ' + p.seconds.toFixed(2) + ' s. Caching allocator model: max allocated ' + bytes(p.maxAllocated) + ', max reserved ' + bytes(p.maxReserved) + '; tensor peak ' + bytes(p.rawPeak) + '.',
       fit);
+  }
+
+  // ---- ranks (multi-rank runs) -------------------------------------------------------------------
+  function ranksSection(model) {
+    const r = model.ranks;
+    if (!r) return null;
+    const max = Math.max(1, ...r.ranks.map((x) => x.peakBytes || 0));
+    const rows = r.ranks.map((x) => h('tr', { class: 'rank' + (x.rank === r.shownRank ? ' shown' : '') + (x.status !== 'ok' ? ' failed' : ''), 'data-rank': x.rank },
+      h('th', { scope: 'row' }, 'rank ' + x.rank + (x.rank === r.shownRank ? ' (shown)' : '')),
+      h('td', { class: 'num' + (r.imbalance && x.rank === r.imbalance.maxRank ? ' bad' : '') }, bytes(x.peakBytes)),
+      h('td', { class: 'bar-cell' }, h('span', { class: 'bar' }, h('span', { class: 'fill rank-fill', 'data-w': x.peakBytes ? Math.max(1, Math.round((x.peakBytes / max) * 100)) : 0 }))),
+      h('td', {}, x.status === 'ok' ? 'ok' : x.status + (x.oom ? ' (out of memory)' : '') + (x.error ? ' \u2014 ' + x.error : ''))));
+    const imbalance = r.imbalance
+      ? h('p', {}, 'Imbalance: rank ' + r.imbalance.maxRank + ' peaks ' + bytes(r.imbalance.spreadBytes) + ' above rank ' + r.imbalance.minRank + ' (max/mean ' + r.imbalance.maxOverMean.toFixed(2) + '\u00d7).')
+      : null;
+    return section('ranks', r.worldSize + ' ranks (' + (r.launcher === 'torchrun' ? 'torchrun' : 'started by memhint') + ')',
+      h('p', { class: 'muted' }, 'The figures below are rank ' + r.shownRank + '\u2019s (' + r.why + '); hints and hovers show the same rank.'),
+      imbalance,
+      h('table', { class: 'small ranks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Rank'), h('th', { class: 'num', scope: 'col' }, 'Peak live'), h('th', { scope: 'col' }, ''), h('th', { scope: 'col' }, 'Status'))), h('tbody', {}, rows)));
   }
 
   function problems(model) {
@@ -378,7 +397,7 @@
     if (!model) {
       app.appendChild(h('div', { class: 'empty' }, h('h1', {}, 'No memory profile yet'), h('p', {}, 'Run “memhint: Profile This Step” (or the “Profile this step” CodeLens above a training step) to measure memory per line.')));
     } else {
-      const parts = [header(model), ...problems(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), modulesSection(model), cudaSection(model)].filter(Boolean);
+      const parts = [header(model), ...problems(model), ranksSection(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), modulesSection(model), cudaSection(model)].filter(Boolean);
       for (const p of parts) {
         app.appendChild(p);
         if (p.tagName === 'SECTION') sections.push(p.id.replace('section-', ''));

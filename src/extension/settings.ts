@@ -29,6 +29,8 @@ export interface ProfileConfig {
   readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
+  /** Ranks to launch (torchrun, or directly on torch 1.x); 1: one process. */
+  readonly nprocPerNode: number;
 }
 
 export interface HintsConfig {
@@ -99,6 +101,7 @@ export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: s
     backend: backend === 'cpu' || backend === 'cuda' ? backend : 'auto',
     maxSeconds: integer(c.get('profile.maxSeconds'), 30, 1, 86_400),
     timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400),
+    nprocPerNode: integer(c.get('profile.nprocPerNode'), 1, 1, 64),
   };
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore, StoredReport } from '../reportStore';
 import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
+import { ranksLine } from '../ranks/ranksView';
 import { realign } from './lineShift';
 import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
 
@@ -101,7 +102,7 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     } else {
       const peak = stepPeak(stored.report);
       const predicted = isPredicted(stored.report);
-      this.statusItem.text = `$(${stored.stale !== null ? 'warning' : predicted ? 'beaker' : 'pulse'}) ${predicted ? 'predicted ' : ''}peak ${peak === null ? 'n/a' : formatBytes(peak)}${stored.stale !== null ? ' (stale)' : ''}`;
+      this.statusItem.text = `$(${stored.stale !== null ? 'warning' : predicted ? 'beaker' : 'pulse'}) ${predicted ? 'predicted ' : ''}peak ${peak === null ? 'n/a' : formatBytes(peak)}${stored.ranks !== null ? ` (rank ${stored.ranks.shownRank}/${stored.ranks.worldSize})` : ''}${stored.stale !== null ? ' (stale)' : ''}`;
       this.statusItem.tooltip = new vscode.MarkdownString(statusTooltip(stored), true);
       this.statusItem.backgroundColor = stored.stale !== null ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
       this.statusItem.show();
@@ -168,6 +169,7 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     const stored = this.reports.get();
     if (hint === undefined || stored === null) return undefined;
     const md = new vscode.MarkdownString(hoverMarkdown(hint, stored.report));
+    if (stored.ranks !== null) md.appendMarkdown(`\n\n**${stored.ranks.worldSize} ranks**: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
     if (stored.stale !== null) md.appendMarkdown(`\n\n$(warning) **Stale**: from the run of ${clock(stored.receivedAt)}; the run of ${clock(stored.stale.at)} failed: ${escapeMarkdown(stored.stale.reason)}`);
     md.supportThemeIcons = true;
     md.appendMarkdown('\n\n[Show memory summary](command:memhint.showSummary)');
@@ -199,6 +201,7 @@ export function statusTooltip(stored: StoredReport): string {
   }
   const interpreter = stored.run !== null ? `${stored.run.interpreter}` : env.python;
   lines.push(`Interpreter: ${escapeMarkdown(interpreter)} · Python ${escapeMarkdown(env.pythonVersion)} · torch ${escapeMarkdown(stored.run?.torchVersion ?? env.torchVersion)}`);
+  if (stored.ranks !== null) lines.push(`${stored.ranks.worldSize} ranks: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
   if (stored.stale !== null) lines.push(`$(warning) Stale: the run of ${clock(stored.stale.at)} failed (${escapeMarkdown(stored.stale.reason)}); these figures are from ${clock(stored.receivedAt)}.`);
   lines.push('Click for the memory summary.');
   return lines.join('\n\n');

@@ -155,10 +155,11 @@ export class ProfileController {
       maxSeconds: config.maxSeconds,
       timeoutSeconds: config.timeoutSeconds,
       cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+      nprocPerNode: config.nprocPerNode,
     };
     const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
     const display = `${shortPath(interpreter.path, folder?.uri.fsPath)} (${sourceLabel(interpreter.source)})`;
-    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? `:${loopLine}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
+    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? `:${loopLine}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}${config.nprocPerNode > 1 ? `, ${config.nprocPerNode} ranks` : ''}`);
 
     try {
       const result = await vscode.window.withProgress(
@@ -200,7 +201,7 @@ export class ProfileController {
       if (result.report !== null) {
         const report = result.report;
         const info = await this.interpreters.probe(request.python);
-        await this.reports.set(report, { interpreter: display, interpreterSource: sourceLabel(interpreter.source), torchVersion: info.torchVersion ?? report.environment.torchVersion });
+        await this.reports.set(report, { interpreter: display, interpreterSource: sourceLabel(interpreter.source), torchVersion: info.torchVersion ?? report.environment.torchVersion }, result.ranks ?? null);
         this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
         for (const note of report.notes) this.log.info(`note: ${note}`);
       }

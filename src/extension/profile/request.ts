@@ -15,4 +15,6 @@ export interface ProfileRequest {
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
   readonly cwd: string;
+  /** Ranks (torch.distributed) to run the script on; absent or 1: one process. */
+  readonly nprocPerNode?: number;
 }

@@ -1,6 +1,7 @@
 // Messages between the extension and the memory summary webview (media/summary.js), and the view model
 // it renders. Plain types shared by both sides; no `vscode` here.
 import type { MemoryKind } from '../../profiler/report';
+import type { RanksView } from '../ranks/ranksView';
 
 export interface LineRow {
   readonly file: string;
@@ -103,6 +104,8 @@ export interface SummaryViewModel {
   readonly modules: readonly ModuleRow[];
   /** Set on predicted reports (mode "predicted"): the figures are not measured. */
   readonly prediction: PredictionView | null;
+  /** A multi-rank run: every rank's peak and the imbalance; the other figures are rank `shownRank`'s. */
+  readonly ranks: RanksView | null;
   /** Why these figures are outdated (a later run failed), or null. */
   readonly stale: string | null;
 }

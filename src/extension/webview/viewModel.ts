@@ -5,6 +5,7 @@ import type { PredictionInfo } from '../../predict/schema';
 import { MEMORY_KINDS, type BytesByKind, type ModuleStats, type ProfileReport, type SourceLocation } from '../../profiler/report';
 import { perStep, profiledSteps } from '../../profiler/units';
 import { stepPeak } from '../hints/model';
+import type { RanksView } from '../ranks/ranksView';
 import type { KindSlice, LineRow, ModuleRow, PredictionView, SummaryViewModel, TimelineView } from './messages';
 
 export const MAX_TIMELINE_POINTS = 2000;
@@ -15,6 +16,8 @@ export interface ViewModelOptions {
   readonly maxPoints?: number;
   /** Why the report is outdated (a later run failed), shown above the figures. */
   readonly stale?: string | null;
+  /** A multi-rank run: every rank's peak (the report is the shown rank's). */
+  readonly ranks?: RanksView | null;
 }
 
 export function displayPath(file: string, roots: readonly string[]): string {
@@ -261,6 +264,7 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
     hasSnapshot: report.cuda?.snapshotPath != null,
     modules: moduleRows(report.modules ?? []),
     prediction: predictionView(report, roots),
+    ranks: options.ranks ?? null,
     stale: options.stale ?? null,
   };
 }

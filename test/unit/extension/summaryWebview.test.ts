@@ -139,6 +139,29 @@ describe('media/summary.js in chromium', function () {
     assert.ok(Array.isArray(sections) && sections.includes('modules'), JSON.stringify(sections));
   });
 
+  it('draws every rank\'s peak and the imbalance for a multi-rank run, naming the rank shown', async () => {
+    const ranks = {
+      worldSize: 2,
+      launcher: 'torchrun' as const,
+      shownRank: 1,
+      why: 'highest peak' as const,
+      ranks: [
+        { rank: 0, status: 'ok', peakBytes: 10 * MiB, oom: false, error: null },
+        { rank: 1, status: 'ok', peakBytes: 20 * MiB, oom: false, error: null },
+      ],
+      imbalance: { maxRank: 1, minRank: 0, spreadBytes: 10 * MiB, maxOverMean: 4 / 3 },
+      firstFailedRank: null,
+    };
+    await load(page, { model: buildViewModel(report(), { roots: [], ranks }), sort: { key: 'peak', descending: true } }, null);
+    const text = await page.locator('#section-ranks').innerText();
+    assert.match(text, /2 ranks \(torchrun\)/);
+    assert.match(text, /rank 1’s \(highest peak\)/);
+    assert.match(text, /Imbalance: rank 1 peaks 10 MiB above rank 0 \(max\/mean 1\.33×\)/);
+    assert.deepEqual(await page.locator('#section-ranks tbody th').allInnerTexts(), ['rank 0', 'rank 1 (shown)']);
+    const widths = await page.locator('#section-ranks .rank-fill').evaluateAll((els) => els.map((e) => (e as unknown as { style: { width: string } }).style.width));
+    assert.deepEqual(widths, ['50%', '100%']);
+  });
+
   it('sorts by a column on click, toggling the direction, and keeps the sort in its state', async () => {
     await load(page, { model: model(), sort: { key: 'peak', descending: true } }, null);
     await page.click('button.sort[data-key="location"]');

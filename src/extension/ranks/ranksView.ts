@@ -30,7 +30,7 @@ export function worstRank(merged: DistributedReport): { readonly rank: number; r
   if (withReport.length === 1) return { rank: withReport[0].rank, report: merged.reports[withReport[0].rank]!, why: 'only report' };
   // A rank that failed first (an OOM in one rank) is the one to look at, if it measured something.
   const failed = merged.firstFailedRank;
-  if (failed !== null && merged.reports[failed] != null) return { rank: failed, report: merged.reports[failed]!, why: 'failed first' };
+  if (failed !== null && merged.reports[failed] != null) return { rank: failed, report: merged.reports[failed], why: 'failed first' };
   const worst = [...withReport].sort((a, b) => (b.peakBytes ?? -1) - (a.peakBytes ?? -1) || a.rank - b.rank)[0];
   return { rank: worst.rank, report: merged.reports[worst.rank]!, why: 'highest peak' };
 }

@@ -4,8 +4,7 @@ import type { Linter } from '../../lint';
 import type { DiagnosticsController } from '../lint/diagnostics';
 import { sourceOf } from '../lint/sourceOf';
 import { onSettingsChanged, readHintsConfig } from '../settings';
-import { trainingLoops } from './loopFinder';
-import { trainingSteps } from './stepFinder';
+import { loopTargets, trainingSteps } from './stepFinder';
 
 export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
@@ -29,7 +28,8 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
     if (!readHintsConfig(document.uri).codeLens || document.uri.scheme !== 'file') return [];
     const source = sourceOf(document, this.diagnostics, this.linter);
     const trusted = vscode.workspace.isTrusted;
-    const stepLenses = trainingSteps(source).flatMap((step) => {
+    const steps = trainingSteps(source);
+    const stepLenses = steps.flatMap((step) => {
       const at = document.positionAt(step.defStart);
       const range = new vscode.Range(at, at);
       const lenses = [
@@ -54,7 +54,7 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
       return lenses;
     });
     // Inline training loops (nanoGPT, tutorials): each iteration is one step, as `profile train.py:LINE`.
-    const loopLenses = trainingLoops(source).map((loop) => {
+    const loopLenses = loopTargets(source, steps).map((loop) => {
       const at = document.positionAt(loop.start);
       const where = `${loop.keyword} loop on line ${loop.line}`;
       return new vscode.CodeLens(new vscode.Range(at, at), {

@@ -14,6 +14,8 @@ export interface TrainingLoop {
   readonly keyword: 'for' | 'while';
   /** The enclosing module-level function or method, or null at module level. */
   readonly function: string | null;
+  /** Names the loop's body calls itself (`train_step`, `backward`, ...). */
+  readonly calls: readonly string[];
 }
 
 interface Reach {
@@ -134,6 +136,7 @@ export function trainingLoops(file: SourceFile): TrainingLoop[] {
     return false;
   };
   const reaches = loops.map((loop) => ({ loop, reach: reachOfLoop(loop) }));
+  const callsOf = new Map(reaches.map((x) => [x.loop, [...x.reach.calls]]));
   for (const wanted of [(r: Reach) => r.backward && r.step, (r: Reach) => r.backward]) {
     const tier = reaches.filter((x) => wanted(x.reach)).map((x) => x.loop);
     if (tier.length === 0) continue;
@@ -144,7 +147,7 @@ export function trainingLoops(file: SourceFile): TrainingLoop[] {
         others.delete(loop);
         return !contains(childByField(loop, 'body')!, others, new Set());
       })
-      .map((loop) => ({ line: file.lineOf(loop.start) + 1, start: loop.start, keyword: loop.type === 'while_statement' ? ('while' as const) : ('for' as const), function: enclosingFunction(file, loop) }))
+      .map((loop) => ({ line: file.lineOf(loop.start) + 1, start: loop.start, keyword: loop.type === 'while_statement' ? ('while' as const) : ('for' as const), function: enclosingFunction(file, loop), calls: callsOf.get(loop) ?? [] }))
       .sort((a, b) => a.line - b.line);
   }
   return [];

@@ -1,7 +1,7 @@
 // Which functions of a Python file can be profiled as a step, and which look like training steps (for
 // the CodeLens). Reads the linter's syntax mirror; no `vscode` here.
 import { calleeMethod, childByField, type SourceFile, type SyntaxNode } from '../../lint';
-import { trainingLoops } from './loopFinder';
+import { trainingLoops, type TrainingLoop } from './loopFinder';
 
 export interface StepCandidate {
   readonly name: string;
@@ -89,4 +89,13 @@ export function trainingSteps(file: SourceFile): StepCandidate[] {
 /** The top-level function or method containing `offset`, or null. */
 export function functionAt(file: SourceFile, offset: number): StepCandidate | null {
   return topLevelFunctions(file).find((c) => c.start <= offset && offset <= c.end) ?? null;
+}
+
+/**
+ * Training loops worth a "Profile this loop" lens: not those whose body calls a step that has its own
+ * lens (`for batch in loader: train_step(...)`), where each iteration is one call of that step anyway.
+ */
+export function loopTargets(file: SourceFile, steps: readonly StepCandidate[] = trainingSteps(file)): TrainingLoop[] {
+  const stepNames = new Set(steps.map((s) => s.name.slice(s.name.lastIndexOf('.') + 1)));
+  return trainingLoops(file).filter((loop) => !loop.calls.some((c) => stepNames.has(c)));
 }

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { trainingLoops } from '../../../src/extension/profile/loopFinder';
-import { topLevelFunctions } from '../../../src/extension/profile/stepFinder';
+import { loopTargets, topLevelFunctions } from '../../../src/extension/profile/stepFinder';
 import { getLinter } from '../lint/harness';
 import { TORCH1_PYTHON } from '../torch2';
 
@@ -87,6 +87,17 @@ describe('extension/profile/loopFinder', function () {
       // `train` is named like a step but holds the training loop: its loop is the step, not the function.
       assert.equal(topLevelFunctions(doc.source).find((f) => f.name === 'train')?.stepReason, null);
       assert.equal(trainingLoops(doc.source)[0].function, 'train');
+    } finally {
+      doc.dispose();
+    }
+  });
+
+  it('offers no loop lens where the loop only calls a step that has its own lens', async () => {
+    const linter = await getLinter();
+    const doc = linter.open('def train_step(x):\n    x.sum().backward()\n    opt.step()\n\ndef main():\n    for _ in range(4):\n        train_step(1)\n\nfor b in data:\n    b.sum().backward()\n    opt.step()\n');
+    try {
+      assert.deepEqual(trainingLoops(doc.source).map((l) => l.line), [6, 9]);
+      assert.deepEqual(loopTargets(doc.source).map((l) => l.line), [9]);
     } finally {
       doc.dispose();
     }

@@ -86,15 +86,23 @@
     const y = (v) => H - pad.b - (v / top) * (H - pad.t - pad.b);
     const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'timeline', role: 'img', 'aria-label': 'Live memory over time' });
 
+    // Step labels are skipped where they would run into the previous one (short steps side by side):
+    // each step's rectangle still names it in its tooltip.
+    let labelsEnd = -Infinity;
+    const CHAR_W = 6.6; // 11px UI font: a generous average glyph width
     tl.steps.forEach((st, i) => {
       const r = s('rect', { x: x(st.startMs), y: pad.t, width: Math.max(1, x(st.endMs) - x(st.startMs)), height: H - pad.t - pad.b, class: st.warmup ? 'step warmup' : 'step ' + (i % 2 ? 'odd' : 'even') });
       const title = s('title', {});
       title.textContent = (st.warmup ? 'warmup ' : 'step ') + st.step + ': ' + ms(st.endMs - st.startMs);
       r.appendChild(title);
       svg.appendChild(r);
-      const label = s('text', { x: x(st.startMs) + 3, y: pad.t + 11, class: 'step-label' });
-      label.textContent = (st.warmup ? 'w' : '#') + st.step;
+      const text = (st.warmup ? 'w' : '#') + st.step;
+      const lx = x(st.startMs) + 3;
+      if (lx < labelsEnd + 4 || lx + text.length * CHAR_W > W - pad.r) return;
+      const label = s('text', { x: lx, y: pad.t + 11, class: 'step-label' });
+      label.textContent = text;
       svg.appendChild(label);
+      labelsEnd = lx + text.length * CHAR_W;
     });
     for (let i = 0; i <= 4; i++) {
       const v = (top / 4) * i;
@@ -105,7 +113,8 @@
     }
     for (let i = 0; i <= 5; i++) {
       const t = (end / 5) * i;
-      const label = s('text', { x: x(t), y: H - 10, class: 'axis', 'text-anchor': 'middle' });
+      // The last label ends at the plot's right edge instead of centring past it (it was cut off).
+      const label = s('text', { x: x(t), y: H - 10, class: 'axis', 'text-anchor': i === 5 ? 'end' : 'middle' });
       label.textContent = ms(t);
       svg.appendChild(label);
     }

@@ -162,6 +162,32 @@ describe('media/summary.js in chromium', function () {
     assert.deepEqual(widths, ['50%', '100%']);
   });
 
+  it('at 1536 px no chart label is cut at the edge or drawn over another, even for steps side by side', async () => {
+    await page.setViewportSize({ width: 1536, height: 900 });
+    const base = model();
+    const steps = [0, 1, 2, 3, 4, 5].map((i) => ({ step: i, warmup: i === 0, startMs: 9000 + i * 10, endMs: 9008 + i * 10 }));
+    const crowded = { ...base, timeline: { ...base.timeline, steps, endMs: 10_000 } };
+    await load(page, { model: crowded, sort: { key: 'peak', descending: true } }, null);
+    const boxes = await page.locator('#section-timeline svg text').evaluateAll((els) =>
+      els.map((e) => {
+        const b = (e as unknown as { getBoundingClientRect(): { left: number; right: number; top: number; bottom: number } }).getBoundingClientRect();
+        return { text: (e as unknown as { textContent: string }).textContent, left: b.left, right: b.right, top: b.top, bottom: b.bottom };
+      }),
+    );
+    const svg = await page.locator('#section-timeline svg').boundingBox();
+    assert.ok(svg !== null && boxes.length > 10);
+    for (const b of boxes) assert.ok(b.left >= svg.x - 0.5 && b.right <= svg.x + svg.width + 0.5, `${b.text} inside the chart (${b.left}-${b.right} vs ${svg.x}-${svg.x + svg.width})`);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i], boxes[j]];
+        const overlap = a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+        assert.ok(!overlap, `"${a.text}" and "${b.text}" overlap`);
+      }
+    }
+    const labels = await page.locator('#section-timeline svg text.step-label').allInnerTexts();
+    assert.ok(labels.length >= 1 && labels.length < steps.length, `some step labels skipped: ${labels.join(' ')}`);
+  });
+
   it('sorts by a column on click, toggling the direction, and keeps the sort in its state', async () => {
     await load(page, { model: model(), sort: { key: 'peak', descending: true } }, null);
     await page.click('button.sort[data-key="location"]');

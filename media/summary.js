@@ -86,15 +86,23 @@
     const y = (v) => H - pad.b - (v / top) * (H - pad.t - pad.b);
     const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'timeline', role: 'img', 'aria-label': 'Live memory over time' });
 
+    // Step labels are skipped where they would run into the previous one (short steps side by side):
+    // each step's rectangle still names it in its tooltip.
+    let labelsEnd = -Infinity;
+    const CHAR_W = 6.6; // 11px UI font: a generous average glyph width
     tl.steps.forEach((st, i) => {
       const r = s('rect', { x: x(st.startMs), y: pad.t, width: Math.max(1, x(st.endMs) - x(st.startMs)), height: H - pad.t - pad.b, class: st.warmup ? 'step warmup' : 'step ' + (i % 2 ? 'odd' : 'even') });
       const title = s('title', {});
       title.textContent = (st.warmup ? 'warmup ' : 'step ') + st.step + ': ' + ms(st.endMs - st.startMs);
       r.appendChild(title);
       svg.appendChild(r);
-      const label = s('text', { x: x(st.startMs) + 3, y: pad.t + 11, class: 'step-label' });
-      label.textContent = (st.warmup ? 'w' : '#') + st.step;
+      const text = (st.warmup ? 'w' : '#') + st.step;
+      const lx = x(st.startMs) + 3;
+      if (lx < labelsEnd + 4 || lx + text.length * CHAR_W > W - pad.r) return;
+      const label = s('text', { x: lx, y: pad.t + 11, class: 'step-label' });
+      label.textContent = text;
       svg.appendChild(label);
+      labelsEnd = lx + text.length * CHAR_W;
     });
     for (let i = 0; i <= 4; i++) {
       const v = (top / 4) * i;
@@ -105,7 +113,8 @@
     }
     for (let i = 0; i <= 5; i++) {
       const t = (end / 5) * i;
-      const label = s('text', { x: x(t), y: H - 10, class: 'axis', 'text-anchor': 'middle' });
+      // The last label ends at the plot's right edge instead of centring past it (it was cut off).
+      const label = s('text', { x: x(t), y: H - 10, class: 'axis', 'text-anchor': i === 5 ? 'end' : 'middle' });
       label.textContent = ms(t);
       svg.appendChild(label);
     }
@@ -263,8 +272,100 @@
     );
   }
 
+  // ---- per-module tree (report.modules) -------------------------------------------------------------
+  const MODULE_COLUMNS = [
+    { key: 'liveAtPeak', label: 'Live at peak' },
+    { key: 'params', label: 'Params' },
+    { key: 'grads', label: 'Grads' },
+    { key: 'optimizer', label: 'Optimizer' },
+    { key: 'saved', label: 'Saved' },
+    { key: 'forwardAlloc', label: 'Forward' },
+    { key: 'backwardAlloc', label: 'Backward' },
+  ];
+
+  /** Rows in tree order, siblings sorted by the chosen figure; children of collapsed rows left out. */
+  function visibleModules(model) {
+    const key = (state.moduleSort && state.moduleSort.key) || 'liveAtPeak';
+    const children = new Map();
+    for (const r of model.modules) {
+      const list = children.get(r.parent) || [];
+      list.push(r);
+      children.set(r.parent, list);
+    }
+    // Expanded: what the reader opened; by default the roots and their direct children show.
+    const open = state.modulesOpen || {};
+    const out = [];
+    const walk = (parent) => {
+      const list = (children.get(parent) || []).slice().sort((a, b) => (b[key] || 0) - (a[key] || 0));
+      for (const r of list) {
+        const hasChildren = children.has(r.id);
+        const expanded = r.id in open ? open[r.id] : r.depth < 1;
+        out.push({ row: r, hasChildren, expanded });
+        if (hasChildren && expanded) walk(r.id);
+      }
+    };
+    walk(null);
+    return out;
+  }
+
+  function toggleModule(id, expanded) {
+    state = Object.assign({}, state, { modulesOpen: Object.assign({}, state.modulesOpen || {}, { [id]: !expanded }) });
+    render();
+  }
+
+  function modulesSection(model) {
+    if (!model.modules || !model.modules.length) return null;
+    const key = (state.moduleSort && state.moduleSort.key) || 'liveAtPeak';
+    const head = h('tr', {}, h('th', { scope: 'col' }, 'Module'), h('th', { scope: 'col' }, 'Class'), h('th', { class: 'num', scope: 'col' }, 'Calls'),
+      MODULE_COLUMNS.map((c) => h('th', { class: 'num', scope: 'col', 'aria-sort': key === c.key ? 'descending' : 'none' }, h('button', { class: 'sort', 'data-module-key': c.key, onclick: () => { state = Object.assign({}, state, { moduleSort: { key: c.key } }); render(); } }, c.label, key === c.key ? ' \u25bc' : ''))));
+    const body = visibleModules(model).map(({ row, hasChildren, expanded }) =>
+      h('tr', { class: 'module depth-' + Math.min(row.depth, 8), 'data-id': row.id },
+        h('td', { class: 'module-name' },
+          h('span', { class: 'indent', 'data-depth': row.depth }),
+          hasChildren ? h('button', { class: 'twisty', 'aria-expanded': String(expanded), 'aria-label': (expanded ? 'Collapse ' : 'Expand ') + row.name, onclick: () => toggleModule(row.id, expanded) }, expanded ? '\u25be' : '\u25b8') : h('span', { class: 'twisty-space' }),
+          h('code', {}, row.name)),
+        h('td', { class: 'muted' }, row.type),
+        h('td', { class: 'num' }, String(row.calls)),
+        MODULE_COLUMNS.map((c) => h('td', { class: 'num' }, bytes(row[c.key])))));
+    return section('modules', 'Per module (per step; parameters, gradients and optimizer state at the end of the step)',
+      h('div', { class: 'scroll' }, h('table', { class: 'modules' }, h('thead', {}, head), h('tbody', {}, body))));
+  }
+
+  function predictionCallout(model) {
+    const p = model.prediction;
+    if (!p) return null;
+    const fit = p.fits === null ? null : p.fits
+      ? h('p', {}, 'Fits the device: max reserved ' + bytes(p.maxReserved) + ' of ' + bytes(p.deviceMemory) + '.')
+      : h('p', {}, h('strong', {}, 'Does not fit'), ' the device: max reserved ' + bytes(p.maxReserved) + ' of ' + bytes(p.deviceMemory) + (p.firstExceeded ? '; first exceeded at ' + p.firstExceeded : '') + '.');
+    return h('div', { class: 'callout predicted ' + (p.fits === false ? 'bad' : ''), role: 'status', id: 'prediction' },
+      h('strong', {}, 'Predicted, not measured. '),
+      'The step ran on meta tensors for a CUDA device (' + (p.whatIf || 'as written') + '), in ' + p.seconds.toFixed(2) + ' s. Caching allocator model: max allocated ' + bytes(p.maxAllocated) + ', max reserved ' + bytes(p.maxReserved) + '; tensor peak ' + bytes(p.rawPeak) + '.',
+      fit);
+  }
+
+  // ---- ranks (multi-rank runs) -------------------------------------------------------------------
+  function ranksSection(model) {
+    const r = model.ranks;
+    if (!r) return null;
+    const max = Math.max(1, ...r.ranks.map((x) => x.peakBytes || 0));
+    const rows = r.ranks.map((x) => h('tr', { class: 'rank' + (x.rank === r.shownRank ? ' shown' : '') + (x.status !== 'ok' ? ' failed' : ''), 'data-rank': x.rank },
+      h('th', { scope: 'row' }, 'rank ' + x.rank + (x.rank === r.shownRank ? ' (shown)' : '')),
+      h('td', { class: 'num' + (r.imbalance && x.rank === r.imbalance.maxRank ? ' bad' : '') }, bytes(x.peakBytes)),
+      h('td', { class: 'bar-cell' }, h('span', { class: 'bar' }, h('span', { class: 'fill rank-fill', 'data-w': x.peakBytes ? Math.max(1, Math.round((x.peakBytes / max) * 100)) : 0 }))),
+      h('td', {}, x.status === 'ok' ? 'ok' : x.status + (x.oom ? ' (out of memory)' : '') + (x.error ? ' \u2014 ' + x.error : ''))));
+    const imbalance = r.imbalance
+      ? h('p', {}, 'Imbalance: rank ' + r.imbalance.maxRank + ' peaks ' + bytes(r.imbalance.spreadBytes) + ' above rank ' + r.imbalance.minRank + ' (max/mean ' + r.imbalance.maxOverMean.toFixed(2) + '\u00d7).')
+      : null;
+    return section('ranks', r.worldSize + ' ranks (' + (r.launcher === 'torchrun' ? 'torchrun' : 'started by memhint') + ')',
+      h('p', { class: 'muted' }, 'The figures below are rank ' + r.shownRank + '\u2019s (' + r.why + '); hints and hovers show the same rank.'),
+      imbalance,
+      h('table', { class: 'small ranks' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Rank'), h('th', { class: 'num', scope: 'col' }, 'Peak live'), h('th', { scope: 'col' }, ''), h('th', { scope: 'col' }, 'Status'))), h('tbody', {}, rows)));
+  }
+
   function problems(model) {
     const out = [];
+    const predicted = predictionCallout(model);
+    if (predicted) out.push(predicted);
     if (model.stale) out.push(h('div', { class: 'callout warn', role: 'status', id: 'stale' }, h('strong', {}, 'Stale. '), model.stale));
     if (model.oom) {
       out.push(h('div', { class: 'callout bad', role: 'alert' }, h('strong', {}, 'Out of memory'), model.oom.where ? ' at ' + model.oom.where : '', model.oom.requestedBytes !== null ? ' (asked for ' + bytes(model.oom.requestedBytes) + ')' : '', h('p', {}, model.oom.message), h('ul', {}, model.oom.advice.map((a) => h('li', {}, a)))));
@@ -285,8 +386,8 @@
       'header',
       {},
       h('h1', {}, model.title),
-      h('p', { class: 'muted env' }, 'torch ' + env.torchVersion + ' · Python ' + env.pythonVersion + ' · ' + env.backend + ' backend · ' + env.device),
-      h('div', { class: 'stats' }, stat('peak live', bytes(model.headline.peakBytes)), stat('profiled steps', String(model.headline.steps)), stat('median step', ms(model.headline.medianStepMs)), stat('kept per step', bytes(model.headline.leakBytesPerStep), model.headline.leakBytesPerStep > 0 ? 'bad' : '')),
+      h('p', { class: 'muted env' }, 'torch ' + env.torchVersion + ' · Python ' + env.pythonVersion + ' · ' + (model.prediction ? 'predicted on meta tensors' : env.backend + ' backend') + ' · ' + env.device),
+      h('div', { class: 'stats' }, stat(model.prediction ? 'predicted peak live' : 'peak live', bytes(model.headline.peakBytes)), model.prediction ? stat('predicted max reserved', bytes(model.prediction.maxReserved), model.prediction.fits === false ? 'bad' : '') : null, stat('profiled steps', String(model.headline.steps)), stat('median step', ms(model.headline.medianStepMs)), stat('kept per step', bytes(model.headline.leakBytesPerStep), model.headline.leakBytesPerStep > 0 ? 'bad' : '')),
       h(
         'div',
         { class: 'actions' },
@@ -305,7 +406,7 @@
     if (!model) {
       app.appendChild(h('div', { class: 'empty' }, h('h1', {}, 'No memory profile yet'), h('p', {}, 'Run “memhint: Profile This Step” (or the “Profile this step” CodeLens above a training step) to measure memory per line.')));
     } else {
-      const parts = [header(model), ...problems(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), cudaSection(model)].filter(Boolean);
+      const parts = [header(model), ...problems(model), ranksSection(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), modulesSection(model), cudaSection(model)].filter(Boolean);
       for (const p of parts) {
         app.appendChild(p);
         if (p.tagName === 'SECTION') sections.push(p.id.replace('section-', ''));

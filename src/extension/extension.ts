@@ -11,6 +11,8 @@ import { StepCodeLensProvider } from './profile/codeLens';
 import { ProfileController } from './profile/controller';
 import { openReport } from './profile/openReport';
 import { runProfileRequest } from './profile/run';
+import { PredictController } from './predict/controller';
+import { runPrediction } from './predict/run';
 import { ReportStore } from './reportStore';
 import { createApi, type MemhintApi } from './testApi';
 import { MemorySummaryPanel, SummarySerializer, VIEW_TYPE } from './webview/summaryPanel';
@@ -35,6 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
   const hints = new HintsController(reports, log);
   const codeLens = new StepCodeLensProvider(diagnostics, linter);
   const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log);
+  const predictor = new PredictController(runPrediction, reports, diagnostics, linter, context.workspaceState, log);
   const python = { language: 'python' };
 
   context.subscriptions.push(
@@ -47,8 +50,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
     vscode.window.registerWebviewPanelSerializer(VIEW_TYPE, new SummarySerializer(context.extensionUri, reports, log)),
     vscode.commands.registerCommand('memhint.fixAll', () => fixAll(actions, vscode.window.activeTextEditor)),
     vscode.commands.registerCommand('memhint.showRuleDocs', (code?: string) => showRuleDocs(context.extensionUri, code)),
-    vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null) => profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined)),
-    vscode.commands.registerCommand('memhint.cancelProfile', () => profiler.cancel()),
+    vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null, loopLine?: number) =>
+      profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined, typeof loopLine === 'number' && Number.isInteger(loopLine) && loopLine > 0 ? loopLine : undefined),
+    ),
+    vscode.commands.registerCommand('memhint.predict', (uri?: vscode.Uri, fn?: string) => predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined)),
+    vscode.commands.registerCommand('memhint.cancelProfile', () => {
+      profiler.cancel();
+      predictor.cancel();
+    }),
     vscode.commands.registerCommand('memhint.clearHints', () => hints.clear()),
     vscode.commands.registerCommand('memhint.showSummary', () => {
       MemorySummaryPanel.show(context.extensionUri, reports, log);
@@ -57,7 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
     { dispose: () => MemorySummaryPanel.instance?.dispose() },
   );
 
-  const api = createApi({ diagnostics, hints, profiler, reports, linter });
+  const api = createApi({ diagnostics, hints, profiler, predictor, reports, linter });
   if (context.extensionMode === vscode.ExtensionMode.Test) {
     // Only test runs see the internal state command; the API object is returned for them either way.
     context.subscriptions.push(vscode.commands.registerCommand('memhint._test.getState', () => api.state()));

@@ -5,6 +5,7 @@ import * as fs from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { isProfileReport, type ProfileReport } from '../profiler/report';
 import type { Logger } from './logger';
+import type { RanksView } from './ranks/ranksView';
 
 /** How the run that made the report was started (not part of the report schema: editor-side facts). */
 export interface RunInfo {
@@ -28,6 +29,8 @@ export interface StoredReport {
   readonly run: RunInfo | null;
   /** Set when a run after this report failed; cleared by the next report. */
   readonly stale: Staleness | null;
+  /** A multi-rank run: `report` is the rank `ranks.shownRank`'s; every rank's peak is here. */
+  readonly ranks: RanksView | null;
 }
 
 export class ReportStore implements vscode.Disposable {
@@ -48,7 +51,7 @@ export class ReportStore implements vscode.Disposable {
     return vscode.Uri.joinPath(this.storageDir, 'last-report.json').fsPath;
   }
 
-  async set(report: ProfileReport, run: RunInfo | null = null): Promise<void> {
+  async set(report: ProfileReport, run: RunInfo | null = null, ranks: RanksView | null = null): Promise<void> {
     let file: string | null = this.reportPath;
     try {
       await fs.mkdir(this.storageDir.fsPath, { recursive: true });
@@ -57,7 +60,7 @@ export class ReportStore implements vscode.Disposable {
       this.log.warn(`could not persist the report: ${String(err)}`);
       file = null;
     }
-    this.current = { report, file, receivedAt: Date.now(), run, stale: null };
+    this.current = { report, file, receivedAt: Date.now(), run, stale: null, ranks };
     this.changed.fire(this.current);
   }
 

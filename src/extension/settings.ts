@@ -7,6 +7,7 @@ import { parseTorchVersion, type TorchVersion } from '../lint';
 import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
 import { defaultThresholds, type HintColorBy, type HintMode, type HintThresholds } from './hints/model';
+import { parseDeviceMemory, type DeviceMemory } from './predict/device';
 
 export const SECTION = 'memhint';
 
@@ -28,6 +29,8 @@ export interface ProfileConfig {
   readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
+  /** Ranks to launch (torchrun, or directly on torch 1.x); 1: one process. */
+  readonly nprocPerNode: number;
 }
 
 export interface HintsConfig {
@@ -40,6 +43,13 @@ export interface HintsConfig {
   readonly maxLength: number;
   readonly thresholds: HintThresholds;
   readonly codeLens: boolean;
+}
+
+export interface PredictConfig {
+  /** `memhint.predict.device` as a size or GPU name; null: not set (no fits check) or not understood. */
+  readonly device: DeviceMemory | null;
+  /** Seconds after which a prediction is stopped (`memhint.profile.timeout`). */
+  readonly timeoutSeconds: number;
 }
 
 /** Problems found while reading settings, shown once in the log. */
@@ -91,6 +101,7 @@ export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: s
     backend: backend === 'cpu' || backend === 'cuda' ? backend : 'auto',
     maxSeconds: integer(c.get('profile.maxSeconds'), 30, 1, 86_400),
     timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400),
+    nprocPerNode: integer(c.get('profile.nprocPerNode'), 1, 1, 64),
   };
 }
 
@@ -119,6 +130,16 @@ export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: str
     thresholds: { hide: read('hide'), medium, large },
     codeLens: c.get<boolean>('codeLens.enable', true),
   };
+}
+
+export function readPredictConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): PredictConfig {
+  const c = vscode.workspace.getConfiguration(SECTION, scope);
+  const raw = c.get<unknown>('predict.device', '');
+  const parsed = typeof raw === 'string' ? parseDeviceMemory(raw) : { error: `memhint.predict.device ${JSON.stringify(raw)} is not text such as "80GB" or "A100 80GB"` };
+  let device: DeviceMemory | null = null;
+  if (parsed !== null && 'error' in parsed) problems.push(`${parsed.error}; predicting without a fits check`);
+  else device = parsed;
+  return { device, timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400) };
 }
 
 /** Fires `listener` when any memhint setting changes. */

@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import type { Linter } from '../lint';
 import type { HintsController } from './hints/controller';
 import type { DiagnosticsController } from './lint/diagnostics';
+import type { PredictController } from './predict/controller';
 import type { ProfileController } from './profile/controller';
 import type { ReportStore } from './reportStore';
 import { MemorySummaryPanel } from './webview/summaryPanel';
@@ -17,8 +18,9 @@ export interface MemhintState {
     readonly hints: readonly { readonly line: number; readonly text: string; readonly size: string }[];
   }[];
   readonly statusBar: string | null;
-  readonly report: { readonly lines: number; readonly steps: number; readonly peak: number | null; readonly file: string | null } | null;
+  readonly report: { readonly mode: string; readonly lines: number; readonly steps: number; readonly peak: number | null; readonly file: string | null } | null;
   readonly profile: { readonly running: boolean; readonly lastStatus: string | null; readonly lastError: string | null };
+  readonly predict: { readonly lastStatus: string | null; readonly lastError: string | null };
   readonly webview: { readonly open: boolean; readonly visible: boolean; readonly rendered: { readonly rows: number; readonly sort: unknown; readonly sections: readonly string[] } | null } ;
 }
 
@@ -35,6 +37,7 @@ interface Parts {
   readonly diagnostics: DiagnosticsController;
   readonly hints: HintsController;
   readonly profiler: ProfileController;
+  readonly predictor: PredictController;
   readonly reports: ReportStore;
   readonly linter: Linter;
 }
@@ -68,8 +71,9 @@ export function createApi(parts: Parts): MemhintApi {
         trusted: vscode.workspace.isTrusted,
         documents,
         statusBar: parts.hints.statusText,
-        report: stored === null ? null : { lines: stored.report.lines.length, steps: stored.report.steps.length, peak: stored.report.peak?.bytes ?? null, file: stored.file },
+        report: stored === null ? null : { mode: (stored.report as { mode?: string }).mode ?? 'measured', lines: stored.report.lines.length, steps: stored.report.steps.length, peak: stored.report.peak?.bytes ?? null, file: stored.file },
         profile: { running: parts.profiler.isRunning, lastStatus: last?.status ?? null, lastError: last?.error ?? null },
+        predict: { lastStatus: parts.predictor.lastOutcome?.status ?? null, lastError: parts.predictor.lastOutcome?.error ?? null },
         webview: { open: panel !== undefined, visible: panel?.panel.visible ?? false, rendered: panel?.lastRendered ?? null },
       };
     },

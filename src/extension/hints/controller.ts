@@ -6,8 +6,9 @@ import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore, StoredReport } from '../reportStore';
 import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
+import { ranksLine } from '../ranks/ranksView';
 import { realign } from './lineShift';
-import { alignMargin, clip, hintsForFile, hoverMarkdown, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
+import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
 
 const COLORS: Record<HintSize, string> = {
   small: 'memhint.hint.small',
@@ -100,7 +101,8 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       this.statusItem.text = '';
     } else {
       const peak = stepPeak(stored.report);
-      this.statusItem.text = `$(${stored.stale !== null ? 'warning' : 'pulse'}) peak ${peak === null ? 'n/a' : formatBytes(peak)}${stored.stale !== null ? ' (stale)' : ''}`;
+      const predicted = isPredicted(stored.report);
+      this.statusItem.text = `$(${stored.stale !== null ? 'warning' : predicted ? 'beaker' : 'pulse'}) ${predicted ? 'predicted ' : ''}peak ${peak === null ? 'n/a' : formatBytes(peak)}${stored.ranks !== null ? ` (rank ${stored.ranks.shownRank}/${stored.ranks.worldSize})` : ''}${stored.stale !== null ? ' (stale)' : ''}`;
       this.statusItem.tooltip = new vscode.MarkdownString(statusTooltip(stored), true);
       this.statusItem.backgroundColor = stored.stale !== null ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
       this.statusItem.show();
@@ -167,6 +169,7 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     const stored = this.reports.get();
     if (hint === undefined || stored === null) return undefined;
     const md = new vscode.MarkdownString(hoverMarkdown(hint, stored.report));
+    if (stored.ranks !== null) md.appendMarkdown(`\n\n**${stored.ranks.worldSize} ranks**: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
     if (stored.stale !== null) md.appendMarkdown(`\n\n$(warning) **Stale**: from the run of ${clock(stored.receivedAt)}; the run of ${clock(stored.stale.at)} failed: ${escapeMarkdown(stored.stale.reason)}`);
     md.supportThemeIcons = true;
     md.appendMarkdown('\n\n[Show memory summary](command:memhint.showSummary)');
@@ -191,8 +194,14 @@ function escapeMarkdown(text: string): string {
 export function statusTooltip(stored: StoredReport): string {
   const env = stored.report.environment;
   const lines = [`**memhint**: highest live memory of the profiled step (${env.backend} backend, ${stored.report.steps.length} steps).`];
+  const prediction = (stored.report as { readonly prediction?: { allocator: { maxReservedBytes: number; maxAllocatedBytes: number }; deviceMemoryBytes: number | null; fits: boolean | null } }).prediction;
+  if (isPredicted(stored.report) && prediction !== undefined) {
+    const fits = prediction.fits === null ? '' : prediction.fits ? `, fits ${formatBytes(prediction.deviceMemoryBytes ?? 0)}` : `, does NOT fit ${formatBytes(prediction.deviceMemoryBytes ?? 0)}`;
+    lines[0] = `**memhint**: **predicted** highest live tensor memory of the step on CUDA (meta tensors, not measured). Caching allocator model: max reserved ${formatBytes(prediction.allocator.maxReservedBytes)}, max allocated ${formatBytes(prediction.allocator.maxAllocatedBytes)}${fits}.`;
+  }
   const interpreter = stored.run !== null ? `${stored.run.interpreter}` : env.python;
   lines.push(`Interpreter: ${escapeMarkdown(interpreter)} · Python ${escapeMarkdown(env.pythonVersion)} · torch ${escapeMarkdown(stored.run?.torchVersion ?? env.torchVersion)}`);
+  if (stored.ranks !== null) lines.push(`${stored.ranks.worldSize} ranks: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
   if (stored.stale !== null) lines.push(`$(warning) Stale: the run of ${clock(stored.stale.at)} failed (${escapeMarkdown(stored.stale.reason)}); these figures are from ${clock(stored.receivedAt)}.`);
   lines.push('Click for the memory summary.');
   return lines.join('\n\n');

@@ -1,6 +1,6 @@
 // Per-line memory hints built from a profile report: the compact end-of-line text, the size class that
 // picks its colour, and the hover's full figures. Pure data in, data out; no `vscode` here.
-import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ProfileReport } from '../../profiler/report';
+import { MEMORY_KINDS, type BytesByKind, type Leak, type LineStats, type LiveByLine, type MemoryCounters, type ModuleStats, type ProfileReport } from '../../profiler/report';
 import { perStep as divide, profiledSteps } from '../../profiler/units';
 import { formatBytes } from '../format';
 import { samePath } from '../paths';
@@ -43,6 +43,11 @@ export interface LineHint {
   readonly liveAtPeak: LiveByLine | null;
 }
 
+/** A report `memhint predict` made (meta tensors, allocator model), not a measurement. */
+export function isPredicted(report: ProfileReport): boolean {
+  return (report as { readonly mode?: unknown }).mode === 'predicted';
+}
+
 /** Hints for the lines of one file. `filePaths`: the names the file may have in the report (as opened, real path). */
 export function hintsForFile(report: ProfileReport, filePaths: readonly string[], thresholds: HintThresholds = defaultThresholds, colorBy: HintColorBy = 'peak'): LineHint[] {
   const inFile = (file: string): boolean => filePaths.some((p) => samePath(p, file));
@@ -53,6 +58,8 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
   for (const entry of report.peak?.byLine ?? []) if (inFile(entry.file)) live.set(entry.line, entry);
 
   const hints: LineHint[] = [];
+  // Predicted figures say so on every hint: they must never be read as measured.
+  const prefix = isPredicted(report) ? 'predicted ' : '';
   for (const stats of report.lines) {
     if (!inFile(stats.file)) continue;
     const leak = leaks.get(stats.line) ?? null;
@@ -63,7 +70,7 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
     hints.push({
       line: stats.line - 1,
       code: stats.code.trim(),
-      text: hintText(stats, steps, leak),
+      text: prefix + hintText(stats, steps, leak),
       size: sizeClass(colorBytes, thresholds),
       magnitude,
       colorBytes,
@@ -165,7 +172,8 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   const b = (n: number, signed = false): string => formatBytes(n, { signed });
   const per = steps === 1 ? 'one step' : `per step, mean of ${steps} steps`;
   const out: string[] = [];
-  out.push(`**memhint** · line ${stats.line}${stats.function ? ` in \`${stats.function}\`` : ''} · ${per} · ${report.environment.backend} backend`);
+  const how = isPredicted(report) ? '**predicted** for CUDA on meta tensors, not measured' : `${report.environment.backend} backend`;
+  out.push(`**memhint** · line ${stats.line}${stats.function ? ` in \`${stats.function}\`` : ''} · ${per} · ${how}`);
   out.push('');
   out.push('| | this line | with callees | in backward |');
   out.push('|---|---:|---:|---:|');
@@ -195,6 +203,49 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
     );
   }
   out.push(facts.join('  \n'));
+  for (const root of modelsRunBy(stats, report)) out.push('', moduleTable(root, report));
+  return out.join('\n');
+}
+
+/**
+ * The root models a line runs, for the hover's module breakdown: library models (a Hugging Face
+ * transformer) put all their memory on `out = model(x)`. The report does not record call sites, so the
+ * line is recognised by its figures: of the lines outside a `forward` method and not calling backward()
+ * or .step(), the one with the least per-step allocation (callees included) that still covers the root's
+ * forward allocations. Callers further up (the step's call site) allocate more and are not chosen.
+ */
+export function modelsRunBy(stats: LineStats, report: ProfileReport): string[] {
+  const modules = report.modules ?? [];
+  if (modules.length === 0 || !candidateLine(stats)) return [];
+  const steps = profiledSteps(report);
+  const roots = modules.filter((m) => m.path === '' && m.forward_alloc > 0);
+  const out: string[] = [];
+  for (const root of roots) {
+    const covers = (l: LineStats): boolean => candidateLine(l) && divide(l.inclusive.allocated, steps) >= root.forward_alloc;
+    if (!covers(stats)) continue;
+    const least = Math.min(...report.lines.filter(covers).map((l) => l.inclusive.allocated));
+    if (stats.inclusive.allocated === least) out.push(root.root);
+  }
+  return out;
+}
+
+function candidateLine(l: LineStats): boolean {
+  return l.calls > 0 && !/(^|\.)forward$/.test(l.function ?? '') && !/\bbackward\s*\(|\.step\s*\(/.test(l.code);
+}
+
+/** The module tree of a root model, largest live-at-peak first, as a Markdown table (at most `max` rows). */
+export function moduleTable(root: string, report: ProfileReport, max = 10): string {
+  const b = (n: number): string => formatBytes(n);
+  const rows = (report.modules ?? []).filter((m) => m.root === root);
+  const top = rows.find((m) => m.path === '');
+  const rest = rows.filter((m) => m.path !== '' && m.path.split('.').length <= 2).sort((a, c) => c.live_at_peak - a.live_at_peak);
+  const shown: ModuleStats[] = [...(top ? [top] : []), ...rest].slice(0, max);
+  // Module figures are per step already (the harness divides by the profiled steps).
+  const out = [`**Modules of \`${root}\`** (per step; top ${shown.length} of ${rows.length} by live at peak, the summary has the tree):`, '', '| module | forward | saved | backward | params | grads | optimizer | live at peak |', '|---|---:|---:|---:|---:|---:|---:|---:|'];
+  for (const m of shown) {
+    const name = m.path === '' ? `${m.type} (whole model)` : `\`${m.path}\` ${m.type}`;
+    out.push(`| ${name} | ${b(m.forward_alloc)} | ${b(m.saved)} | ${b(m.backward_alloc)} | ${b(m.params)} | ${b(m.grads)} | ${b(m.optimizer)} | ${b(m.live_at_peak)} |`);
+  }
   return out.join('\n');
 }
 

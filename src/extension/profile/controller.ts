@@ -13,6 +13,7 @@ import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
 import { readProfileConfig } from '../settings';
 import { resolveInterpreter, shortPath, sourceLabel } from './interpreter';
+import { partialSummary } from './partial';
 import { describeInterpreter, InterpreterProbe, type InterpreterInfo } from './probe';
 import type { ProfileRequest } from './request';
 import type { RunHooks, RunResult } from './run';
@@ -98,13 +99,13 @@ export class ProfileController {
     this.running?.abort();
   }
 
-  /** Command entry: `uri`/`functionName` come from the CodeLens; the palette passes nothing. */
-  async profileStep(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
-    this.last = await this.profile(uri, functionName);
+  /** Command entry: `uri`/`functionName`/`loopLine` come from the CodeLens; the palette passes nothing. */
+  async profileStep(uri?: vscode.Uri, functionName?: string | null, loopLine?: number): Promise<ProfileCommandResult> {
+    this.last = await this.profile(uri, functionName, loopLine);
     return this.last;
   }
 
-  private async profile(uri?: vscode.Uri, functionName?: string | null): Promise<ProfileCommandResult> {
+  private async profile(uri?: vscode.Uri, functionName?: string | null, loopLine?: number): Promise<ProfileCommandResult> {
     if (!vscode.workspace.isTrusted) {
       // A workspace's own memhint.python is ignored until trust: say so, or the user wonders why it does not apply.
       const problems: string[] = [];
@@ -125,15 +126,15 @@ export class ProfileController {
     this.running = abort;
     void vscode.commands.executeCommand('setContext', 'memhint.profiling', true);
     try {
-      return await this.prepareAndRun(abort, uri, functionName);
+      return await this.prepareAndRun(abort, uri, functionName, loopLine);
     } finally {
       this.running = null;
       void vscode.commands.executeCommand('setContext', 'memhint.profiling', false);
     }
   }
 
-  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileCommandResult> {
-    const target = await this.pickTarget(uri, functionName);
+  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined, loopLine: number | undefined): Promise<ProfileCommandResult> {
+    const target = await this.pickTarget(uri, loopLine !== undefined ? null : functionName);
     if (target === null) return { status: 'no-target' };
     const document = target.document;
     if (document.isDirty) await document.save();
@@ -147,16 +148,18 @@ export class ProfileController {
       python: interpreter.path,
       script: document.uri.fsPath,
       function: target.function,
+      loopLine: target.function === null ? (loopLine ?? null) : null,
       warmup: config.warmup,
       steps: config.steps,
       backend: config.backend,
       maxSeconds: config.maxSeconds,
       timeoutSeconds: config.timeoutSeconds,
       cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+      nprocPerNode: config.nprocPerNode,
     };
-    const what = target.function === null ? path.basename(request.script) : `${target.function}()`;
+    const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
     const display = `${shortPath(interpreter.path, folder?.uri.fsPath)} (${sourceLabel(interpreter.source)})`;
-    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}`);
+    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? `:${loopLine}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}${config.nprocPerNode > 1 ? `, ${config.nprocPerNode} ranks` : ''}`);
 
     try {
       const result = await vscode.window.withProgress(
@@ -198,12 +201,13 @@ export class ProfileController {
       if (result.report !== null) {
         const report = result.report;
         const info = await this.interpreters.probe(request.python);
-        await this.reports.set(report, { interpreter: display, interpreterSource: sourceLabel(interpreter.source), torchVersion: info.torchVersion ?? report.environment.torchVersion });
+        await this.reports.set(report, { interpreter: display, interpreterSource: sourceLabel(interpreter.source), torchVersion: info.torchVersion ?? report.environment.torchVersion }, result.ranks ?? null);
         this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
         for (const note of report.notes) this.log.info(`note: ${note}`);
       }
       if (result.error !== null) return this.failed(result.error, result.failure, result.report);
       if (result.report === null) return this.failed('no report', null, null);
+      this.announcePartial(result.report, what);
       return { status: 'done', report: result.report };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -220,11 +224,23 @@ export class ProfileController {
     this.log.error(`profile failed: ${error}`);
     if (report === null) this.reports.markStale(error.split('\n')[0]);
     const actions = failureActions(failure, report !== null);
-    void vscode.window.showErrorMessage(`memhint: profiling failed: ${relativeToWorkspace(error.split('\n')[0])}`, ...actions.map((a) => a.title)).then((choice) => {
+    const measured = report !== null ? partialSummary(report, (file) => relativeToWorkspace(file)) : null;
+    void vscode.window.showErrorMessage(`memhint: profiling failed: ${relativeToWorkspace(error.split('\n')[0])}${measured !== null ? ` (partial report: ${measured.split(';')[0]})` : ''}`, ...actions.map((a) => a.title)).then((choice) => {
       const action = actions.find((a) => a.title === choice);
       if (action !== undefined) void action.run(this.log);
     });
     return { status: 'failed', error, ...(report !== null ? { report } : {}) };
+  }
+
+  /** A run that stopped early says so where the user looks, with what it did measure. */
+  private announcePartial(report: ProfileReport, what: string): void {
+    const summary = partialSummary(report, (file) => relativeToWorkspace(file));
+    if (summary === null) return;
+    this.log.warn(`partial profile of ${what}: ${summary}`);
+    void vscode.window.showWarningMessage(`memhint: partial profile of ${what}: ${summary}.`, 'Show Summary', 'Show Logs').then((choice) => {
+      if (choice === 'Show Summary') void vscode.commands.executeCommand('memhint.showSummary');
+      else if (choice === 'Show Logs') this.log.show();
+    });
   }
 
   private warnOnce(message: string): void {

@@ -6,10 +6,15 @@ export interface ProfileRequest {
   readonly script: string;
   /** null: profile the whole script for maxSeconds. */
   readonly function: string | null;
+  /** With no function: the 1-based header line of the loop whose iterations are the steps; null or
+   *  absent: the harness finds the training loop, else runs the whole script. */
+  readonly loopLine?: number | null;
   readonly warmup: number;
   readonly steps: number;
   readonly backend: BackendChoice;
   readonly maxSeconds: number;
   readonly timeoutSeconds: number;
   readonly cwd: string;
+  /** Ranks (torch.distributed) to run the script on; absent or 1: one process. */
+  readonly nprocPerNode?: number;
 }

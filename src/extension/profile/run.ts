@@ -2,10 +2,13 @@
 // messages, Cancel as SIGKILL to the child's process group, the native sampler's series attached as
 // the report's OS timeline (the launcher moves it onto the harness clock). No `vscode` here.
 import { failureHeadline, failureTail } from '../../profiler/failure';
-import { runProfile as launch, type ProfileFailure } from '../../profiler/launcher';
+import { runDistributedProfile } from '../../profiler/distributed';
+import { mergeDistributed } from '../../profiler/distributed-report';
+import { runProfile as launch, type ProfileFailure, type ProfileOptions } from '../../profiler/launcher';
 import { startOsTimelineSampler } from '../../profiler/os-timeline';
 import type { HarnessMessage } from '../../profiler/protocol';
 import type { ProfileReport } from '../../profiler/report';
+import { ranksView, worstRank, type RanksView } from '../ranks/ranksView';
 import type { ProfileRequest } from './request';
 
 export interface RunHooks {
@@ -22,9 +25,67 @@ export interface RunResult {
   /** The launcher's structured failure behind `error` (kind, the user's location), or null. */
   readonly failure: ProfileFailure | null;
   readonly cancelled: boolean;
+  /** A multi-rank run: every rank's peak, and which rank's report `report` is. */
+  readonly ranks?: RanksView;
+}
+
+function launcherOptions(request: ProfileRequest): ProfileOptions {
+  return {
+    script: request.script,
+    function: request.function,
+    loopLine: request.function === null ? (request.loopLine ?? null) : null,
+    setup: null,
+    warmup: request.warmup,
+    steps: request.steps,
+    maxSeconds: request.function === null ? request.maxSeconds : null,
+    backend: request.backend,
+    python: request.python,
+    budgetBytes: null,
+    memoryLimitBytes: null,
+    timeoutMs: request.timeoutSeconds * 1000,
+    scriptArgs: [],
+    cwd: request.cwd,
+  };
+}
+
+/**
+ * `nprocPerNode` ranks under torch.distributed (torchrun; ranks started directly on torch 1.x): the worst
+ * rank's report for the hints, every rank's peak for the summary, failures named by rank.
+ */
+async function runRanks(request: ProfileRequest, hooks: RunHooks): Promise<RunResult> {
+  const world = request.nprocPerNode ?? 1;
+  hooks.onProgress(`starting ${world} ranks`, 0);
+  const outcome = await runDistributedProfile(
+    { ...launcherOptions(request), nprocPerNode: world, launcher: 'auto' },
+    { onOutput: (chunk) => hooks.onOutput(chunk.toString('utf-8')), signal: hooks.signal },
+  );
+  if (outcome.cancelled || hooks.signal.aborted) return { report: null, error: null, failure: null, cancelled: true };
+  if (outcome.launchError !== null) {
+    const tail = outcome.outputTail.trim().split('\n').slice(-5).join('\n');
+    return { report: null, error: `${outcome.launchError}${tail ? `\n${tail}` : ''}`, failure: null, cancelled: false };
+  }
+  const merged = mergeDistributed(outcome);
+  const shown = worstRank(merged);
+  const bad = merged.ranks.filter((r) => r.status !== 'ok');
+  const first = merged.firstFailedRank !== null ? merged.ranks.find((r) => r.rank === merged.firstFailedRank) : bad[0];
+  const error =
+    bad.length === 0
+      ? null
+      : `${bad.length} of ${merged.worldSize} ranks did not finish; rank ${first?.rank ?? bad[0].rank}: ${first?.status ?? bad[0].status}${first?.error ? ` — ${first.error.message}` : ''}`;
+  const location = first?.error?.location ?? null;
+  const failure: ProfileFailure | null =
+    error === null ? null : { kind: (first?.error?.kind ?? 'crash') as ProfileFailure['kind'], message: error, traceback: null, location, exitCode: null, signal: null, stderrTail: '' };
+  return {
+    report: shown?.report ?? null,
+    error,
+    failure,
+    cancelled: false,
+    ...(shown !== null ? { ranks: ranksView(merged, shown.rank, shown.why) } : {}),
+  };
 }
 
 export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks): Promise<RunResult> {
+  if ((request.nprocPerNode ?? 1) > 1) return runRanks(request, hooks);
   let childPid: number | undefined;
   const kill = (): void => {
     if (childPid === undefined) return;
@@ -41,21 +102,7 @@ export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks
   hooks.signal.addEventListener('abort', kill, { once: true });
   try {
     const outcome = await launch(
-      {
-        script: request.script,
-        function: request.function,
-        setup: null,
-        warmup: request.warmup,
-        steps: request.steps,
-        maxSeconds: request.function === null ? request.maxSeconds : null,
-        backend: request.backend,
-        python: request.python,
-        budgetBytes: null,
-        memoryLimitBytes: null,
-        timeoutMs: request.timeoutSeconds * 1000,
-        scriptArgs: [],
-        cwd: request.cwd,
-      },
+      launcherOptions(request),
       {
         onSpawn: (pid) => {
           childPid = pid;

@@ -1,6 +1,7 @@
 // Which functions of a Python file can be profiled as a step, and which look like training steps (for
 // the CodeLens). Reads the linter's syntax mirror; no `vscode` here.
 import { calleeMethod, childByField, type SourceFile, type SyntaxNode } from '../../lint';
+import { trainingLoops, type TrainingLoop } from './loopFinder';
 
 export interface StepCandidate {
   readonly name: string;
@@ -58,11 +59,15 @@ export function topLevelFunctions(file: SourceFile): StepCandidate[] {
       if (receiver !== null && OPTIMIZER_RECEIVER.test(file.textOf(receiver))) reasons[i] = 'optimizer-step';
     }
   }
+  // A function holding the training loop (`def train(model, loader): for batch in loader: ...`) is called
+  // once per run or epoch: its loop is the step (offered as "Profile this loop"), not the function.
+  const loopStarts = trainingLoops(file).map((l) => l.start);
   return defs
     .map(({ node, def, owner }, k) => {
       const nameNode = childByField(def, 'name');
       const bare = nameNode === null ? '' : file.textOf(nameNode);
-      const reason = STEP_NAME.test(bare) ? 'name' : reasons[k];
+      const holdsLoop = loopStarts.some((at) => def.start <= at && at < def.end);
+      const reason = holdsLoop ? null : STEP_NAME.test(bare) ? 'name' : reasons[k];
       const name = bare === '' ? '' : owner === null ? bare : `${owner}.${bare}`;
       return { name, start: node.start, end: node.end, defStart: def.start, stepReason: reason };
     })
@@ -84,4 +89,13 @@ export function trainingSteps(file: SourceFile): StepCandidate[] {
 /** The top-level function or method containing `offset`, or null. */
 export function functionAt(file: SourceFile, offset: number): StepCandidate | null {
   return topLevelFunctions(file).find((c) => c.start <= offset && offset <= c.end) ?? null;
+}
+
+/**
+ * Training loops worth a "Profile this loop" lens: not those whose body calls a step that has its own
+ * lens (`for batch in loader: train_step(...)`), where each iteration is one call of that step anyway.
+ */
+export function loopTargets(file: SourceFile, steps: readonly StepCandidate[] = trainingSteps(file)): TrainingLoop[] {
+  const stepNames = new Set(steps.map((s) => s.name.slice(s.name.lastIndexOf('.') + 1)));
+  return trainingLoops(file).filter((loop) => !loop.calls.some((c) => stepNames.has(c)));
 }

@@ -1,6 +1,7 @@
 // Messages between the extension and the memory summary webview (media/summary.js), and the view model
 // it renders. Plain types shared by both sides; no `vscode` here.
 import type { MemoryKind } from '../../profiler/report';
+import type { RanksView } from '../ranks/ranksView';
 
 export interface LineRow {
   readonly file: string;
@@ -39,6 +40,38 @@ export interface TimelineView {
   readonly maxBytes: number;
 }
 
+/** One nn.Module of the per-module breakdown (report.modules), in tree order; per-step byte figures. */
+export interface ModuleRow {
+  /** `GPT/transformer.h.3.mlp`: unique across roots. */
+  readonly id: string;
+  /** The parent's id, or null for a root model. */
+  readonly parent: string | null;
+  readonly depth: number;
+  /** Last path component (`mlp`), or the root's class name. */
+  readonly name: string;
+  readonly type: string;
+  readonly calls: number;
+  readonly params: number;
+  readonly grads: number;
+  readonly optimizer: number;
+  readonly saved: number;
+  readonly forwardAlloc: number;
+  readonly backwardAlloc: number;
+  readonly liveAtPeak: number;
+}
+
+/** What `memhint predict` adds: the allocator model's figures and the what-ifs it ran with. */
+export interface PredictionView {
+  readonly maxAllocated: number;
+  readonly maxReserved: number;
+  readonly rawPeak: number;
+  readonly deviceMemory: number | null;
+  readonly fits: boolean | null;
+  readonly firstExceeded: string | null;
+  readonly whatIf: string;
+  readonly seconds: number;
+}
+
 export interface SummaryViewModel {
   readonly title: string;
   readonly environment: { readonly python: string; readonly pythonVersion: string; readonly torchVersion: string; readonly backend: string; readonly device: string };
@@ -67,6 +100,12 @@ export interface SummaryViewModel {
   readonly oom: { readonly message: string; readonly where: string | null; readonly requestedBytes: number | null; readonly advice: readonly string[] } | null;
   readonly budget: { readonly budgetBytes: number; readonly exceeded: boolean; readonly where: string | null } | null;
   readonly hasSnapshot: boolean;
+  /** Per-module breakdown; empty when the report has none. */
+  readonly modules: readonly ModuleRow[];
+  /** Set on predicted reports (mode "predicted"): the figures are not measured. */
+  readonly prediction: PredictionView | null;
+  /** A multi-rank run: every rank's peak and the imbalance; the other figures are rank `shownRank`'s. */
+  readonly ranks: RanksView | null;
   /** Why these figures are outdated (a later run failed), or null. */
   readonly stale: string | null;
 }

@@ -88,7 +88,8 @@ export class MemorySummaryPanel implements vscode.Disposable {
     if (this.report === null) return null;
     const stored = this.reports.get();
     const stale = stored !== null && stored.report === this.report && stored.stale !== null ? `These figures are from an earlier run: the latest run failed (${stored.stale.reason}).` : null;
-    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale });
+    const ranks = stored !== null && stored.report === this.report ? stored.ranks : null;
+    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale, ranks });
   }
 
   private post(message: ToWebview): Thenable<boolean> {

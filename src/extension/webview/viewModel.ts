@@ -1,10 +1,12 @@
 // Builds what the summary webview renders from a profile report: per-step figures, a downsampled
 // timeline on one clock, display paths. Pure; no `vscode` here.
 import * as path from 'node:path';
-import { MEMORY_KINDS, type BytesByKind, type ProfileReport, type SourceLocation } from '../../profiler/report';
+import type { PredictionInfo } from '../../predict/schema';
+import { MEMORY_KINDS, type BytesByKind, type ModuleStats, type ProfileReport, type SourceLocation } from '../../profiler/report';
 import { perStep, profiledSteps } from '../../profiler/units';
 import { stepPeak } from '../hints/model';
-import type { KindSlice, LineRow, SummaryViewModel, TimelineView } from './messages';
+import type { RanksView } from '../ranks/ranksView';
+import type { KindSlice, LineRow, ModuleRow, PredictionView, SummaryViewModel, TimelineView } from './messages';
 
 export const MAX_TIMELINE_POINTS = 2000;
 
@@ -14,6 +16,8 @@ export interface ViewModelOptions {
   readonly maxPoints?: number;
   /** Why the report is outdated (a later run failed), shown above the figures. */
   readonly stale?: string | null;
+  /** A multi-rank run: every rank's peak (the report is the shown rank's). */
+  readonly ranks?: RanksView | null;
 }
 
 export function displayPath(file: string, roots: readonly string[]): string {
@@ -106,6 +110,63 @@ function timelineView(report: ProfileReport, max: number): TimelineView {
 
 function where(loc: SourceLocation | null, roots: readonly string[]): string | null {
   return loc === null ? null : `${displayPath(loc.file, roots)}:${loc.line}`;
+}
+
+/**
+ * The module tree as rows: ids made unique across root models, each row's parent the nearest listed
+ * ancestor (a module that never ran is not listed, its children hang under the next one up).
+ */
+export function moduleRows(modules: readonly ModuleStats[]): ModuleRow[] {
+  const ids = new Set<string>();
+  const rows: ModuleRow[] = [];
+  for (const m of modules) {
+    const id = m.path === '' ? m.root : `${m.root}/${m.path}`;
+    if (ids.has(id)) continue;
+    let parent: string | null = null;
+    if (m.path !== '') {
+      const parts = m.path.split('.');
+      for (let k = parts.length - 1; k >= 0 && parent === null; k--) {
+        const candidate = k === 0 ? m.root : `${m.root}/${parts.slice(0, k).join('.')}`;
+        if (ids.has(candidate)) parent = candidate;
+      }
+    }
+    const depth = parent === null ? 0 : (rows.find((r) => r.id === parent)?.depth ?? 0) + 1;
+    ids.add(id);
+    rows.push({
+      id,
+      parent,
+      depth,
+      name: m.path === '' ? m.root : m.path.slice(m.path.lastIndexOf('.') + 1),
+      type: m.type,
+      calls: m.calls,
+      params: m.params,
+      grads: m.grads,
+      optimizer: m.optimizer,
+      // The harness already divides these by the profiled steps.
+      saved: m.saved,
+      forwardAlloc: m.forward_alloc,
+      backwardAlloc: m.backward_alloc,
+      liveAtPeak: m.live_at_peak,
+    });
+  }
+  return rows;
+}
+
+function predictionView(report: ProfileReport, roots: readonly string[]): PredictionView | null {
+  if ((report as { mode?: unknown }).mode !== 'predicted') return null;
+  const p = (report as { prediction?: PredictionInfo }).prediction;
+  if (p === undefined) return null;
+  const whatIf = [p.amp ? `AMP ${p.amp}` : '', p.checkpoint ? `checkpoint ${p.checkpoint}` : '', ...Object.entries(p.setupArgs).map(([k, v]) => `${k}=${JSON.stringify(v)}`)].filter(Boolean).join(', ');
+  return {
+    maxAllocated: p.allocator.maxAllocatedBytes,
+    maxReserved: p.allocator.maxReservedBytes,
+    rawPeak: p.rawPeakBytes,
+    deviceMemory: p.deviceMemoryBytes,
+    fits: p.fits,
+    firstExceeded: where(p.firstExceeded, roots),
+    whatIf,
+    seconds: p.seconds,
+  };
 }
 
 function median(values: readonly number[]): number | null {
@@ -201,6 +262,9 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
       ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: where(report.budget.firstExceeded, roots) }
       : null,
     hasSnapshot: report.cuda?.snapshotPath != null,
+    modules: moduleRows(report.modules ?? []),
+    prediction: predictionView(report, roots),
+    ranks: options.ranks ?? null,
     stale: options.stale ?? null,
   };
 }

@@ -1,5 +1,6 @@
 // Builds ProfileReport objects for the editor's pure modules: every field explicit, figures chosen so
 // expected outputs can be worked out by hand.
+import type { PredictedReport } from '../../../src/predict/schema';
 import type { BytesByKind, LineStats, MemoryCounters, ProfileReport } from '../../../src/profiler/report';
 
 export const FILE = '/work/project/train.py';
@@ -61,3 +62,35 @@ export function report(partial: Partial<ProfileReport> = {}): ProfileReport {
     ...partial,
   };
 }
+
+/** A predicted report (mode "predicted"): one line, a three-level module tree, a device it does not fit. */
+export function predictedReport(partial: Partial<PredictedReport['prediction']> = {}): PredictedReport {
+  const base = report({
+    environment: { ...report().environment, backend: 'cuda', device: 'cuda (predicted)', torchVersion: '2.13.0' },
+    steps: [{ index: 0, startMs: 0, endMs: 5, allocated: 0, freed: 0, liveAtStart: 0, liveAtEnd: 0, peakLive: 3 * 1024 ** 2, peakAtMs: 2 }],
+    lines: [line(20, 'out = model(x)', { calls: 1, inclusive: counters(2 * 1024 ** 2, 0, 2 * 1024 ** 2) })],
+  });
+  return {
+    ...base,
+    mode: 'predicted',
+    modules: [
+      { root: 'MLP', path: '', type: 'MLP', calls: 1, params: 4096, grads: 4096, optimizer: 8192, saved: 1024, forward_alloc: 2560, backward_alloc: 4096, live_at_peak: 3000 },
+      { root: 'MLP', path: 'net', type: 'Sequential', calls: 1, params: 4096, grads: 4096, optimizer: 8192, saved: 1024, forward_alloc: 2560, backward_alloc: 4096, live_at_peak: 3000 },
+      { root: 'MLP', path: 'net.0', type: 'Linear', calls: 1, params: 3072, grads: 3072, optimizer: 6144, saved: 512, forward_alloc: 1024, backward_alloc: 3072, live_at_peak: 2000 },
+      { root: 'MLP', path: 'net.2', type: 'Linear', calls: 1, params: 1024, grads: 1024, optimizer: 2048, saved: 512, forward_alloc: 1536, backward_alloc: 1024, live_at_peak: 1000 },
+    ],
+    prediction: {
+      allocator: { allocatedBytes: 0, reservedBytes: 0, maxAllocatedBytes: 3 * 1024 ** 2, maxReservedBytes: 20 * 1024 ** 2, requestedBytes: 0, segments: 1, allocRetries: 0, ooms: 0, model: 'x', maxSplitSize: null },
+      rawPeakBytes: 3 * 1024 ** 2,
+      deviceMemoryBytes: 16 * 1024 ** 2,
+      fits: false,
+      firstExceeded: { file: FILE, line: 20, function: 'train_step', code: 'out = model(x)', reservedBytes: 20 * 1024 ** 2, allocatedBytes: 1, step: 0, phase: 'forward' },
+      amp: 'bf16',
+      checkpoint: null,
+      setupArgs: { batch: 64 },
+      seconds: 0.5,
+      ...partial,
+    },
+  };
+}
+

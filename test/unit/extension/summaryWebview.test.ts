@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { SummaryViewModel, WebviewState } from '../../../src/extension/webview/messages';
 import { buildViewModel } from '../../../src/extension/webview/viewModel';
-import { counters, FILE, kinds, line, report } from './reportFixture';
+import { counters, FILE, kinds, line, predictedReport, report } from './reportFixture';
 
 const root = path.resolve(__dirname, '../../../..');
 const chromiumPath = process.env.MEMHINT_CHROMIUM ?? '/usr/bin/chromium';
@@ -118,6 +118,74 @@ describe('media/summary.js in chromium', function () {
     assert.deepEqual(messages[0], { type: 'rendered', rows: 3, sort: { key: 'peak', descending: true }, sections: ['timeline', 'peak', 'leaks', 'lines'] });
     assert.deepEqual(messages[1], { type: 'ready' });
     assert.ok(await page.locator('#export-snapshot').isDisabled(), 'no snapshot on the CPU backend');
+  });
+
+  it('says a predicted report is predicted, and draws the module tree collapsible and sortable', async () => {
+    await load(page, { model: buildViewModel(predictedReport(), { roots: ['/work/project'] }), sort: { key: 'peak', descending: true } }, null);
+    const callout = await page.locator('#prediction').innerText();
+    assert.match(callout, /^Predicted, not measured\./);
+    assert.match(callout, /Does not fit the device: max reserved 20 MiB of 16 MiB; first exceeded at train\.py:20/);
+    assert.match(await page.locator('header .env').innerText(), /predicted on meta tensors/);
+    const names = (): Promise<string[]> => page.locator('table.modules tbody td.module-name code').allInnerTexts();
+    // Roots and their children open at first; deeper levels wait for a click.
+    assert.deepEqual(await names(), ['MLP', 'net']);
+    await page.click('table.modules button.twisty[aria-label="Expand net"]');
+    assert.deepEqual(await names(), ['MLP', 'net', '0', '2'], 'siblings by live at peak, largest first');
+    await page.click('button.sort[data-module-key="forwardAlloc"]');
+    assert.deepEqual(await names(), ['MLP', 'net', '2', '0'], 'siblings by forward allocations');
+    await page.click('table.modules button.twisty[aria-label="Collapse MLP"]');
+    assert.deepEqual(await names(), ['MLP']);
+    const sections = (await posted()).filter((m) => m.type === 'rendered').pop()?.sections;
+    assert.ok(Array.isArray(sections) && sections.includes('modules'), JSON.stringify(sections));
+  });
+
+  it('draws every rank\'s peak and the imbalance for a multi-rank run, naming the rank shown', async () => {
+    const ranks = {
+      worldSize: 2,
+      launcher: 'torchrun' as const,
+      shownRank: 1,
+      why: 'highest peak' as const,
+      ranks: [
+        { rank: 0, status: 'ok', peakBytes: 10 * MiB, oom: false, error: null },
+        { rank: 1, status: 'ok', peakBytes: 20 * MiB, oom: false, error: null },
+      ],
+      imbalance: { maxRank: 1, minRank: 0, spreadBytes: 10 * MiB, maxOverMean: 4 / 3 },
+      firstFailedRank: null,
+    };
+    await load(page, { model: buildViewModel(report(), { roots: [], ranks }), sort: { key: 'peak', descending: true } }, null);
+    const text = await page.locator('#section-ranks').innerText();
+    assert.match(text, /2 ranks \(torchrun\)/);
+    assert.match(text, /rank 1’s \(highest peak\)/);
+    assert.match(text, /Imbalance: rank 1 peaks 10 MiB above rank 0 \(max\/mean 1\.33×\)/);
+    assert.deepEqual(await page.locator('#section-ranks tbody th').allInnerTexts(), ['rank 0', 'rank 1 (shown)']);
+    const widths = await page.locator('#section-ranks .rank-fill').evaluateAll((els) => els.map((e) => (e as unknown as { style: { width: string } }).style.width));
+    assert.deepEqual(widths, ['50%', '100%']);
+  });
+
+  it('at 1536 px no chart label is cut at the edge or drawn over another, even for steps side by side', async () => {
+    await page.setViewportSize({ width: 1536, height: 900 });
+    const base = model();
+    const steps = [0, 1, 2, 3, 4, 5].map((i) => ({ step: i, warmup: i === 0, startMs: 9000 + i * 10, endMs: 9008 + i * 10 }));
+    const crowded = { ...base, timeline: { ...base.timeline, steps, endMs: 10_000 } };
+    await load(page, { model: crowded, sort: { key: 'peak', descending: true } }, null);
+    const boxes = await page.locator('#section-timeline svg text').evaluateAll((els) =>
+      els.map((e) => {
+        const b = (e as unknown as { getBoundingClientRect(): { left: number; right: number; top: number; bottom: number } }).getBoundingClientRect();
+        return { text: (e as unknown as { textContent: string }).textContent, left: b.left, right: b.right, top: b.top, bottom: b.bottom };
+      }),
+    );
+    const svg = await page.locator('#section-timeline svg').boundingBox();
+    assert.ok(svg !== null && boxes.length > 10);
+    for (const b of boxes) assert.ok(b.left >= svg.x - 0.5 && b.right <= svg.x + svg.width + 0.5, `${b.text} inside the chart (${b.left}-${b.right} vs ${svg.x}-${svg.x + svg.width})`);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i], boxes[j]];
+        const overlap = a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+        assert.ok(!overlap, `"${a.text}" and "${b.text}" overlap`);
+      }
+    }
+    const labels = await page.locator('#section-timeline svg text.step-label').allInnerTexts();
+    assert.ok(labels.length >= 1 && labels.length < steps.length, `some step labels skipped: ${labels.join(' ')}`);
   });
 
   it('sorts by a column on click, toggling the direction, and keeps the sort in its state', async () => {

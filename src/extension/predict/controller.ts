@@ -1,0 +1,305 @@
+// "memhint: Predict Memory on CUDA": picks the step and its setup function (remembered per workspace),
+// the what-ifs (AMP, activation checkpointing, batch size) from a quick pick, checks that the interpreter's
+// torch can predict (>= 2.0: meta tensors), runs `memhint predict` through the same side-car runner as
+// profiling (argument array, progress with Cancel, failure actions) and hands the predicted report to the
+// store, where hints, hovers and the summary show it marked as predicted.
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { Linter } from '../../lint';
+import type { PredictedReport } from '../../predict/schema';
+import { isPredictedReport } from '../../predict/schema';
+import type { ProfileFailure } from '../../profiler/launcher';
+import { formatBytes } from '../format';
+import type { DiagnosticsController } from '../lint/diagnostics';
+import { sourceOf } from '../lint/sourceOf';
+import { errorText, type Logger } from '../logger';
+import { failureActions, UNTRUSTED_MESSAGE } from '../profile/controller';
+import { resolveInterpreter, shortPath, sourceLabel } from '../profile/interpreter';
+import { describeInterpreter, InterpreterProbe } from '../profile/probe';
+import type { RunResult } from '../profile/run';
+import { functionAt, topLevelFunctions } from '../profile/stepFinder';
+import type { ReportStore } from '../reportStore';
+import { readPredictConfig, readProfileConfig } from '../settings';
+import type { RunPrediction } from './run';
+import { batchParameter, setupCandidates, type SetupCandidate } from './setup';
+import { describeWhatIf, parseBatchValue, predictOptions, reviveWhatIf, torchSupportsPrediction, type WhatIf } from './whatIf';
+
+export interface PredictCommandResult {
+  readonly status: 'done' | 'cancelled' | 'failed' | 'untrusted' | 'no-target' | 'unsupported-torch';
+  readonly report?: PredictedReport;
+  readonly error?: string;
+}
+
+/** Arguments tests (and other commands) may pass to skip the pickers. */
+export interface PredictArgs {
+  readonly setup?: string;
+  readonly whatIf?: Partial<WhatIf>;
+}
+
+export class PredictController {
+  private running: AbortController | null = null;
+  private last: PredictCommandResult | null = null;
+  private readonly interpreters = new InterpreterProbe();
+
+  constructor(
+    private readonly run: RunPrediction,
+    private readonly reports: ReportStore,
+    private readonly diagnostics: DiagnosticsController,
+    private readonly linter: Linter,
+    private readonly state: vscode.Memento,
+    private readonly log: Logger,
+  ) {}
+
+  get lastOutcome(): PredictCommandResult | null {
+    return this.last;
+  }
+
+  cancel(): void {
+    this.running?.abort();
+  }
+
+  async predict(uri?: vscode.Uri, functionName?: string, args: PredictArgs = {}): Promise<PredictCommandResult> {
+    this.last = await this.guarded(uri, functionName, args);
+    return this.last;
+  }
+
+  private async guarded(uri: vscode.Uri | undefined, functionName: string | undefined, args: PredictArgs): Promise<PredictCommandResult> {
+    if (!vscode.workspace.isTrusted) {
+      void vscode.window.showWarningMessage(UNTRUSTED_MESSAGE.replace('profiling runs', 'predicting runs'), 'Manage Workspace Trust').then((choice) => {
+        if (choice !== undefined) void vscode.commands.executeCommand('workbench.trust.manage');
+      });
+      return { status: 'untrusted' };
+    }
+    if (this.running !== null) {
+      void vscode.window.showInformationMessage('memhint: a prediction is already running.');
+      return { status: 'failed', error: 'already running' };
+    }
+    const abort = new AbortController();
+    this.running = abort;
+    void vscode.commands.executeCommand('setContext', 'memhint.predicting', true);
+    try {
+      return await this.prepareAndRun(abort, uri, functionName, args);
+    } catch (err) {
+      this.log.error('prediction failed', errorText(err));
+      return this.failed(err instanceof Error ? err.message : String(err), null, null);
+    } finally {
+      this.running = null;
+      void vscode.commands.executeCommand('setContext', 'memhint.predicting', false);
+    }
+  }
+
+  private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | undefined, args: PredictArgs): Promise<PredictCommandResult> {
+    const target = await this.pickStep(uri, functionName);
+    if (target === null) return { status: 'no-target' };
+    const { document, step } = target;
+    if (document.isDirty) await document.save();
+    const source = sourceOf(document, this.diagnostics, this.linter);
+    const candidates = setupCandidates(source, step);
+    const key = `predict:${document.uri.fsPath}::${step}`;
+    const remembered = this.state.get<{ setup?: unknown; whatIf?: unknown }>(key) ?? {};
+    const setup = args.setup !== undefined ? candidates.find((c) => c.name === args.setup) ?? { name: args.setup, parameters: [], likely: false } : await this.pickSetup(candidates, typeof remembered.setup === 'string' ? remembered.setup : null, step);
+    if (setup === null) return { status: 'no-target' };
+
+    const problems: string[] = [];
+    const config = readPredictConfig(document.uri, problems);
+    for (const p of problems) {
+      this.log.warn(p);
+      void vscode.window.showWarningMessage(`memhint: ${p}.`);
+    }
+    const previous = reviveWhatIf(remembered.whatIf);
+    const whatIf = args.whatIf !== undefined ? { ...previous, ...args.whatIf } : await this.pickWhatIf(previous, setup, config.device?.label ?? null);
+    if (whatIf === null) return { status: 'no-target' };
+    await this.state.update(key, { setup: setup.name, whatIf });
+
+    const profileConfig = readProfileConfig(document.uri);
+    const interpreter = await resolveInterpreter(profileConfig.python, document.uri, this.log);
+    const folder = vscode.workspace.getWorkspaceFolder(document.uri);
+    const display = `${shortPath(interpreter.path, folder?.uri.fsPath)} (${sourceLabel(interpreter.source)})`;
+    const options = predictOptions(
+      {
+        python: interpreter.path,
+        script: document.uri.fsPath,
+        function: step,
+        setup: setup.name,
+        cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+        deviceMemoryBytes: config.device?.bytes ?? null,
+        timeoutSeconds: config.timeoutSeconds,
+      },
+      whatIf,
+    );
+    const what = describeWhatIf(whatIf);
+    this.log.info(`predicting ${options.script}::${step} --setup ${setup.name}${what ? ` (${what})` : ''} with ${options.python}${config.device ? `, device ${config.device.label}` : ''}`);
+
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `memhint: predicting ${step}() on CUDA${what ? ` (${what})` : ''}`, cancellable: true },
+      async (progress, token): Promise<RunResult | { unsupported: string } | { problem: string; kind: 'spawn' | 'torch_missing' }> => {
+        token.onCancellationRequested(() => abort.abort());
+        progress.report({ message: `checking ${display}…` });
+        const info = await this.interpreters.probe(options.python);
+        if (abort.signal.aborted) return { report: null, error: null, failure: null, cancelled: true };
+        if (info.problem !== null && info.problem.kind !== 'probe') return { problem: info.problem.message, kind: info.problem.kind };
+        // Meta tensors, fake tensors and TorchDispatchMode as prediction needs them arrived in torch 2.0.
+        if (torchSupportsPrediction(info.torchVersion) === false) {
+          return { unsupported: `prediction needs torch >= 2.0 (it runs the step on meta tensors); ${display} has torch ${info.torchVersion}. Select an interpreter with torch 2.x (profiling works with this one)` };
+        }
+        const with_ = describeInterpreter(info, display);
+        progress.report({ message: `${with_} · starting` });
+        let reported = 0;
+        return this.run(options, {
+          signal: abort.signal,
+          onOutput: (text) => {
+            for (const line of text.split(/\r?\n/)) if (line.trim() !== '') this.log.info(`[script] ${line}`);
+          },
+          onProgress: (message, fraction) => {
+            const increment = fraction === null ? undefined : Math.max(0, fraction * 100 - reported);
+            if (increment !== undefined) reported += increment;
+            progress.report({ message: `${with_} · ${message}`, increment });
+          },
+        });
+      },
+    );
+    if ('unsupported' in result) {
+      this.log.error(result.unsupported);
+      const actions = failureActions({ kind: 'unsupported_torch', location: null }, false);
+      void vscode.window.showErrorMessage(`memhint: ${result.unsupported}.`, ...actions.map((a) => a.title)).then((choice) => actions.find((a) => a.title === choice)?.run(this.log));
+      return { status: 'unsupported-torch', error: result.unsupported };
+    }
+    if ('problem' in result) return this.failed(result.problem, { kind: result.kind, location: null }, null);
+    if (result.cancelled || abort.signal.aborted) {
+      this.log.info('prediction cancelled; the child process was killed');
+      return { status: 'cancelled' };
+    }
+    const report = result.report !== null && isPredictedReport(result.report) ? result.report : null;
+    if (report !== null) {
+      const info = await this.interpreters.probe(options.python);
+      await this.reports.set(report, { interpreter: display, interpreterSource: sourceLabel(interpreter.source), torchVersion: info.torchVersion ?? report.environment.torchVersion });
+      this.log.info(`prediction done: ${report.lines.length} lines, max reserved ${report.prediction.allocator.maxReservedBytes} B, max allocated ${report.prediction.allocator.maxAllocatedBytes} B in ${report.prediction.seconds.toFixed(2)} s`);
+      for (const note of report.notes) this.log.info(`note: ${note}`);
+    }
+    if (result.error !== null) return this.failed(result.error, result.failure, report);
+    if (report === null) return this.failed('no predicted report', null, null);
+    this.announce(report, config.device?.label ?? null);
+    return { status: 'done', report };
+  }
+
+  /** The outcome in one line: the predicted peak, and whether it fits the device (where it first does not). */
+  private announce(report: PredictedReport, deviceLabel: string | null): void {
+    const p = report.prediction;
+    const peak = `max reserved ${formatBytes(p.allocator.maxReservedBytes)} (allocated ${formatBytes(p.allocator.maxAllocatedBytes)})`;
+    const actions: { title: string; run: () => unknown }[] = [{ title: 'Show Summary', run: () => vscode.commands.executeCommand('memhint.showSummary') }];
+    let text: string;
+    if (p.fits === false) {
+      const where = p.firstExceeded;
+      text = `memhint: predicted ${peak} does NOT fit ${deviceLabel ?? formatBytes(p.deviceMemoryBytes ?? 0)}${where ? `: first exceeded at ${path.basename(where.file)}:${where.line}` : ''}.`;
+      if (where !== null) actions.unshift({ title: 'Go to Line', run: () => revealLine(where.file, where.line) });
+      void vscode.window.showWarningMessage(text, ...actions.map((a) => a.title)).then((c) => actions.find((a) => a.title === c)?.run());
+      return;
+    }
+    text = `memhint: predicted ${peak}${p.fits === true ? `, fits ${deviceLabel ?? formatBytes(p.deviceMemoryBytes ?? 0)}` : ''} (meta tensors, not measured).`;
+    void vscode.window.showInformationMessage(text, ...actions.map((a) => a.title)).then((c) => actions.find((a) => a.title === c)?.run());
+  }
+
+  private failed(error: string, failure: Pick<ProfileFailure, 'kind' | 'location'> | null, report: PredictedReport | null): PredictCommandResult {
+    this.log.error(`prediction failed: ${error}`);
+    if (report === null) this.reports.markStale(error.split('\n')[0]);
+    const actions = failureActions(failure, report !== null);
+    void vscode.window.showErrorMessage(`memhint: prediction failed: ${error.split('\n')[0]}`, ...actions.map((a) => a.title)).then((choice) => {
+      const action = actions.find((a) => a.title === choice);
+      if (action !== undefined) void action.run(this.log);
+    });
+    return { status: 'failed', error, ...(report !== null ? { report } : {}) };
+  }
+
+  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | null> {
+    const editor = vscode.window.activeTextEditor;
+    const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
+    if (document === undefined || document.languageId !== 'python' || document.uri.scheme !== 'file') {
+      void vscode.window.showErrorMessage('memhint: open a saved Python file and put the cursor in the training step to predict.');
+      return null;
+    }
+    if (functionName !== undefined) return { document, step: functionName };
+    const source = sourceOf(document, this.diagnostics, this.linter);
+    if (editor !== undefined && editor.document === document) {
+      const at = functionAt(source, document.offsetAt(editor.selection.active));
+      if (at !== null && !at.name.includes('.')) return { document, step: at.name };
+    }
+    const steps = topLevelFunctions(source)
+      .filter((c) => !c.name.includes('.'))
+      .sort((a, b) => Number(b.stepReason !== null) - Number(a.stepReason !== null));
+    const choice = await vscode.window.showQuickPick(
+      steps.map((c) => ({ label: `$(symbol-function) ${c.name}`, description: c.stepReason !== null ? 'looks like a training step' : undefined, step: c.name })),
+      { title: 'memhint: which step to predict?', placeHolder: 'Prediction runs one call of a module-level step function' },
+    );
+    return choice === undefined ? null : { document, step: choice.step };
+  }
+
+  private async pickSetup(candidates: readonly SetupCandidate[], remembered: string | null, step: string): Promise<SetupCandidate | null> {
+    const known = remembered !== null ? candidates.find((c) => c.name === remembered) : undefined;
+    if (known !== undefined) return known;
+    if (candidates.length === 0) {
+      void vscode.window.showErrorMessage(`memhint: prediction needs a module-level function that returns ${step}()'s arguments (e.g. def make_inputs(batch=32): ... return model, optimizer, x, y); this file has none.`);
+      return null;
+    }
+    const choice = await vscode.window.showQuickPick(
+      candidates.map((c) => ({ label: `$(symbol-function) ${c.name}(${c.parameters.map((p) => p.name).join(', ')})`, description: c.likely ? 'builds inputs?' : undefined, candidate: c })),
+      { title: `memhint: which function returns ${step}()'s arguments?`, placeHolder: 'Called once; its return value (a tuple, or a dict of keyword arguments) is passed to the step. Remembered for this workspace.' },
+    );
+    return choice?.candidate ?? null;
+  }
+
+  private async pickWhatIf(previous: WhatIf, setup: SetupCandidate, deviceLabel: string | null): Promise<WhatIf | null> {
+    type Item = vscode.QuickPickItem & { id: 'bf16' | 'fp16' | 'checkpoint' | 'batch' };
+    const batchParam = batchParameter(setup) ?? (previous.batch !== null ? { name: previous.batch.arg, defaultText: null } : null);
+    const items: Item[] = [
+      { id: 'bf16', label: 'AMP bf16', description: 'torch.autocast("cuda", dtype=torch.bfloat16)', picked: previous.amp === 'bf16' },
+      { id: 'fp16', label: 'AMP fp16', description: 'torch.autocast("cuda", dtype=torch.float16)', picked: previous.amp === 'fp16' },
+      { id: 'checkpoint', label: 'Activation checkpointing…', description: previous.checkpoint !== null ? `of ${previous.checkpoint}` : 'of modules matching a pattern', picked: previous.checkpoint !== null },
+    ];
+    if (batchParam !== null) {
+      items.push({ id: 'batch', label: `Batch size…`, description: `${setup.name}(${batchParam.name}=${previous.batch?.value ?? batchParam.defaultText ?? '?'})`, picked: previous.batch !== null });
+    }
+    const picked = await vscode.window.showQuickPick(items, {
+      canPickMany: true,
+      title: `memhint: predict on CUDA${deviceLabel !== null ? ` against ${deviceLabel}` : ''}: what if…`,
+      placeHolder: 'Pick what-ifs, or none for the step as written (memhint.predict.device sets the GPU)',
+    });
+    if (picked === undefined) return null;
+    const ids = new Set(picked.map((p) => p.id));
+    if (ids.has('bf16') && ids.has('fp16')) {
+      void vscode.window.showErrorMessage('memhint: pick one AMP precision, bf16 or fp16.');
+      return null;
+    }
+    let checkpoint: string | null = null;
+    if (ids.has('checkpoint')) {
+      const text = await vscode.window.showInputBox({
+        title: 'memhint: checkpoint which modules?',
+        prompt: 'Module classes or paths, fnmatch patterns, comma-separated (e.g. Block or transformer.h.*)',
+        value: previous.checkpoint ?? 'Block',
+        validateInput: (v) => (v.trim() === '' ? 'a class name or module path pattern' : null),
+      });
+      if (text === undefined) return null;
+      checkpoint = text.trim();
+    }
+    let batch: WhatIf['batch'] = null;
+    if (ids.has('batch') && batchParam !== null) {
+      const text = await vscode.window.showInputBox({
+        title: `memhint: predict with ${batchParam.name} =`,
+        value: String(previous.batch?.value ?? batchParam.defaultText ?? ''),
+        validateInput: (v) => {
+          const n = parseBatchValue(v);
+          return typeof n === 'number' ? null : n;
+        },
+      });
+      if (text === undefined) return null;
+      const n = parseBatchValue(text);
+      if (typeof n === 'number') batch = { arg: batchParam.name, value: n };
+    }
+    return { amp: ids.has('bf16') ? 'bf16' : ids.has('fp16') ? 'fp16' : null, checkpoint, batch };
+  }
+}
+
+async function revealLine(file: string, line: number): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+  const at = new vscode.Position(Math.max(0, Math.min(line - 1, doc.lineCount - 1)), 0);
+  await vscode.window.showTextDocument(doc, { selection: new vscode.Range(at, at) });
+}

@@ -1,0 +1,61 @@
+// A multi-rank profile (`memhint.profile.nprocPerNode` > 1) as the editor shows it: hints and hovers come
+// from the worst rank (highest peak, or the rank that failed first), the summary shows every rank's peak
+// side by side and the imbalance. Pure; no `vscode` here.
+import type { DistributedReport } from '../../profiler/distributed-report';
+import type { ProfileReport } from '../../profiler/report';
+import { formatBytes } from '../format';
+
+/** What the store keeps next to the shown rank's report (and the summary's rank section draws). */
+export interface RanksView {
+  readonly worldSize: number;
+  readonly launcher: 'torchrun' | 'direct';
+  /** The rank whose report the hints, hovers and tables show. */
+  readonly shownRank: number;
+  readonly why: 'highest peak' | 'failed first' | 'only report';
+  readonly ranks: readonly {
+    readonly rank: number;
+    readonly status: string;
+    readonly peakBytes: number | null;
+    readonly oom: boolean;
+    readonly error: string | null;
+  }[];
+  readonly imbalance: { readonly maxRank: number; readonly minRank: number; readonly spreadBytes: number; readonly maxOverMean: number } | null;
+  readonly firstFailedRank: number | null;
+}
+
+/** The rank whose report represents the job in the editor, and why; null when no rank sent a report. */
+export function worstRank(merged: DistributedReport): { readonly rank: number; readonly report: ProfileReport; readonly why: RanksView['why'] } | null {
+  const withReport = merged.ranks.filter((r) => merged.reports[r.rank] != null);
+  if (withReport.length === 0) return null;
+  if (withReport.length === 1) return { rank: withReport[0].rank, report: merged.reports[withReport[0].rank]!, why: 'only report' };
+  // A rank that failed first (an OOM in one rank) is the one to look at, if it measured something.
+  const failed = merged.firstFailedRank;
+  if (failed !== null && merged.reports[failed] != null) return { rank: failed, report: merged.reports[failed], why: 'failed first' };
+  const worst = [...withReport].sort((a, b) => (b.peakBytes ?? -1) - (a.peakBytes ?? -1) || a.rank - b.rank)[0];
+  return { rank: worst.rank, report: merged.reports[worst.rank]!, why: 'highest peak' };
+}
+
+export function ranksView(merged: DistributedReport, shownRank: number, why: RanksView['why']): RanksView {
+  return {
+    worldSize: merged.worldSize,
+    launcher: merged.launcher,
+    shownRank,
+    why,
+    ranks: merged.ranks.map((r) => ({
+      rank: r.rank,
+      status: r.status,
+      peakBytes: r.peakBytes,
+      oom: r.oom,
+      error: r.error === null ? null : `${r.error.kind.replace(/_/g, ' ')}: ${r.error.message}`,
+    })),
+    imbalance: merged.imbalance === null ? null : { maxRank: merged.imbalance.maxRank, minRank: merged.imbalance.minRank, spreadBytes: merged.imbalance.spreadBytes, maxOverMean: merged.imbalance.maxOverMean },
+    firstFailedRank: merged.firstFailedRank,
+  };
+}
+
+/** One line for hovers and the status tooltip: `rank 1 of 2 (highest peak); peaks: rank 0 12 MiB, rank 1 20 MiB; max/mean 1.25×`. */
+export function ranksLine(view: RanksView): string {
+  const peaks = view.ranks.map((r) => `rank ${r.rank} ${r.peakBytes === null ? r.status : formatBytes(r.peakBytes)}${r.oom ? ' (OOM)' : ''}`).join(', ');
+  const imbalance = view.imbalance !== null ? `; max/mean ${view.imbalance.maxOverMean.toFixed(2)}×, spread ${formatBytes(view.imbalance.spreadBytes)}` : '';
+  return `figures of rank ${view.shownRank} of ${view.worldSize} (${view.why}); peaks: ${peaks}${imbalance}`;
+}

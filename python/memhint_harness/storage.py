@@ -9,7 +9,6 @@ from operator import methodcaller
 
 import torch
 
-
 # Tensors whose own storage is their memory: the fast path of the tracker's per-op loop.
 PLAIN_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 

@@ -139,14 +139,14 @@ export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxN
   if (node.type === 'attribute') {
     const list = f.targets(file.textOf(node).replace(/\s+/g, ''));
     if (list.length === 0) return null;
-    return collect(list.map((t) => rhsOf(file, f, t)));
+    return collect(list.map((t) => rhsOf(file, f, t, depth)));
   }
   if (node.type !== 'identifier') return null;
   const key = file.textOf(node);
   const all = f.targets(key).filter((t) => t.left.type === 'identifier');
   for (const scope of [...enclosingFunctions(node), null]) {
     const here = all.filter((t) => enclosingFunction(t.assign) === scope);
-    if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t)));
+    if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t, depth)));
     if (scope !== null && parameterNames(file, scope).includes(key)) return parameterValues(file, scope, key, depth);
   }
   return null;
@@ -169,12 +169,24 @@ function elements(node: SyntaxNode): SyntaxNode[] | null {
   return null;
 }
 
-function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
+function rhsOf(file: SourceFile, f: Facts, t: Target, depth: number): SyntaxNode[] | null {
   const right = childByField(t.assign, 'right');
   if (right === null) return null;
   if (t.index === null) return [right];
   const direct = elements(right);
   if (direct !== null) return direct[t.index] === undefined ? null : [direct[t.index]];
+  if (right.type === 'identifier') {
+    // `train_loader, eval_loader = loaders` with `loaders` a parameter passed `[train_loader, eval_loader]`.
+    const held = valuesOf(file, right, depth + 1);
+    if (held === null || held.length === 0) return null;
+    const out: SyntaxNode[] = [];
+    for (const h of held) {
+      const parts = elements(h);
+      if (parts === null || parts[t.index] === undefined) return null;
+      out.push(parts[t.index]);
+    }
+    return out;
+  }
   // `train_loader, val_loader = prepare_dataloader(...)`: the matching element of each return.
   if (right.type !== 'call') return null;
   const fn = childByField(right, 'function');
@@ -191,7 +203,11 @@ function rhsOf(file: SourceFile, f: Facts, t: Target): SyntaxNode[] | null {
   return out.length === 0 ? null : out;
 }
 
-/** What the file's call sites pass for parameter `name` of `def` (and its default where one is omitted). */
+/** What the file's call sites pass for parameter `name` of `def` (and its default where one is omitted), or null. */
+export function parameterValuesOf(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode[] | null {
+  return parameterValues(file, def, name, 0);
+}
+
 function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth: number): SyntaxNode[] | null {
   const defName = childByField(def, 'name');
   if (defName === null) return null;

@@ -6,8 +6,8 @@
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
 import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
-import { enclosingFunction, keywordArgument, positionalArguments } from '../analysis/context';
-import { functionsNamed, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
+import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callsNamed, unitCallGroups } from '../analysis/calls';
 import { importSignature, unitsOf } from '../analysis/unitcache';
 import { NodeMemo } from '../session';
@@ -41,8 +41,16 @@ interface Loader {
 
 const MAX_DEPTH = 6;
 
+/** `from src.imports import *`: names the file uses may come from there (checked per call, not cached). */
+function hasWildcardImport(file: SourceFile): boolean {
+  return file.nodesOfType('import_from_statement').some((s) => s.children.some((c) => c.type === 'wildcard_import'));
+}
+
 export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   const method = calleeMethod(file, call);
+  // `data.DataLoader(...)` with `data` from a star import (`from src.imports import *` re-exporting
+  // `from torch.utils import data`): the head is bound by no import or assignment the file shows.
+  if (method === 'DataLoader' && viaWildcard(file, call)) return true;
   if (method === null || !method.endsWith('Loader')) {
     // `from torch.utils.data import DataLoader as DL`: aliases need the import lookup.
     const fn = childByField(call, 'function');
@@ -50,6 +58,17 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   }
   const name = calleeName(file, call);
   return name !== null && DATALOADERS.has(name);
+}
+
+function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  let head = fn;
+  while (head !== null && head.type === 'attribute') head = childByField(head, 'object');
+  if (head === null || head.type !== 'identifier') return false;
+  const name = file.textOf(head);
+  if (importBindings(file).has(name) || functionsNamed(file, name).length > 0) return false;
+  if (head !== fn && valuesOf(file, head) !== null) return false;
+  return hasWildcardImport(file);
 }
 
 function merge(results: readonly Loader[]): Loader | null {
@@ -104,6 +123,8 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
 function loaderOfAll(file: SourceFile, values: readonly SyntaxNode[], depth: number): Loader | null {
   const loaders: Loader[] = [];
   for (const x of values) {
+    // `[train_loader, None]` on ranks without evaluation: a None loader is never iterated.
+    if (x.type === 'none') continue;
     const l = loaderOf(file, x, depth);
     if (l === null) return null;
     loaders.push(l);
@@ -134,9 +155,27 @@ function isTrue(file: SourceFile, node: SyntaxNode): boolean {
   return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'True');
 }
 
+/** `False`, or a name whose every value is `False`. */
+function isFalse(file: SourceFile, node: SyntaxNode): boolean {
+  if (file.textOf(node) === 'False') return true;
+  if (node.type !== 'identifier') return false;
+  const values = valuesOf(file, node);
+  return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'False');
+}
+
+/** The CUDA flag idioms: `pin_memory=use_gpu` / `args.cuda` / `torch.cuda.is_available()`: pinned whenever CUDA is used. */
+const CUDA_FLAG = /^((\w+\.)?(use_)?(cuda|gpu)|(\w+\.)?(is_)?cuda_available|(torch\.)?cuda\.is_available\(\))$/i;
+
+function pinnedWhenCuda(file: SourceFile, node: SyntaxNode, depth = 0): boolean {
+  if (CUDA_FLAG.test(file.textOf(node).replace(/\s+/g, ''))) return true;
+  if (node.type !== 'identifier' || depth > 2) return false;
+  const values = valuesOf(file, node);
+  return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'True' || pinnedWhenCuda(file, v, depth + 1));
+}
+
 function pinnedOf(file: SourceFile, call: SyntaxNode): Pinned {
   const pin = keywordArgument(file, call, 'pin_memory');
-  if (pin !== null) return isTrue(file, pin) ? 'yes' : 'unknown';
+  if (pin !== null) return isTrue(file, pin) || pinnedWhenCuda(file, pin) ? 'yes' : isFalse(file, pin) ? 'no' : 'unknown';
   const args = argumentNodes(call);
   if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
   if (positionalArguments(call).length >= 8) return 'unknown'; // pin_memory is the 8th positional parameter
@@ -252,21 +291,182 @@ function batchNames(file: SourceFile, loop: SyntaxNode, enumerated: boolean): { 
   return { names, whole };
 }
 
-/** Batch variable (or `batch[...]`, `batch.x`) at the root of an expression, or null. */
-function batchRoot(file: SourceFile, node: SyntaxNode, names: ReadonlySet<string>): string | null {
-  let n = node;
-  while (n.type === 'subscript' || n.type === 'attribute') {
-    const inner = childByField(n, n.type === 'subscript' ? 'value' : 'object');
-    if (inner === null) return null;
-    n = inner;
-  }
-  if (n.type !== 'identifier') return null;
-  const name = file.textOf(n);
-  return names.has(name) ? name : null;
+/**
+ * Views of a tensor keep its (pinned) storage: `x.squeeze(0).to(d)`, `images.reshape(n, -1).to(d)`,
+ * `Variable(img).cuda()`. Conversions (`.float()`) copy into pageable memory and end the chain.
+ */
+const VIEW_METHODS = new Set(['squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk']);
+const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
+
+/** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
+function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
+  if (n.type === 'parenthesized_expression') return firstNamedChild(n);
+  if (n.type === 'subscript') return childByField(n, 'value');
+  if (n.type === 'attribute') return childByField(n, 'object');
+  if (n.type !== 'call') return null;
+  const fn = childByField(n, 'function');
+  if (fn === null) return null;
+  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
+  const name = calleeName(file, n);
+  if (name !== null && VIEW_FUNCTIONS.test(name)) return positionalArguments(n)[0] ?? null;
+  return null;
 }
 
-/** Is `receiver` (an identifier) a comprehension variable over batch data? (`{k: v.to(d) for k, v in batch.items()}`) */
-function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlySet<string>, stop: SyntaxNode, depth = 0): boolean {
+interface Root {
+  readonly name: string | null;
+  readonly loader: Loader;
+}
+
+/** Batch data at the root of an expression (a batch name, `batch[...]`, `batch.x`, views of them, `next(it)`), or null. */
+function batchRoot(file: SourceFile, node: SyntaxNode, names: ReadonlyMap<string, Loader>): Root | null {
+  let n = node;
+  for (let i = 0; i < 16; i++) {
+    if (n.type === 'identifier') {
+      const name = file.textOf(n);
+      const loader = names.get(name);
+      return loader === undefined ? null : { name, loader };
+    }
+    const fetched = n.type === 'call' ? fetchedLoader(file, n, 0) : null;
+    if (fetched !== null) return { name: null, loader: fetched.loader };
+    const base = viewBase(file, n);
+    if (base === null) return null;
+    n = base;
+  }
+  return null;
+}
+
+/**
+ * The loader whose batch `next(it)` / `it.next()` / `it.__next__()` fetches, where `it` is `iter(loader)`,
+ * `enumerate(loader)` (`enumerated`: the batch is the pair's second element) or a generator of this file
+ * that yields a loader's batches (`def sample_data(loader): while True: for b in loader: yield b`).
+ */
+function fetchedLoader(file: SourceFile, call: SyntaxNode, depth: number): { loader: Loader; enumerated: boolean } | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  let it: SyntaxNode | null = null;
+  if (fn.type === 'identifier' && file.textOf(fn) === 'next') it = positionalArguments(call)[0] ?? null;
+  else if (fn.type === 'attribute' && /^(__next__|next)$/.test(calleeMethod(file, call) ?? '') && positionalArguments(call).length === 0) it = childByField(fn, 'object');
+  return it === null ? null : iteratorLoader(file, it, depth);
+}
+
+const ITERATORS = /^(iter|enumerate|itertools\.cycle|cycle|tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm)$/;
+
+function iteratorLoader(file: SourceFile, it: SyntaxNode, depth: number): { loader: Loader; enumerated: boolean } | null {
+  if (depth > MAX_DEPTH) return null;
+  if (it.type === 'call') {
+    const name = calleeName(file, it);
+    if (name !== null && ITERATORS.test(name)) {
+      const inner = positionalArguments(it)[0];
+      if (inner === undefined) return null;
+      const loader = loaderOf(file, inner, depth + 1);
+      if (loader !== null) return { loader, enumerated: name === 'enumerate' || /\benumerate\s*\(/.test(file.textOf(inner)) };
+      return name === 'enumerate' ? null : iteratorLoader(file, inner, depth + 1);
+    }
+    const loader = generatorLoader(file, it, depth + 1);
+    return loader === null ? null : { loader, enumerated: false };
+  }
+  if (it.type !== 'identifier' && it.type !== 'attribute') return null;
+  const values = valuesOf(file, it);
+  if (values === null || values.length === 0) return null;
+  let found: { loader: Loader; enumerated: boolean } | null = null;
+  const loaders: Loader[] = [];
+  for (const v of values) {
+    const r = iteratorLoader(file, v, depth + 1);
+    if (r === null || (found !== null && found.enumerated !== r.enumerated)) return null;
+    found = r;
+    loaders.push(r.loader);
+  }
+  const loader = merge(loaders);
+  return found === null || loader === null ? null : { loader, enumerated: found.enumerated };
+}
+
+/**
+ * The loader a call of a local generator function walks: every `yield` yields a name bound by a for
+ * loop over a loader (the generator's parameter resolves to this call's argument).
+ */
+function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loader | null {
+  const fn = childByField(call, 'function');
+  if (fn === null || fn.type !== 'identifier') return null;
+  const defs = functionsNamed(file, file.textOf(fn));
+  if (defs.length !== 1) return null;
+  const def = defs[0];
+  const yields = yieldsOf(def);
+  if (yields.length === 0) return null;
+  const params = parameterNames(file, def);
+  const args = positionalArguments(call);
+  const loaders: Loader[] = [];
+  for (const y of yields) {
+    const value = firstNamedChild(y);
+    if (value === null || value.type !== 'identifier') return null;
+    const loop = bindingLoop(file, value, y);
+    const right = loop === null ? null : childByField(loop, 'right');
+    if (right === null) return null;
+    // The loop's iterable, with the generator's parameter replaced by this call's argument.
+    let source: SyntaxNode | null = right;
+    while (source !== null && source.type === 'call' && ITERATORS.test(calleeName(file, source) ?? '')) source = positionalArguments(source)[0] ?? null;
+    if (source === null) return null;
+    if (source.type === 'identifier' && params.includes(file.textOf(source))) {
+      const name = file.textOf(source);
+      const arg = keywordArgument(file, call, name) ?? args[params.indexOf(name)] ?? null;
+      if (arg === null) return null;
+      const loader = callerArgumentLoader(file, call, arg, depth + 1);
+      if (loader === null) return null;
+      loaders.push(loader);
+      continue;
+    }
+    const loader = loaderOf(file, source, depth + 1);
+    if (loader === null) return null;
+    loaders.push(loader);
+  }
+  return merge(loaders);
+}
+
+/**
+ * What an argument holds at a call site. `loader = sample_data(loader)` rebinds the caller's parameter:
+ * the argument is the parameter's value from the caller's own call sites, not the assignment it is in.
+ */
+function callerArgumentLoader(file: SourceFile, call: SyntaxNode, arg: SyntaxNode, depth: number): Loader | null {
+  if (arg.type === 'identifier') {
+    const assign = call.parent;
+    const left = assign !== null && assign.type === 'assignment' ? childByField(assign, 'left') : null;
+    const scope = enclosingFunction(call);
+    if (left !== null && file.textOf(left) === file.textOf(arg) && scope !== null && parameterNames(file, scope).includes(file.textOf(arg))) {
+      const values = parameterValuesOf(file, scope, file.textOf(arg));
+      return values === null ? null : loaderOfAll(file, values, depth + 1);
+    }
+  }
+  return loaderOf(file, arg, depth);
+}
+
+/** `yield` expressions whose nearest function is `def`. */
+function yieldsOf(def: SyntaxNode): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  const stack = [...def.children];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (SCOPES.has(n.type)) continue;
+    if (n.type === 'yield' && n.named) out.push(n);
+    stack.push(...n.children);
+  }
+  return out;
+}
+
+/** The for loop enclosing `at` whose header binds `name`'s identifier, or null. */
+function bindingLoop(file: SourceFile, name: SyntaxNode, at: SyntaxNode): SyntaxNode | null {
+  const text = file.textOf(name);
+  for (const loop of enclosingLoops(at)) {
+    if (loop.type !== 'for_statement') continue;
+    const left = childByField(loop, 'left');
+    if (left === null) continue;
+    const bound = new Set<string>();
+    patternNames(file, left, bound);
+    if (bound.has(text)) return loop;
+  }
+  return null;
+}
+
+/** The loader of the batch data a comprehension variable ranges over (`{k: v.to(d) for k, v in batch.items()}`), or null. */
+function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlyMap<string, Loader>, stop: SyntaxNode, depth = 0): Loader | null {
   const name = file.textOf(receiver);
   for (let p = receiver.parent; p !== null && p !== stop; p = p.parent) {
     if (!COMPREHENSIONS.has(p.type)) continue;
@@ -282,17 +482,18 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
         const m = calleeMethod(file, right);
         const fn = childByField(right, 'function');
         if ((m === 'items' || m === 'values') && fn !== null && fn.type === 'attribute') right = childByField(fn, 'object');
-        else return false;
+        else return null;
       }
-      if (right === null) return false;
-      if (batchRoot(file, right, names) !== null) return true;
+      if (right === null) return null;
+      const root = batchRoot(file, right, names);
+      if (root !== null) return root.loader;
       // `[{k: v.to(d) for k, v in t.items()} for t in targets]`: t ranges over batch data itself.
       let inner = right;
       while (inner.type === 'subscript' || inner.type === 'attribute') inner = childByField(inner, inner.type === 'subscript' ? 'value' : 'object') ?? inner;
-      return inner.type === 'identifier' && inner !== receiver && depth < 4 && comprehensionOverBatch(file, inner, names, stop, depth + 1);
+      return inner.type === 'identifier' && inner !== receiver && depth < 4 ? comprehensionOverBatch(file, inner, names, stop, depth + 1) : null;
     }
   }
-  return false;
+  return null;
 }
 
 interface Transfer {
@@ -300,6 +501,8 @@ interface Transfer {
   /** The whole loop variable (maybe not a tensor: BatchEncoding, PyG Batch): no autofix. */
   readonly wholeBatch: boolean;
   readonly cuda: boolean | null;
+  /** The loader the copied batch comes from. */
+  readonly loader: Loader;
 }
 
 /** Literal device of a `.to()` target: 'cuda', 'cpu', 'mps'..., or null when not a literal. */
@@ -359,21 +562,84 @@ function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   return false;
 }
 
-/** Host-to-device copies of batch data in a loop body lacking `non_blocking`, in document order. */
-function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): Transfer[] {
+/** The nearest loop around `node` within its function (for/while bodies only), or null. */
+function nearestLoop(node: SyntaxNode): SyntaxNode | null {
+  return enclosingLoops(node)[0] ?? null;
+}
+
+/** `x.cuda()`, `x.to(device)`, `Variable(x.cuda())`: an expression whose value is a copy made by `.to()`/`.cuda()`. */
+function isTransferOf(file: SourceFile, expr: SyntaxNode): boolean {
+  let n: SyntaxNode | null = expr;
+  for (let i = 0; i < 16 && n !== null; i++) {
+    if (n.type === 'call') {
+      const m = calleeMethod(file, n);
+      if ((m === 'to' || m === 'cuda') && childByField(n, 'function')?.type === 'attribute') return !DTYPE.test(file.textOf(positionalArguments(n)[0] ?? n));
+    }
+    n = viewBase(file, n);
+  }
+  return false;
+}
+
+/** `async=True`: the name `non_blocking` had before Python 3.7 made `async` a keyword. */
+function hasAsyncFlag(file: SourceFile, call: SyntaxNode): boolean {
+  const args = childByField(call, 'arguments');
+  return args !== null && /\basync\s*=/.test(file.textOf(args));
+}
+
+/**
+ * Host-to-device copies of batch data in a loop body lacking `non_blocking`, in document order. Batch
+ * data is what the loop header binds from `header` (a for loop over a loader), and what `next(it)` over
+ * a loader's iterator fetches in this loop's own body (`images, targets = next(batch_iterator)`).
+ */
+function transfersIn(file: SourceFile, loop: SyntaxNode, header: { readonly loader: Loader; readonly enumerated: boolean } | null): Transfer[] {
   const body = childByField(loop, 'body');
   if (body === null) return [];
-  const { names, whole } = batchNames(file, loop, enumerated);
-  if (names.size === 0) return [];
+  const names = new Map<string, Loader>();
+  const whole = new Set<string>();
+  if (header !== null) {
+    const bound = batchNames(file, loop, header.enumerated);
+    for (const n of bound.names) names.set(n, header.loader);
+    for (const n of bound.whole) whole.add(n);
+  }
   const out: Transfer[] = [];
+  const bind = (left: SyntaxNode, loader: Loader): void => {
+    const bound = new Set<string>();
+    patternNames(file, left, bound);
+    for (const n of bound) names.set(n, loader);
+  };
   // Post-order walk in document order, so `x, y = batch` binds before the next statement's `x.to(device)`.
   const visit = (n: SyntaxNode): void => {
     if (n.type === 'assignment') {
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');
       if (left === null || right === null) return;
+      if (right.type === 'call' && nearestLoop(n) === loop) {
+        const fetched = fetchedLoader(file, right, 0);
+        if (fetched !== null) {
+          // `_, batch = loader_iter.__next__()` over enumerate(loader): the pair's second element.
+          const parts = left.children.filter((c) => c.named);
+          const target = fetched.enumerated ? (PATTERNS.has(left.type) && parts.length === 2 ? parts[1] : null) : left;
+          if (target === null) return;
+          if (target.type === 'identifier') whole.add(file.textOf(target));
+          bind(target, fetched.loader);
+          return;
+        }
+      }
       const parts = right.type === 'expression_list' || right.type === 'tuple' ? right.children.filter((c) => c.named) : [right];
-      if (parts.some((p) => batchRoot(file, p, names) !== null)) patternNames(file, left, names);
+      // `target = target.cuda()`: the name now holds a device tensor; copying it again is not a host copy.
+      const targets = PATTERNS.has(left.type) ? left.children.filter((c) => c.named) : [left];
+      if (targets.length === parts.length) {
+        targets.forEach((t, i) => {
+          if (t.type === 'identifier' && isTransferOf(file, parts[i])) names.delete(file.textOf(t));
+        });
+      }
+      for (const p of parts) {
+        const root = batchRoot(file, p, names);
+        if (root !== null && (root.name !== null || nearestLoop(n) === loop)) {
+          bind(left, root.loader);
+          break;
+        }
+      }
       return;
     }
     if (n.type !== 'call') return;
@@ -383,10 +649,13 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): T
     const receiver = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
     if (receiver === null) return;
     const root = batchRoot(file, receiver, names);
-    const viaComprehension = root === null && receiver.type === 'identifier' && comprehensionOverBatch(file, receiver, names, body);
-    if (root === null && !viaComprehension) return;
+    // `next(it).to(device)` counts in the loop that runs the next() only (not in every loop around it).
+    if (root !== null && root.name === null && nearestLoop(n) !== loop) return;
+    const viaComprehension = root === null && receiver.type === 'identifier' ? comprehensionOverBatch(file, receiver, names, body) : null;
+    const loader = root?.loader ?? viaComprehension;
+    if (loader === null || loader === undefined) return;
     const args = argumentNodes(n);
-    if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null) return;
+    if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n)) return;
     const positional = positionalArguments(n);
     let cuda: boolean | null;
     if (method === 'cuda') {
@@ -402,7 +671,9 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, enumerated: boolean): T
       if (literal === null && isNeverCuda(file, target)) return; // `device = torch.device("cpu")`
       cuda = isCudaDevice(file, target);
     }
-    out.push({ call: n, wholeBatch: root !== null && receiver.type === 'identifier' && whole.has(root), cuda });
+    // The whole batch (a name bound to it, or `next(it)` itself) may be a dict or BatchEncoding: no autofix.
+    const wholeBatch = root === null ? false : root.name === null ? receiver.type === 'call' : receiver.type === 'identifier' && whole.has(root.name);
+    out.push({ call: n, wholeBatch, cuda, loader });
   };
   postOrder(body, visit);
   return out;
@@ -463,8 +734,10 @@ function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signat
   const deps = `${signature}|${valuesIndexStamp(file)}|${callsIndexStamp(file)}`;
   return loopCache.get(file, loop, deps, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
-    if (found === null || found.loader.pinned === 'unknown') return { found, transfers: [] };
-    return { found, transfers: transfersIn(file, loop, found.enumerated) };
+    // Without a loader in the header, only `next(it)` in the body can fetch batches.
+    if (found === null && !file.text.slice(body.start, body.end).includes('next')) return NO_RESULT;
+    const header = found === null || found.loader.pinned === 'unknown' ? null : found;
+    return { found, transfers: transfersIn(file, loop, header).filter((t) => t.loader.pinned !== 'unknown') };
   });
 }
 
@@ -491,28 +764,27 @@ export const blockingTransfer: Rule = {
     const signature = importSignature(file);
     if (!unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
-    for (const loop of file.nodesOfType('for_statement')) {
+    for (const loop of [...file.nodesOfType('for_statement'), ...file.nodesOfType('while_statement')].sort((x, y) => x.start - y.start)) {
       const body = childByField(loop, 'body');
       if (body === null) continue;
-      const { found, transfers } = loopResult(file, loop, body, signature);
-      if (found === null || found.loader.pinned === 'unknown') continue;
-      if (found.loader.pinned === 'yes') {
-        for (const t of transfers) {
-          const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
-          findings.push({
-            start: t.call.start,
-            end: t.call.end,
-            message:
-              'This batch comes from a DataLoader with `pin_memory=True`, but the copy to the GPU has no `non_blocking=True`, ' +
-              'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
-            fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
-          });
-        }
-        continue;
+      const { transfers } = loopResult(file, loop, body, signature);
+      if (transfers.length === 0) continue;
+      for (const t of transfers) {
+        if (t.loader.pinned !== 'yes') continue;
+        const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
+        findings.push({
+          start: t.call.start,
+          end: t.call.end,
+          message:
+            'This batch comes from a DataLoader with `pin_memory=True`, but the copy to the GPU has no `non_blocking=True`, ' +
+            'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
+          fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
+        });
       }
       // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
-      if (!transfers.some((t) => t.cuda === true) || !isTrainingLoop(file, loop)) continue;
-      for (const call of found.loader.calls) {
+      const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true);
+      if (unpinned.length === 0 || !isTrainingLoop(file, loop)) continue;
+      for (const call of unpinned.flatMap((t) => t.loader.calls)) {
         if (unpinnedReported.has(call)) continue;
         unpinnedReported.add(call);
         const fn = childByField(call, 'function');

@@ -7,6 +7,8 @@ import { collectPythonFiles } from './files';
 import { DEFAULT_MAX_FILE_SIZE, FixTargets, lintOneFile } from './lint-file';
 import { formatText, toJson, toSarif, type FileFindings } from './report';
 import { UsageError } from './usage';
+import { findTorchPin, TorchPinCache } from '../lint/torch-pin';
+import { formatTorchVersion } from '../lint/types';
 
 export const LINT_HELP = `Usage: memhint lint [options] PATH...
 
@@ -20,7 +22,10 @@ Options:
   --fix                      apply safe fixes in place, then report what is left
   --select CODES             comma-separated codes, prefixes or names to check (default: all)
   --ignore CODES             comma-separated codes, prefixes or names to skip
-  --target-torch VERSION     the torch version the code runs on (e.g. 1.13, 2.4)
+  --target-torch VERSION     the torch version the code runs on (e.g. 1.13, 2.4); else
+                             [tool.memhint] target-torch, else the oldest torch that a pin in
+                             requirements*.txt / pyproject.toml / setup.cfg / environment.yml
+                             above the file allows, else a current torch 2.x
   --no-config                do not read [tool.memhint] from pyproject.toml
   --max-file-size SIZE       skip larger files (default 10MiB; e.g. 500KiB, 64MiB; 0: no limit)
   --output FILE              write the report to FILE instead of stdout (replaced atomically;
@@ -92,6 +97,9 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   const linter = await createLinter();
   /** pyproject.toml files parsed once per run, not once per file. */
   const configs = new ProjectConfigCache();
+  const pins = new TorchPinCache();
+  /** Which target torch was used, and where it came from -> number of files (said in the text output). */
+  const targets = new Map<string, number>();
   const { files, errors } = collectPythonFiles(positionals);
   const results: FileFindings[] = [];
   let ioErrors = errors.length;
@@ -112,6 +120,15 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
       config = values['no-config'] ? emptyConfig : findProjectConfig(filename, warn, configs);
       if (isExcluded(config, filename) && !positionals.includes(filename)) continue;
       settings = settingsForFile(config, filename, overrides);
+      let source: string;
+      if (overrides.targetTorch !== undefined && overrides.targetTorch !== null) source = `${formatTorchVersion(overrides.targetTorch)} (--target-torch)`;
+      else if (settings.targetTorch !== null) source = `${formatTorchVersion(settings.targetTorch)} ([tool.memhint] target-torch in ${config.path ?? 'pyproject.toml'})`;
+      else {
+        const pin = findTorchPin(filename, pins);
+        if (pin !== null) settings = { ...settings, targetTorch: pin.version };
+        source = pin === null ? 'a current torch 2.x (default; no --target-torch, target-torch setting or torch pin found)' : `${formatTorchVersion(pin.version)} (\`${pin.spec}\` in ${pin.file})`;
+      }
+      targets.set(source, (targets.get(source) ?? 0) + 1);
     } catch (err) {
       if (err instanceof ConfigError) throw new UsageError(err.message);
       throw err;
@@ -131,7 +148,8 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
       ? JSON.stringify(toJson(results), null, 2) + '\n'
       : format === 'sarif'
         ? JSON.stringify(toSarif(results, process.cwd()), null, 2) + '\n'
-        : formatText(results, values.output === undefined && process.stdout.isTTY === true, ioErrors);
+        : formatText(results, values.output === undefined && process.stdout.isTTY === true, ioErrors) +
+          [...targets].map(([source, n]) => `Target torch: ${source}${targets.size > 1 ? ` for ${n} file${n === 1 ? '' : 's'}` : ''}.\n`).join('');
   if (values.output !== undefined) {
     try {
       writeFileAtomic(values.output, out);

@@ -25,6 +25,7 @@ export { AnalysisSession } from './session';
 // What the editor needs beyond linting a file: project settings, fix-all, noqa edits, call shapes.
 export { ConfigError, findProjectConfig, isExcluded, settingsForFile, type ProjectConfig } from './config';
 export { fixUntilStable } from './fix';
+export { findTorchPin, TorchPinCache, type TorchPin } from './torch-pin';
 export { parseNoqa, noqaCodesEnd } from './noqa';
 export { calleeMethod } from './analysis/imports';
 

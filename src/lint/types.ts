@@ -67,6 +67,10 @@ export function parseTorchVersion(text: string | undefined | null): TorchVersion
   return { major: Number(m[1]), minor: m[2] === undefined ? 0 : Number(m[2]) };
 }
 
+export function formatTorchVersion(v: TorchVersion): string {
+  return `${v.major}.${v.minor}`;
+}
+
 export function torchAtLeast(v: TorchVersion | null, major: number, minor = 0): boolean {
   if (v === null) return true; // unknown target: assume a current torch
   return v.major > major || (v.major === major && v.minor >= minor);

@@ -7,6 +7,7 @@ import {
   ConfigError,
   FailureLog,
   findProjectConfig,
+  findTorchPin,
   isExcluded,
   lint,
   settingsForFile,
@@ -18,6 +19,7 @@ import {
   type PythonDocument,
   type SourceFile,
   type TextChange,
+  TorchPinCache,
 } from '../../lint';
 import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
@@ -58,6 +60,9 @@ export class DiagnosticsController implements vscode.Disposable {
   /** [tool.memhint] per folder: finding it stats every folder up to the root, too slow per keystroke. */
   private readonly projectConfigs = new Map<string, ProjectConfig>();
   private readonly pyprojects = vscode.workspace.createFileSystemWatcher('**/pyproject.toml');
+  /** Torch pins per folder (requirements*.txt, pyproject.toml, setup.cfg, environment.yml): the default target torch. */
+  private pins = new TorchPinCache();
+  private readonly pinFiles = vscode.workspace.createFileSystemWatcher('**/{requirements*.txt,setup.cfg,environment.yml,environment.yaml}');
   /** A rule that throws: the other rules' findings are published and the failure logged once (as in the CLI). */
   private readonly ruleFailures = new FailureLog((line, f) => this.log.error(line, f.error));
 
@@ -79,6 +84,10 @@ export class DiagnosticsController implements vscode.Disposable {
       this.pyprojects.onDidChange(() => this.projectConfigChanged()),
       this.pyprojects.onDidCreate(() => this.projectConfigChanged()),
       this.pyprojects.onDidDelete(() => this.projectConfigChanged()),
+      this.pinFiles,
+      this.pinFiles.onDidChange(() => this.projectConfigChanged()),
+      this.pinFiles.onDidCreate(() => this.projectConfigChanged()),
+      this.pinFiles.onDidDelete(() => this.projectConfigChanged()),
       vscode.workspace.onDidSaveTextDocument((d) => {
         if (d.uri.path.endsWith('/pyproject.toml')) this.projectConfigChanged();
       }),
@@ -141,7 +150,11 @@ export class DiagnosticsController implements vscode.Disposable {
         this.projectConfigs.set(dir, project);
       }
       if (isExcluded(project, document.uri.fsPath)) return null;
-      return settingsForFile(project, document.uri.fsPath, overrides);
+      const settings = settingsForFile(project, document.uri.fsPath, overrides);
+      if (settings.targetTorch !== null) return settings;
+      // No memhint.targetTorch nor [tool.memhint] target-torch: the oldest torch the project's pin allows.
+      const pin = findTorchPin(document.uri.fsPath, this.pins);
+      return pin === null ? settings : { ...settings, targetTorch: pin.version };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       this.warnOnce(`${err.message} (using the editor settings only)`);
@@ -151,6 +164,7 @@ export class DiagnosticsController implements vscode.Disposable {
 
   private projectConfigChanged(): void {
     this.projectConfigs.clear();
+    this.pins = new TorchPinCache();
     this.relintAll();
   }
 

@@ -40,6 +40,9 @@ const CLEAN_BUILTINS = new Set(['float', 'int', 'bool', 'len', 'str', 'repr', 'r
 const PROPAGATING_BUILTINS = new Set(['sum', 'max', 'min', 'abs', 'list', 'tuple', 'zip', 'enumerate', 'reversed', 'sorted', 'iter', 'next', 'map', 'filter', 'dict', 'set']);
 const CLEAN_TORCH = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|linspace|logspace|eye|randn|rand|randint|randperm|normal|zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like|argmax|argmin|argsort|isnan|isinf|isfinite|eq|ne|lt|gt|le|ge|equal|numel|is_tensor|no_grad|inference_mode|manual_seed|device|Generator|get_rng_state|save|load|sign|bucketize|searchsorted|autograd\.grad)$/;
 
+/** Modules whose functions return NumPy arrays or Python numbers, never tensors with autograd history. */
+const NON_TENSOR_MODULES = /^(numpy|scipy|sklearn|math|statistics|pandas)\./;
+
 class DefAt implements Def {
   constructor(
     readonly key: string,
@@ -261,6 +264,10 @@ export class ScopeFlow {
       if (gradOffAt(file, call)) return Taint.Clean;
       return gradMaybeOffAt(file, call) ? Taint.Unknown : Taint.Tainted;
     }
+    // numpy / sklearn / scipy / math results are never tensors (`log_loss(y, p)`, `np.mean(x)`): no history
+    // to keep, and `.detach()` / `.item()` would not apply to them.
+    const imported = qualifiedName(file, fn);
+    if (imported !== null && NON_TENSOR_MODULES.test(imported) && importBindings(file).has(file.textOf(fn).split('.')[0].trim())) return Taint.Clean;
     if (fn.type === 'attribute') {
       const attr = childByField(fn, 'attribute');
       const method = attr === null ? '' : file.textOf(attr);

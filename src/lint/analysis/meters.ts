@@ -6,6 +6,7 @@ import { factsSignature, ScopeFlow, Taint } from './flow';
 import { combine, unitsOf } from './unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { enclosingClass, keyOf } from './models';
+import { importBindings } from './imports';
 
 export interface RetainingParameter {
   readonly index: number;
@@ -22,6 +23,9 @@ interface MeterFacts {
 }
 
 const cache = new VersionMemo<MeterFacts>('meters.facts');
+
+/** Meter classes known by name whose `update(val, n)` sums `val` (pytorch/examples' AverageMeter and its copies). */
+const IMPORTED_METERS = /^(AverageMeter|AvgMeter|AverageValueMeter)$/;
 
 function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
   const params = childByField(fn, 'parameters');
@@ -72,6 +76,8 @@ interface UnitMeterData {
   readonly methods: readonly { readonly cls: string; readonly name: string; readonly fn: SyntaxNode }[];
   /** `key = Callee(...)` pairs, tuple assignments element-wise. */
   readonly instances: readonly (readonly [string, string])[];
+  /** Names of the classes the statement defines. */
+  readonly classes: readonly string[];
 }
 
 const unitCache = new NodeMemo<UnitMeterData>('meters.unit');
@@ -81,6 +87,7 @@ function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
   return unitCache.get(file, unit, '', () => {
     const methods: { cls: string; name: string; fn: SyntaxNode }[] = [];
     const instances: [string, string][] = [];
+    const classes: string[] = [];
     const record = (target: SyntaxNode, value: SyntaxNode): void => {
       const key = keyOf(file, target);
       const fn = value.type === 'call' ? childByField(value, 'function') : null;
@@ -90,6 +97,10 @@ function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
     while (stack.length > 0) {
       const n = stack.pop()!;
       for (const c of n.children) stack.push(c);
+      if (n.type === 'class_definition') {
+        const name = childByField(n, 'name');
+        if (name !== null) classes.push(file.textOf(name));
+      }
       if (n.type === 'function_definition') {
         const cls = enclosingClass(n);
         const clsName = cls === null ? null : childByField(cls, 'name');
@@ -110,7 +121,7 @@ function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
         }
       }
     }
-    return { methods, instances };
+    return { methods, instances, classes };
   });
 }
 
@@ -146,6 +157,14 @@ function computeMeterFacts(file: SourceFile): MeterFacts {
       if (!retaining.has(m.cls)) retaining.set(m.cls, new Map());
       retaining.get(m.cls)!.set(m.name, found);
     }
+  }
+  // `from utils import AverageMeter`: the meter of pytorch/examples' ImageNet script, copied into countless
+  // repositories, whose `update(val, n=1)` does `self.sum += val * n`. Only when the file does not
+  // define a class of that name (then its own code, analysed above, decides).
+  const defined = new Set(units.flatMap((u) => u.classes));
+  for (const b of importBindings(file).values()) {
+    if (!IMPORTED_METERS.test(b.qualified.split('.').pop() ?? '') || defined.has(b.local)) continue;
+    retaining.set(b.local, new Map([['update', [{ index: 0, name: 'val', usedAsTensor: false }]]]));
   }
   const instances = new Map<string, Set<string>>();
   if (retaining.size > 0) {

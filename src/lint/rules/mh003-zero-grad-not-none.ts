@@ -171,6 +171,27 @@ function callFindings(file: SourceFile, candidates: readonly SyntaxNode[], bareI
   return findings;
 }
 
+/**
+ * A fresh zero tensor: `torch.zeros_like(p)`, `torch.zeros(...)`, `x.new().resize_as_(x).zero_()`,
+ * and either wrapped in `Variable(...)` (pre-0.4 code).
+ */
+function isZeros(file: SourceFile, expr: SyntaxNode): boolean {
+  let n = expr;
+  for (let i = 0; i < 4 && n.type === 'call'; i++) {
+    const name = calleeName(file, n);
+    if (name !== null && ZEROS_FACTORIES.has(name)) return true;
+    if (name === 'torch.autograd.Variable' || name === 'torch.autograd.variable.Variable') {
+      const inner = positionalArguments(n)[0];
+      if (inner === undefined) return false;
+      n = inner;
+      continue;
+    }
+    // `.zero_()` on a new tensor (not on the existing grad: that is the in-place case above).
+    return calleeMethod(file, n) === 'zero_' && /\.new(_zeros|_empty)?\s*\(/.test(file.textOf(n));
+  }
+  return false;
+}
+
 function assignmentFindings(file: SourceFile, assignments: readonly SyntaxNode[]): RuleFinding[] {
   const findings: RuleFinding[] = [];
   for (const assign of assignments) {
@@ -179,8 +200,7 @@ function assignmentFindings(file: SourceFile, assignments: readonly SyntaxNode[]
     if (left === null || right === null || right.type !== 'call') continue;
     const owner = gradOwner(file, left);
     if (owner === null) continue;
-    const factory = calleeName(file, right);
-    if (factory === null || !ZEROS_FACTORIES.has(factory)) continue;
+    if (!isZeros(file, right)) continue;
     if (initialisesMissingGrad(file, assign, owner) || implementsSetToNone(file, assign)) continue;
     const whole = assign.parent !== null && assign.parent.type === 'expression_statement';
     findings.push({

@@ -4,7 +4,7 @@
 import { childByField, firstNamedChild, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
-import { backwardTargets, keyOf } from '../analysis/models';
+import { backwardTargets, forwardReceiver, keyOf } from '../analysis/models';
 import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { checkScopes, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 
@@ -48,7 +48,12 @@ function laterOrLoopBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNo
     if (other === call) continue;
     if (other.start >= scope.end) break;
     if (backwardTargets(file, other) === null) continue;
-    if (other.start > call.start && within(scope, other)) return true;
+    if (other.start > call.start && within(scope, other)) {
+      // A later backward in the same pass whose graph shares nothing with this one (SAC's V, Q and
+      // policy losses on separately computed, detached targets) cannot run through it.
+      if (loops.length > 0 && within(childByField(loops[0], 'body') ?? loops[0], other) && disjointGraphs(file, scope, call, other)) continue;
+      return true;
+    }
     if (loops.length > 0 && within(childByField(loops[0], 'body') ?? loops[0], other)) {
       earlier.push(other);
       continue;
@@ -56,6 +61,55 @@ function laterOrLoopBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNo
     if (loops.some((l) => within(childByField(l, 'body') ?? l, other))) return true;
   }
   return false;
+}
+
+/**
+ * What a backward's graph is made of, as far as this scope shows: the tainted definitions and forward
+ * calls its target is computed from (not through `.detach()`), and the names of unknown origin it reads.
+ */
+function graphParts(flow: ScopeFlow, roots: readonly SyntaxNode[]): Set<unknown> | null {
+  const file = flow.file;
+  const parts = new Set<unknown>();
+  const queue: SyntaxNode[] = [];
+  const take = (expr: SyntaxNode): void => {
+    queue.push(...flow.dataKeys(expr));
+    const stack = [expr];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.type === 'lambda' || n.type === 'function_definition') continue;
+      if (n.type === 'call' && forwardReceiver(file, n) !== null) parts.add(n);
+      stack.push(...n.children);
+    }
+  };
+  roots.forEach(take);
+  let steps = 0;
+  while (queue.length > 0) {
+    if (steps++ > 500) return null;
+    const use = queue.pop()!;
+    const key = keyOf(file, use);
+    if (key === null || key === 'self' || key === 'cls' || detachedUse(flow, use)) continue;
+    const defs = flow.reachingDefs(key, use).filter((d) => d.kind !== 'param');
+    if (defs.length === 0) {
+      if (flow.taintOf(use) !== Taint.Clean) parts.add(`?${key}`);
+      continue;
+    }
+    for (const d of defs) {
+      if (parts.has(d) || flow.taintOfDef(d) === Taint.Clean) continue;
+      parts.add(d);
+      if (d.value === null) parts.add(`?${key}`);
+      else take(d.value);
+    }
+  }
+  return parts;
+}
+
+function disjointGraphs(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, other: SyntaxNode): boolean {
+  const flow = flowOf(file, scope);
+  const a = graphParts(flow, backwardTargets(file, call) ?? []);
+  const b = graphParts(flow, backwardTargets(file, other) ?? []);
+  if (a === null || b === null || a.size === 0 || b.size === 0) return false;
+  for (const x of a) if (b.has(x)) return false;
+  return true;
 }
 
 /**
@@ -72,9 +126,11 @@ function sharesHistoryAcrossIterations(flow: ScopeFlow, roots: readonly SyntaxNo
   while (queue.length > 0 && steps++ < 500) {
     const use = queue.pop()!;
     const key = keyOf(file, use);
-    if (key === null) continue;
+    if (key === null || detachedUse(flow, use)) continue;
     const all = flow.defs.get(key) ?? [];
     if (all.length === 0 || all.every((d) => d.kind === 'param')) {
+      // `self.policy_net(...)`, `self.get_action(...)`: the receiver of a method is not data.
+      if (key === 'self' || key === 'cls') continue;
       // A parameter, free name or attribute read as data in the loop: it may hold a graph built before it.
       if (isTensorOperand(file, use) && flow.taintOf(use) !== Taint.Clean) return true;
       continue;
@@ -103,6 +159,31 @@ function sharesHistoryAcrossIterations(flow: ScopeFlow, roots: readonly SyntaxNo
       if (flow.taintOfDef(d) === Taint.Clean) continue; // `hidden = hidden.detach()` cuts the history
       queue.push(...flow.dataKeys(d.value));
     }
+  }
+  return false;
+}
+
+/** A name read only through a history-free call on it or on arithmetic it is part of: `target.detach()`, `x.item()`, `(a * b).detach()`. */
+function detachedUse(flow: ScopeFlow, use: SyntaxNode): boolean {
+  let n = use;
+  for (let i = 0; i < 8 && n.parent !== null; i++) {
+    const p: SyntaxNode = n.parent;
+    if (p.type === 'attribute' && n.field === 'object') {
+      const call = p.parent;
+      if (call !== null && call.type === 'call' && p.field === 'function') {
+        if (flow.taintOf(call) === Taint.Clean) return true;
+        n = call;
+        continue;
+      }
+      n = p;
+      continue;
+    }
+    // `(log_prob - target).detach()`: every operand of the detached arithmetic is detached.
+    if (p.type === 'parenthesized_expression' || p.type === 'binary_operator' || p.type === 'unary_operator') {
+      n = p;
+      continue;
+    }
+    return false;
   }
   return false;
 }

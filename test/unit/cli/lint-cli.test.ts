@@ -19,6 +19,24 @@ describe('memhint lint (CLI)', () => {
     assert.match(r.stdout, /train\.py:5:\d+: MH003 \[zero-grad-not-none\]/);
   });
 
+  it('targets the torch a requirements pin allows, says which target it used and where it came from', () => {
+    const amp = 'import torch\nscaler = torch.cuda.amp.GradScaler()\n';
+    const dir = project({ '.git/HEAD': 'ref: refs/heads/main\n', 'requirements.txt': 'numpy\ntorch>=1.13,<3\n', 'src/train.py': amp });
+    const file = path.join(dir, 'src', 'train.py');
+    // torch.amp.GradScaler does not exist on 1.13: no MH008 and no fix to it.
+    let r = memhint(['lint', file]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /Target torch: 1\.13 \(`torch>=1\.13` in .*requirements\.txt\)\./);
+    r = memhint(['lint', '--target-torch', '2.4', file]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /MH008/);
+    assert.match(r.stdout, /Target torch: 2\.4 \(--target-torch\)\./);
+    fs.writeFileSync(path.join(dir, 'requirements.txt'), 'numpy\n');
+    r = memhint(['lint', file]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stdout, /Target torch: a current torch 2\.x \(default;/);
+  });
+
   it('prints JSON with 1-based positions, code, name and fix', () => {
     const dir = project({ 'train.py': LOOP });
     const r = memhint(['lint', '--format', 'json', dir]);

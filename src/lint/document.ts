@@ -685,25 +685,36 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
     return node;
   };
   const top = make(parent);
-  if (!cursor.gotoFirstChild()) return top;
-  // Iterative descent: deeply nested expressions must not overflow the JS stack.
+  if (!cursor.gotoFirstChild()) return trimIndex(index, top);
+  // Iterative descent: deeply nested expressions must not overflow the JS stack. Children are
+  // gathered in one reused scratch array per depth and copied out at their exact length: arrays
+  // grown by push keep up to ~17 spare slots each, which was a third of the mirror's memory.
   const stack: MutableNode[] = [top];
-  top.children = [];
+  const scratch: SyntaxNode[][] = [[]];
   for (;;) {
-    const p = stack[stack.length - 1];
-    const node = make(p);
-    p.children.push(node);
+    const depth = stack.length - 1;
+    const node = make(stack[depth]);
+    scratch[depth].push(node);
     if (cursor.gotoFirstChild()) {
-      node.children = [];
       stack.push(node);
+      if (scratch.length <= depth + 1) scratch.push([]);
       continue;
     }
     while (!cursor.gotoNextSibling()) {
       cursor.gotoParent();
-      stack.pop();
-      if (stack.length === 0) return top; // back at the subtree's own node
+      const done = stack.pop()!;
+      const kids = scratch[stack.length];
+      done.children = kids.slice();
+      kids.length = 0;
+      if (stack.length === 0) return trimIndex(index, top); // back at the subtree's own node
     }
   }
+}
+
+/** Replaces each list of a freshly filled index by an exact-length copy (see copySubtree); returns `node`. */
+function trimIndex(index: NodeIndex | undefined, node: SyntaxNode): SyntaxNode {
+  if (index !== undefined) for (const [type, list] of index) index.set(type, list.slice());
+  return node;
 }
 
 /** Every node of a subtree by type, in document order. */

@@ -226,6 +226,14 @@ interface Lineage<V> {
   file: SourceFile;
   units: readonly SyntaxNode[];
   readonly memo: Map<string, V[]>;
+  /**
+   * Whether the memo holds every key the units have (merged in one pass over them), except `stale`
+   * ones: then a key in neither has no values. Merging key by key would cost a pass over every
+   * statement per distinct key, quadratic in a long file.
+   */
+  complete: boolean;
+  /** Keys dropped from a complete memo since (merged again one by one when asked). */
+  readonly stale: Set<string>;
   /** Bumped whenever a key of the memo is dropped (see IndexDef.stamp). */
   generation: number;
 }
@@ -252,15 +260,37 @@ class MergedIndex<V> implements Store {
   get(file: SourceFile, key: string): readonly V[] {
     const lineage = this.lineageOf(file);
     let list = lineage.memo.get(key);
-    if (list === undefined) {
-      list = [];
+    if (list !== undefined) return list;
+    if (!lineage.complete) {
+      this.mergeAll(file, lineage);
+      list = lineage.memo.get(key);
+      if (list !== undefined) return list;
+    }
+    list = [];
+    if (lineage.stale.delete(key)) {
       for (const unit of lineage.units) {
         const part = this.part(file, unit).get(key);
         if (part !== undefined) for (const v of part) list.push(v);
       }
-      lineage.memo.set(key, list);
     }
+    lineage.memo.set(key, list);
     return list;
+  }
+
+  /** Merges every key of every unit (keeping the arrays of keys already merged), then the memo is complete. */
+  private mergeAll(file: SourceFile, lineage: Lineage<V>): void {
+    const fresh = new Map<string, V[]>();
+    for (const unit of lineage.units) {
+      for (const [key, part] of this.part(file, unit)) {
+        if (lineage.memo.has(key)) continue;
+        let list = fresh.get(key);
+        if (list === undefined) fresh.set(key, (list = []));
+        for (const v of part) list.push(v);
+      }
+    }
+    for (const [key, list] of fresh) lineage.memo.set(key, list);
+    lineage.complete = true;
+    lineage.stale.clear();
   }
 
   stamp(file: SourceFile): string {
@@ -277,7 +307,7 @@ class MergedIndex<V> implements Store {
   }
 
   private fresh(file: SourceFile, units: readonly SyntaxNode[]): Lineage<V> {
-    return { file, units, memo: new Map(), generation: ++this.generations };
+    return { file, units, memo: new Map(), complete: false, stale: new Set(), generation: ++this.generations };
   }
 
   private lineageOf(file: SourceFile): Lineage<V> {
@@ -294,6 +324,12 @@ class MergedIndex<V> implements Store {
     if (!this.lineages.includes(lineage)) this.lineages = [lineage, ...this.lineages.slice(0, 3)];
     this.byFile.set(file, lineage);
     return lineage;
+  }
+
+  /** Drops a key's merged values (true when it had some); a complete memo remembers to merge it again. */
+  private drop(lineage: Lineage<V>, key: string): boolean {
+    if (lineage.complete) lineage.stale.add(key);
+    return lineage.memo.delete(key);
   }
 
   /** The recent lineage closest to `units`, moved to this version, or null when none is close. */
@@ -314,12 +350,14 @@ class MergedIndex<V> implements Store {
         if (part === undefined) {
           // Never split into parts: no merge ran since it appeared, so nothing merged is kept.
           lineage.memo.clear();
+          lineage.complete = false;
+          lineage.stale.clear();
           dropped = true;
           break;
         }
-        for (const key of part.keys()) dropped = lineage.memo.delete(key) || dropped;
+        for (const key of part.keys()) dropped = this.drop(lineage, key) || dropped;
       }
-      for (const unit of added) for (const key of this.part(file, unit).keys()) dropped = lineage.memo.delete(key) || dropped;
+      for (const unit of added) for (const key of this.part(file, unit).keys()) dropped = this.drop(lineage, key) || dropped;
       // A key that no changed statement has keeps its array; any other change moves the stamp.
       if (dropped || removed.length + added.length > 0) lineage.generation = ++this.generations;
       lineage.file = file;

@@ -6,7 +6,8 @@
 // regrouped; every other statement's groups are reused as they are.
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
-import { IndexDef, NodeMemo } from '../session';
+import { enclosingFunction } from './context';
+import { IndexDef, NodeMemo, VersionMemo } from '../session';
 
 type Groups = Map<string, SyntaxNode[]>;
 
@@ -73,4 +74,23 @@ export function callsMatching(file: SourceFile, pred: (method: string) => boolea
 /** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */
 export function callsIndexStamp(file: SourceFile): string {
   return named.stamp(file);
+}
+
+const namedByFunction = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly SyntaxNode[]>>('calls.namedByFunction');
+
+/**
+ * callsNamed(file, method) grouped by the nearest enclosing function (null: module or class level), in
+ * document order: a rule asking per function scans that function's calls, not every such call of the file.
+ */
+export function callsNamedByFunction(file: SourceFile, method: string): ReadonlyMap<SyntaxNode | null, readonly SyntaxNode[]> {
+  return namedByFunction.keyed(file, method, () => {
+    const byFunction = new Map<SyntaxNode | null, SyntaxNode[]>();
+    for (const call of callsNamed(file, method)) {
+      const fn = enclosingFunction(call);
+      const list = byFunction.get(fn);
+      if (list === undefined) byFunction.set(fn, [call]);
+      else list.push(call);
+    }
+    return byFunction;
+  });
 }

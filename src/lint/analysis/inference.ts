@@ -271,9 +271,21 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
 
 /** Whether anything in this file calls the function (by name). */
 export function calledInFile(file: SourceFile, fn: SyntaxNode): boolean {
-  const name = file.textOf(childByField(fn, 'name') ?? fn);
-  for (const c of file.nodesOfType('call')) if (calleeLastName(file, c) === name) return true;
-  return false;
+  return calledNames(file).has(file.textOf(childByField(fn, 'name') ?? fn));
+}
+
+const calledNameSets = new VersionMemo<ReadonlySet<string>>('inference.calledNames');
+
+/** The last names of every callee in the file (one pass per version, not one per function). */
+function calledNames(file: SourceFile): ReadonlySet<string> {
+  return calledNameSets.get(file, (f) => {
+    const called = new Set<string>();
+    for (const c of f.nodesOfType('call')) {
+      const name = calleeLastName(f, c);
+      if (name !== null) called.add(name);
+    }
+    return called;
+  });
 }
 
 /** The function (or anything it calls in this file) runs backward() or an optimizer step. */
@@ -321,11 +333,6 @@ export function inferenceSignature(file: SourceFile): string {
     const reach = reachOf(f);
     const training = new Set<string>();
     for (const fn of f.nodesOfType('function_definition')) if (reach.functionReaches(fn)) training.add(f.textOf(childByField(fn, 'name') ?? fn));
-    const called = new Set<string>();
-    for (const c of f.nodesOfType('call')) {
-      const name = calleeLastName(f, c);
-      if (name !== null) called.add(name);
-    }
-    return `${[...training].sort().join(',')}|${[...called].sort().join(',')}`;
+    return `${[...training].sort().join(',')}|${[...calledNames(f)].sort().join(',')}`;
   });
 }

@@ -143,13 +143,33 @@ export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxN
   }
   if (node.type !== 'identifier') return null;
   const key = file.textOf(node);
-  const all = f.targets(key).filter((t) => t.left.type === 'identifier');
+  const byScope = identifierTargetsByScope(file, f, key);
   for (const scope of [...enclosingFunctions(node), null]) {
-    const here = all.filter((t) => enclosingFunction(t.assign) === scope);
+    const here = byScope.get(scope) ?? [];
     if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t, depth)));
     if (scope !== null && parameterNames(file, scope).includes(key)) return parameterValues(file, scope, key, depth);
   }
   return null;
+}
+
+const targetsByScope = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly Target[]>>('values.identifierTargetsByScope');
+
+/**
+ * The plain-name targets of `key` grouped by their nearest function (null: module or class level), in
+ * document order: one pass per name and version, not one per use of the name.
+ */
+function identifierTargetsByScope(file: SourceFile, f: Facts, key: string): ReadonlyMap<SyntaxNode | null, readonly Target[]> {
+  return targetsByScope.keyed(file, key, () => {
+    const byScope = new Map<SyntaxNode | null, Target[]>();
+    for (const t of f.targets(key)) {
+      if (t.left.type !== 'identifier') continue;
+      const scope = enclosingFunction(t.assign);
+      const list = byScope.get(scope);
+      if (list === undefined) byScope.set(scope, [t]);
+      else list.push(t);
+    }
+    return byScope;
+  });
 }
 
 function collect(parts: readonly (SyntaxNode[] | null)[]): SyntaxNode[] | null {

@@ -9,6 +9,7 @@ import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, type
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
+import { VersionMemo } from '../session';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -118,9 +119,19 @@ function appendCall(file: SourceFile, expr: SyntaxNode, method: string): { start
 function callsGraphReturning(file: SourceFile, scope: SyntaxNode): boolean {
   const names = graphReturningFunctions(file);
   if (names.size === 0) return false;
-  const text = file.textOf(scope);
-  for (const name of names) if (new RegExp(`\\b${name}\\s*\\(`).test(text)) return true;
+  const called = wordsBeforeParen(file, scope);
+  for (const name of names) {
+    // `\bname\s*\(` for a name of ASCII word characters is exactly "a maximal word before `(`".
+    if (/^\w+$/.test(name) ? called.has(name) : new RegExp(`\\b${name}\\s*\\(`).test(file.textOf(scope))) return true;
+  }
   return false;
+}
+
+const wordsBeforeParenMemo = new VersionMemo<ReadonlySet<string>>('MH002.wordsBeforeParen');
+
+/** Every maximal run of word characters in the scope's text followed by `(` (one scan per scope, not one per name). */
+function wordsBeforeParen(file: SourceFile, scope: SyntaxNode): ReadonlySet<string> {
+  return wordsBeforeParenMemo.keyed(file, scope, () => new Set(Array.from(file.textOf(scope).matchAll(/\w+(?=\s*\()/g), (m) => m[0])));
 }
 
 /** The text of `node` after applying edits that lie inside it. */

@@ -7,6 +7,8 @@ import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, forwardReceiver, keyOf } from '../analysis/models';
 import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { checkScopes, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
+import { callsNamed } from '../analysis/calls';
+import { VersionMemo } from '../session';
 
 function retainGraphArgument(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
   const args = childByField(call, 'arguments');
@@ -40,9 +42,16 @@ function anotherBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, 
   return earlier.some((other) => sharesHistoryAcrossIterations(flow, backwardTargets(file, other) ?? [], loop));
 }
 
+const backwardLikeMemo = new VersionMemo<readonly SyntaxNode[]>('MH004.backwardLikeCalls');
+
+/** Every call that backwardTargets may accept (its callee ends in one of its names), in document order. */
+function backwardLikeCalls(file: SourceFile): readonly SyntaxNode[] {
+  return backwardLikeMemo.get(file, (f) => [...callsNamed(f, 'backward'), ...callsNamed(f, 'grad'), ...callsNamed(f, 'manual_backward')].sort((a, b) => a.start - b.start));
+}
+
 function laterOrLoopBackward(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, loops: readonly SyntaxNode[], earlier: SyntaxNode[]): boolean {
-  // Only the scope's calls: starting the scan at the file's first call made each call cost the file.
-  const calls = file.nodesOfType('call');
+  // Only the scope's backward-like calls: scanning every call of the scope per call is quadratic.
+  const calls = backwardLikeCalls(file);
   for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length; i++) {
     const other = calls[i];
     if (other === call) continue;

@@ -4,7 +4,7 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
-import { KeyMemo } from '../session';
+import { KeyMemo, VersionMemo } from '../session';
 import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
@@ -63,17 +63,27 @@ function torchName(file: SourceFile): string | null {
  * Inside an `except` fallback or a version/hasattr check, or after an early-return one
  * (`if hasattr(torch.amp, "GradScaler"): return ...` then the old API): a deliberate compatibility shim.
  */
+const earlyExitGuards = new VersionMemo<number>('MH008.firstEarlyExitGuard');
+
+/**
+ * Where the first `if <version check>: return/raise` among a block's statements starts (Infinity when
+ * none): one pass per block and version instead of one per deprecated call under it.
+ */
+function firstEarlyExitGuard(file: SourceFile, block: SyntaxNode): number {
+  return earlyExitGuards.keyed(file, block, () => {
+    for (const sibling of block.children) {
+      if (sibling.type !== 'if_statement') continue;
+      const cond = childByField(sibling, 'condition');
+      if (cond !== null && COMPAT_GUARD.test(file.textOf(cond)) && /\b(return|raise)\b/.test(file.textOf(childByField(sibling, 'consequence') ?? sibling))) return sibling.start;
+    }
+    return Infinity;
+  });
+}
+
 function isCompatShim(file: SourceFile, node: SyntaxNode): boolean {
   let child = node;
   for (let p = node.parent; p !== null; child = p, p = p.parent) {
-    if (p.type === 'block' || p.type === 'module') {
-      for (const sibling of p.children) {
-        if (sibling.start >= child.start) break;
-        if (sibling.type !== 'if_statement') continue;
-        const cond = childByField(sibling, 'condition');
-        if (cond !== null && COMPAT_GUARD.test(file.textOf(cond)) && /\b(return|raise)\b/.test(file.textOf(childByField(sibling, 'consequence') ?? sibling))) return true;
-      }
-    }
+    if ((p.type === 'block' || p.type === 'module') && firstEarlyExitGuard(file, p) < child.start) return true;
     if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
     if (p.type === 'if_statement' || p.type === 'elif_clause' || p.type === 'conditional_expression') {
       const cond = p.type === 'conditional_expression' ? (p.children.filter((c) => c.named)[1] ?? null) : childByField(p, 'condition');
@@ -140,9 +150,10 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
   if (!allKnown) return null;
   const edits: TextEdit[] = [{ start: moduleNode.start, end: moduleNode.end, newText: 'torch.amp' }];
   const byLocal = new Map(names.map((n) => [n.local, n.d]));
-  for (const id of file.nodesOfType('identifier')) {
-    const d = byLocal.get(file.textOf(id));
-    if (d === undefined) continue;
+  const byText = identifiersByText(file);
+  const uses = [...byLocal.keys()].flatMap((local) => byText.get(local) ?? []).sort((a, b) => a.start - b.start);
+  for (const id of uses) {
+    const d = byLocal.get(file.textOf(id))!;
     if (id.start >= stmt.start && id.end <= stmt.end) continue;
     if (findImport(id)) {
       // imported again elsewhere under the same name: cannot tell the uses apart
@@ -156,6 +167,22 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
   }
   const merged = normalizeEdits(file.text, edits);
   return merged === null ? null : { title: 'Switch to torch.amp (import and every use)', edits: merged };
+}
+
+const identifierIndex = new VersionMemo<ReadonlyMap<string, readonly SyntaxNode[]>>('MH008.identifiersByText');
+
+/** The file's identifiers by name, in document order: one pass per version, not one per import. */
+function identifiersByText(file: SourceFile): ReadonlyMap<string, readonly SyntaxNode[]> {
+  return identifierIndex.get(file, (f) => {
+    const byText = new Map<string, SyntaxNode[]>();
+    for (const id of f.nodesOfType('identifier')) {
+      const text = f.textOf(id);
+      const list = byText.get(text);
+      if (list === undefined) byText.set(text, [id]);
+      else list.push(id);
+    }
+    return byText;
+  });
 }
 
 function findImport(node: SyntaxNode): boolean {

@@ -8,9 +8,9 @@ import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from 
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
 import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
-import { callsNamed, unitCallGroups } from '../analysis/calls';
+import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, unitsOf } from '../analysis/unitcache';
-import { NodeMemo } from '../session';
+import { NodeMemo, VersionMemo } from '../session';
 import { callsIndexStamp } from '../analysis/calls';
 import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
@@ -233,8 +233,8 @@ function dictPinned(file: SourceFile, v: SyntaxNode, depth: number): Pinned {
   // `train_kwargs.update(cuda_kwargs)` in a function that binds the dict.
   const key = file.textOf(v);
   const scopes = new Set(values.map((x) => enclosingFunction(x)));
-  for (const call of callsNamed(file, 'update')) {
-    if (!scopes.has(enclosingFunction(call))) continue;
+  const updates = callsNamedByFunction(file, 'update');
+  for (const call of [...scopes].flatMap((s) => updates.get(s) ?? [])) {
     const fn = childByField(call, 'function');
     const obj = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
     if (obj === null || file.textOf(obj) !== key) continue;
@@ -552,14 +552,29 @@ export function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
 function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   const name = childByField(attr, 'attribute');
   if (name === null) return false;
-  const flags = new Set([`--${file.textOf(name)}`, `--${file.textOf(name).replace(/_/g, '-')}`]);
-  for (const call of callsNamed(file, 'add_argument')) {
-    const first = positionalArguments(call)[0];
-    if (first === undefined || first.type !== 'string' || !flags.has(file.textOf(first).slice(1, -1))) continue;
-    const dflt = keywordArgument(file, call, 'default');
-    return dflt !== null && /^['"]cuda/.test(file.textOf(dflt));
-  }
-  return false;
+  // The first add_argument (in document order) declaring either spelling decides.
+  const declared = argparseFlags(file);
+  const found = [declared.get(`--${file.textOf(name)}`), declared.get(`--${file.textOf(name).replace(/_/g, '-')}`)].filter((d) => d !== undefined);
+  if (found.length === 0) return false;
+  return found.reduce((a, b) => (b.order < a.order ? b : a)).defaultIsCuda;
+}
+
+const argparseFlagMemo = new VersionMemo<ReadonlyMap<string, { order: number; defaultIsCuda: boolean }>>('MH009.argparseFlags');
+
+/** Each flag's first `add_argument` in the file (its position among them, and whether its default is CUDA): one pass per version. */
+function argparseFlags(file: SourceFile): ReadonlyMap<string, { order: number; defaultIsCuda: boolean }> {
+  return argparseFlagMemo.get(file, (f) => {
+    const flags = new Map<string, { order: number; defaultIsCuda: boolean }>();
+    callsNamed(f, 'add_argument').forEach((call, order) => {
+      const first = positionalArguments(call)[0];
+      if (first === undefined || first.type !== 'string') return;
+      const flag = f.textOf(first).slice(1, -1);
+      if (flags.has(flag)) return;
+      const dflt = keywordArgument(f, call, 'default');
+      flags.set(flag, { order, defaultIsCuda: dflt !== null && /^['"]cuda/.test(f.textOf(dflt)) });
+    });
+    return flags;
+  });
 }
 
 /** The nearest loop around `node` within its function (for/while bodies only), or null. */

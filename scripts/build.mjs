@@ -22,6 +22,8 @@ const common = {
 const configs = [
   { ...common, entryPoints: ['src/extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js' },
+  // Worker threads of `memhint lint` over many files (src/cli/lint-pool.ts looks for it next to cli.js).
+  { ...common, entryPoints: ['src/cli/lint-worker.ts'], outfile: 'dist/lint-worker.js' },
 ];
 
 // The parser loads these at run time from next to the bundle.

@@ -5,6 +5,8 @@ import { ConfigError, emptyConfig, findProjectConfig, isExcluded, parseSize, Pro
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { collectPythonFiles } from './files';
 import { DEFAULT_MAX_FILE_SIZE, FixTargets, lintOneFile } from './lint-file';
+import { lintInParallel, workerCount, type LintJob } from './lint-pool';
+import { lintJob } from './lint-worker';
 import { formatText, toJson, toSarif, type FileFindings } from './report';
 import { UsageError } from './usage';
 import { findTorchPin, TorchPinCache } from '../lint/torch-pin';
@@ -36,8 +38,13 @@ Options:
 const splitCodes = (v: string | undefined): string[] | undefined =>
   v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 
-/** `createLinter` is a seam for tests that need a linter failing or racing on one file. */
-export async function runLintCommand(argv: readonly string[], createLinter: () => Promise<Linter> = () => Linter.create()): Promise<number> {
+const createDefaultLinter = (): Promise<Linter> => Linter.create();
+
+/**
+ * `createLinter` is a seam for tests that need a linter failing or racing on one file (such a run
+ * stays on one thread: worker threads would create their own linters).
+ */
+export async function runLintCommand(argv: readonly string[], createLinter: () => Promise<Linter> = createDefaultLinter): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -113,6 +120,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   for (const e of errors) process.stderr.write(`memhint: ${e}\n`);
   const fixer = values.fix ? new FixTargets(positionals) : null;
 
+  const jobs: LintJob[] = [];
   for (const filename of files) {
     let settings: LintSettings;
     let config: ProjectConfig;
@@ -133,14 +141,25 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
       if (err instanceof ConfigError) throw new UsageError(err.message);
       throw err;
     }
-    // One file's failure (a parser or rule bug, a stack overflow on deep nesting) must not
-    // lose the findings of the others: report it on one line and go on.
-    try {
-      const result = lintOneFile(linter, filename, settings, maxFileSize ?? config.maxFileSize ?? DEFAULT_MAX_FILE_SIZE, fixer, warn);
-      if (result !== null) results.push(result);
-    } catch (err) {
-      warn(`${filename}: internal error: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
-    }
+    const size = maxFileSize ?? config.maxFileSize ?? DEFAULT_MAX_FILE_SIZE;
+    if (fixer !== null) {
+      // One file's failure (a parser or rule bug, a stack overflow on deep nesting) must not
+      // lose the findings of the others: report it on one line and go on.
+      try {
+        const result = lintOneFile(linter, filename, settings, size, fixer, warn);
+        if (result !== null) results.push(result);
+      } catch (err) {
+        warn(`${filename}: internal error: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+      }
+    } else jobs.push({ index: jobs.length, filename, settings, maxFileSize: size });
+  }
+  // Without --fix, files are independent: many of them are linted on several threads (lint-pool.ts),
+  // the same findings and messages in the same order as on one.
+  const workers = createLinter === createDefaultLinter ? workerCount(jobs.length) : 0;
+  const done = workers > 0 ? await lintInParallel(jobs, workers, (job) => lintJob(linter, job)) : jobs.map((job) => lintJob(linter, job));
+  for (const { result, warnings } of done) {
+    for (const w of warnings) warn(w);
+    if (result !== null) results.push(result);
   }
 
   const out =

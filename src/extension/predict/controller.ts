@@ -16,6 +16,7 @@ import { errorText, type Logger } from '../logger';
 import { failureActions, UNTRUSTED_MESSAGE } from '../profile/controller';
 import { resolveInterpreter, shortPath, sourceLabel } from '../profile/interpreter';
 import { describeInterpreter, InterpreterProbe } from '../profile/probe';
+import { progressHooks } from '../profile/progressHooks';
 import type { RunResult } from '../profile/run';
 import { functionAt, topLevelFunctions } from '../profile/stepFinder';
 import type { ReportStore } from '../reportStore';
@@ -144,18 +145,7 @@ export class PredictController {
         }
         const with_ = describeInterpreter(info, display);
         progress.report({ message: `${with_} · starting` });
-        let reported = 0;
-        return this.run(options, {
-          signal: abort.signal,
-          onOutput: (text) => {
-            for (const line of text.split(/\r?\n/)) if (line.trim() !== '') this.log.info(`[script] ${line}`);
-          },
-          onProgress: (message, fraction) => {
-            const increment = fraction === null ? undefined : Math.max(0, fraction * 100 - reported);
-            if (increment !== undefined) reported += increment;
-            progress.report({ message: `${with_} · ${message}`, increment });
-          },
-        });
+        return this.run(options, progressHooks(abort.signal, progress, with_, this.log));
       },
     );
     if ('unsupported' in result) {

@@ -3,31 +3,16 @@
 // No `vscode` here.
 import type { PredictOptions } from '../../predict/run';
 import { childPredictor } from '../../predict/run';
-import { failureHeadline, failureTail } from '../../profiler/failure';
-import type { RunHooks, RunResult } from '../profile/run';
+import { childKiller, failureText, type RunHooks, type RunResult } from '../profile/run';
 
 export type RunPrediction = (options: PredictOptions, hooks: RunHooks) => Promise<RunResult>;
 
 export const runPrediction: RunPrediction = async (options, hooks) => {
-  let childPid: number | undefined;
-  const kill = (): void => {
-    if (childPid === undefined) return;
-    try {
-      process.kill(process.platform === 'win32' ? childPid : -childPid, 'SIGKILL');
-    } catch {
-      try {
-        process.kill(childPid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  };
-  hooks.signal.addEventListener('abort', kill, { once: true });
+  const child = childKiller(hooks.signal);
   try {
     const predict = childPredictor({
       onSpawn: (pid) => {
-        childPid = pid;
-        if (hooks.signal.aborted) kill();
+        child.spawned(pid);
         return undefined; // nothing of a prediction runs on a device: no process sampler
       },
       onMessage: (m) => {
@@ -41,11 +26,8 @@ export const runPrediction: RunPrediction = async (options, hooks) => {
     const outcome = await predict(options);
     if (hooks.signal.aborted) return { report: null, error: null, failure: null, cancelled: true };
     const failure = outcome.failure;
-    if (failure === null) return { report: outcome.report, error: null, failure: null, cancelled: false };
-    const tail = failure.kind === 'crash' ? failureTail(failure) : null;
-    const error = tail === null ? failureHeadline(failure) : `${failureHeadline(failure)}\n${tail}`;
-    return { report: outcome.report, error, failure, cancelled: false };
+    return { report: outcome.report, error: failure === null ? null : failureText(failure), failure, cancelled: false };
   } finally {
-    hooks.signal.removeEventListener('abort', kill);
+    child.dispose();
   }
 };

@@ -15,6 +15,7 @@ import { readProfileConfig } from '../settings';
 import { resolveInterpreter, shortPath, sourceLabel } from './interpreter';
 import { partialSummary } from './partial';
 import { describeInterpreter, InterpreterProbe, type InterpreterInfo } from './probe';
+import { progressHooks } from './progressHooks';
 import type { ProfileRequest } from './request';
 import type { RunHooks, RunResult } from './run';
 import { functionAt, topLevelFunctions } from './stepFinder';
@@ -175,18 +176,7 @@ export class ProfileController {
           // Every message names the interpreter: the first thing to check when figures look wrong.
           const with_ = describeInterpreter(info, display);
           progress.report({ message: `${with_} · starting` });
-          let reported = 0;
-          return this.run(request, {
-            signal: abort.signal,
-            onOutput: (text) => {
-              for (const line of text.split(/\r?\n/)) if (line.trim() !== '') this.log.info(`[script] ${line}`);
-            },
-            onProgress: (message, fraction) => {
-              const increment = fraction === null ? undefined : Math.max(0, fraction * 100 - reported);
-              if (increment !== undefined) reported += increment;
-              progress.report({ message: `${with_} · ${message}`, increment });
-            },
-          });
+          return this.run(request, progressHooks(abort.signal, progress, with_, this.log));
         },
       );
       if ('problem' in result) {

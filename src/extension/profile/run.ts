@@ -86,27 +86,13 @@ async function runRanks(request: ProfileRequest, hooks: RunHooks): Promise<RunRe
 
 export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks): Promise<RunResult> {
   if ((request.nprocPerNode ?? 1) > 1) return runRanks(request, hooks);
-  let childPid: number | undefined;
-  const kill = (): void => {
-    if (childPid === undefined) return;
-    try {
-      process.kill(process.platform === 'win32' ? childPid : -childPid, 'SIGKILL');
-    } catch {
-      try {
-        process.kill(childPid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  };
-  hooks.signal.addEventListener('abort', kill, { once: true });
+  const child = childKiller(hooks.signal);
   try {
     const outcome = await launch(
       launcherOptions(request),
       {
         onSpawn: (pid) => {
-          childPid = pid;
-          if (hooks.signal.aborted) kill();
+          child.spawned(pid);
           // The same OS sampler the launcher starts by default; onSpawn is taken only to learn the pid.
           return startOsTimelineSampler(pid);
         },
@@ -122,8 +108,36 @@ export async function runProfileRequest(request: ProfileRequest, hooks: RunHooks
     const failure = outcome.failure;
     return { report, error: failure === null ? null : failureText(failure), failure, cancelled: false };
   } finally {
-    hooks.signal.removeEventListener('abort', kill);
+    child.dispose();
   }
+}
+
+/**
+ * Cancel is SIGKILL to the child's process group (the harness leads its group), or to the child alone
+ * where the group is gone; a cancel that came before the spawn kills the child as soon as it exists.
+ */
+export function childKiller(signal: AbortSignal): { spawned(pid: number): void; dispose(): void } {
+  let childPid: number | undefined;
+  const kill = (): void => {
+    if (childPid === undefined) return;
+    try {
+      process.kill(process.platform === 'win32' ? childPid : -childPid, 'SIGKILL');
+    } catch {
+      try {
+        process.kill(childPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  signal.addEventListener('abort', kill, { once: true });
+  return {
+    spawned: (pid) => {
+      childPid = pid;
+      if (signal.aborted) kill();
+    },
+    dispose: () => signal.removeEventListener('abort', kill),
+  };
 }
 
 function progressOf(m: HarnessMessage, request: ProfileRequest, hooks: RunHooks): void {
@@ -136,7 +150,7 @@ function progressOf(m: HarnessMessage, request: ProfileRequest, hooks: RunHooks)
 }
 
 /** The failure as the notification and the log show it: the headline, then a crash's last output lines. */
-function failureText(failure: ProfileFailure): string {
+export function failureText(failure: ProfileFailure): string {
   const tail = failure.kind === 'crash' ? failureTail(failure) : null;
   return tail === null ? failureHeadline(failure) : `${failureHeadline(failure)}\n${tail}`;
 }

@@ -128,17 +128,36 @@ function instantiatedClasses(file: SourceFile, expr: SyntaxNode, all: ReadonlyMa
 
 /** `train_set, val_set = random_split(dataset, [...])` in the name's function: the classes of `dataset`. */
 function splitFrom(file: SourceFile, ident: SyntaxNode, all: ReadonlyMap<string, SyntaxNode>, depth: number): string[] {
-  const name = file.textOf(ident);
-  const scope = enclosingFunction(ident);
-  for (const assign of file.nodesOfType('assignment')) {
-    const left = childByField(assign, 'left');
-    const right = childByField(assign, 'right');
-    if (left === null || right === null || right.type !== 'call' || enclosingFunction(assign) !== scope) continue;
-    if ((left.type !== 'pattern_list' && left.type !== 'tuple_pattern') || !namedChildren(left).some((p) => p.type === 'identifier' && file.textOf(p) === name)) continue;
-    const first = positionalArguments(right)[0];
-    if (first !== undefined && SPLITS.test(calleeName(file, right) ?? '')) return instantiatedClasses(file, first, all, depth + 1);
-  }
-  return [];
+  const source = splitSources(file).get(enclosingFunction(ident))?.get(file.textOf(ident));
+  return source === undefined ? [] : instantiatedClasses(file, source, all, depth + 1);
+}
+
+type SplitSources = Map<SyntaxNode | null, Map<string, SyntaxNode>>;
+
+const splitsMemo = new VersionMemo<SplitSources>('datasets.splits');
+
+/**
+ * Per function (null: module level), each name bound by a `a, b = random_split(x, ...)` to `x`, the first
+ * such statement in the file winning. Built once per version: looking the statements up per DataLoader
+ * rescanned every assignment of the file for each one (quadratic on large files).
+ */
+function splitSources(file: SourceFile): SplitSources {
+  return splitsMemo.get(file, () => {
+    const out: SplitSources = new Map();
+    for (const assign of file.nodesOfType('assignment')) {
+      const left = childByField(assign, 'left');
+      const right = childByField(assign, 'right');
+      if (left === null || right === null || right.type !== 'call') continue;
+      if (left.type !== 'pattern_list' && left.type !== 'tuple_pattern') continue;
+      const first = positionalArguments(right)[0];
+      if (first === undefined || !SPLITS.test(calleeName(file, right) ?? '')) continue;
+      const scope = enclosingFunction(assign);
+      let names = out.get(scope);
+      if (names === undefined) out.set(scope, (names = new Map()));
+      for (const p of namedChildren(left)) if (p.type === 'identifier' && !names.has(file.textOf(p))) names.set(file.textOf(p), first);
+    }
+    return out;
+  });
 }
 
 /** DataLoader's `num_workers` is its sixth positional parameter. */

@@ -27,6 +27,8 @@ export interface Def {
   readonly value: SyntaxNode | null;
   /** Uses at or after this offset see the definition. */
   readonly effective: number;
+  /** `loss, out = step(...)`: the position of this target in the unpacked tuple (value is the whole call). */
+  readonly element?: number;
 }
 
 // Methods whose result never carries autograd history.
@@ -51,6 +53,7 @@ class DefAt implements Def {
     readonly value: SyntaxNode | null,
     private readonly at: SyntaxNode,
     private readonly atEnd: boolean,
+    readonly element?: number,
   ) {}
 
   get effective(): number {
@@ -76,6 +79,8 @@ export class ScopeFlow {
     private readonly taintedParams: ReadonlySet<string> = new Set(),
     /** Module-level functions of this file whose return value carries history (`loss = train_step(...)`). */
     private readonly graphReturning: ReadonlySet<string> = new Set(),
+    /** Module-level functions of this file that return a tuple: the taint of each position (`return loss, acc`). */
+    private readonly tupleReturning: ReadonlyMap<string, readonly Taint[]> = new Map(),
   ) {
     this.collect();
   }
@@ -165,7 +170,7 @@ export class ScopeFlow {
         break;
       }
       default:
-        t = this.taintOf(d.value);
+        t = d.element === undefined ? this.taintOf(d.value) : this.elementTaint(d.value, d.element);
     }
     this.defTaint.set(d, t);
     return t;
@@ -185,8 +190,15 @@ export class ScopeFlow {
         if (key !== null && this.defs.has(key)) return this.upgrade(key, this.taintOfKey(key, e));
         return this.taintOf(childByField(e, 'object'));
       }
-      case 'subscript':
+      case 'subscript': {
+        // `step(x)[0]`: one position of a tuple returned by a function of this file.
+        const index = childByField(e, 'subscript');
+        if (index?.type === 'integer' && /^\d+$/.test(this.file.textOf(index))) {
+          const t = this.elementTaint(childByField(e, 'value'), Number(this.file.textOf(index)));
+          if (t !== Taint.Unknown) return t;
+        }
         return this.taintOf(childByField(e, 'value'));
+      }
       case 'call':
         return this.callTaint(e);
       case 'binary_operator':
@@ -238,6 +250,19 @@ export class ScopeFlow {
       default:
         return Taint.Unknown;
     }
+  }
+
+  /**
+   * Position `i` of what `value` evaluates to, when `value` calls a module-level function of this file
+   * whose every `return` is a tuple of the same length. Otherwise the taint of the whole value.
+   */
+  private elementTaint(value: SyntaxNode | null, i: number): Taint {
+    const fn = value?.type === 'call' ? childByField(value, 'function') : null;
+    const shape = fn?.type === 'identifier' ? this.tupleReturning.get(this.file.textOf(fn)) : undefined;
+    if (value === null || shape === undefined || i >= shape.length) return this.taintOf(value);
+    if (gradOffAt(this.file, value)) return Taint.Clean;
+    // Unknown in the callee (`return loss, acc` where loss comes from a parameter): what the call says.
+    return shape[i] === Taint.Unknown ? this.taintOf(value) : shape[i];
   }
 
   /** A name that receives `.backward()` holds a graph even when its source is opaque to us. */
@@ -320,14 +345,14 @@ export class ScopeFlow {
   // ---- collection ---------------------------------------------------------------------------
 
   /** `effective` is an edge of a node, not an offset, so a flow stays right when its nodes are shifted by an edit. */
-  private add(key: string | null, kind: DefKind, stmt: SyntaxNode, value: SyntaxNode | null, effective: SyntaxNode, atEnd = true): void {
+  private add(key: string | null, kind: DefKind, stmt: SyntaxNode, value: SyntaxNode | null, effective: SyntaxNode, atEnd = true, element?: number): void {
     if (key === null) return;
     let list = this.defs.get(key);
     if (list === undefined) {
       list = [];
       this.defs.set(key, list);
     }
-    list.push(new DefAt(key, kind, stmt, value, effective, atEnd));
+    list.push(new DefAt(key, kind, stmt, value, effective, atEnd, element));
   }
 
   private collect(): void {
@@ -407,6 +432,18 @@ export class ScopeFlow {
       if (targets.length === values.length) {
         targets.forEach((t, i) => {
           for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, values[i], stmt);
+        });
+        return;
+      }
+    }
+    // `loss, out = step(x)` with `def step(...): ... return loss, out`: each target gets its own position.
+    const fn = value?.type === 'call' ? childByField(value, 'function') : null;
+    const shape = fn?.type === 'identifier' ? this.tupleReturning.get(file.textOf(fn)) : undefined;
+    if (shape !== undefined && (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern')) {
+      const targets = left.children.filter((c) => c.named && c.type !== 'comment');
+      if (targets.length === shape.length && targets.every((t) => t.type !== 'list_splat_pattern')) {
+        targets.forEach((t, i) => {
+          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, value, stmt, true, i);
         });
         return;
       }
@@ -534,7 +571,7 @@ export function factsSignature(file: SourceFile): string {
  */
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
   const signature = flowSignature(file);
-  const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file));
+  const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file), tupleReturningFunctions(file));
   const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(file, scope, signature, compute);
   flow.file = file;
   flow.scope = scope;
@@ -545,7 +582,7 @@ const moduleFlowCache = new ModuleCodeMemo<ScopeFlow>('flow.module');
 
 /** Everything a scope's flow depends on beyond its own statements. */
 export function flowSignature(file: SourceFile): string {
-  return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(',')]);
+  return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
 }
 
 const returningFnCache = new NodeMemo<boolean>('flow.returnsHistory');
@@ -587,6 +624,60 @@ function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {
     for (const c of n.children) stack.push(c);
   }
   return false;
+}
+
+const tupleFnCache = new NodeMemo<readonly Taint[] | null>('flow.tupleReturn');
+const tupleCache = new VersionMemo<ReadonlyMap<string, readonly Taint[]>>('flow.tupleReturning');
+
+/**
+ * Module-level functions of this file whose every `return` is a tuple of one length (`return loss, acc`),
+ * with the taint of each position merged over the returns, in the function's own flow (one level deep,
+ * like graphReturningFunctions). The caller then knows which of `loss, acc = step(...)` has history.
+ */
+export function tupleReturningFunctions(file: SourceFile): ReadonlyMap<string, readonly Taint[]> {
+  return tupleCache.get(file, computeTupleReturning);
+}
+
+/** `name:taints` of every tuple-returning function: what callers' flows depend on. */
+export function tupleReturningSignature(file: SourceFile): string {
+  return [...tupleReturningFunctions(file)].map(([name, shape]) => `${name}:${shape.join('')}`).join(',');
+}
+
+function computeTupleReturning(file: SourceFile): ReadonlyMap<string, readonly Taint[]> {
+  const found = new Map<string, readonly Taint[]>();
+  const signature = factsSignature(file);
+  for (const top of file.root.children) {
+    const fn = top.type === 'decorated_definition' ? childByField(top, 'definition') : top;
+    if (fn === null || fn.type !== 'function_definition') continue;
+    const nameNode = childByField(fn, 'name');
+    if (nameNode === null || !file.textOf(fn).includes('return')) continue;
+    const shape = tupleFnCache.get(file, fn, signature, () => returnedTuple(new ScopeFlow(file, fn), fn));
+    if (shape !== null) found.set(file.textOf(nameNode), shape);
+  }
+  return found;
+}
+
+function returnedTuple(flow: ScopeFlow, fn: SyntaxNode): readonly Taint[] | null {
+  let shape: Taint[] | null = null;
+  const stack = [...fn.children];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'lambda' || n.type === 'class_definition') continue;
+    if (n.type === 'return_statement') {
+      let value = firstNamedChild(n);
+      while (value?.type === 'parenthesized_expression') value = firstNamedChild(value);
+      // A bare `return`, `return None` or `return x` next to `return a, b`: the shape is not known.
+      if (value === null || (value.type !== 'tuple' && value.type !== 'expression_list')) return null;
+      const items = value.children.filter((c) => c.named && c.type !== 'comment');
+      if (items.some((c) => c.type === 'list_splat')) return null;
+      if (shape === null) shape = items.map((c) => flow.taintOf(c));
+      else if (shape.length !== items.length) return null;
+      else items.forEach((c, i) => (shape![i] = Math.max(shape![i], flow.taintOf(c))));
+      continue;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return shape;
 }
 
 /** The flow of the scope a node is in, or null in class bodies. */

@@ -5,7 +5,7 @@ import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
-import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, tupleReturningFunctions, tupleReturningSignature, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
@@ -115,9 +115,10 @@ function appendCall(file: SourceFile, expr: SyntaxNode, method: string): { start
     : { start: expr.start, end: expr.end, newText: `(${text}).${method}()` };
 }
 
-/** The scope calls a function of this file that returns a tensor with history (`loss = train_step(...)`). */
+/** The scope calls a function of this file that returns a tensor with history (`loss = train_step(...)`, `loss, acc = step(...)`). */
 function callsGraphReturning(file: SourceFile, scope: SyntaxNode): boolean {
-  const names = graphReturningFunctions(file);
+  const names = new Set(graphReturningFunctions(file));
+  for (const [name, shape] of tupleReturningFunctions(file)) if (shape.includes(Taint.Tainted)) names.add(name);
   if (names.size === 0) return false;
   const called = wordsBeforeParen(file, scope);
   for (const name of names) {
@@ -176,7 +177,7 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(',')]);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 

@@ -98,6 +98,38 @@ describe('per-statement rule caches follow edits elsewhere in the file', () => {
     ]);
   });
 
+  it('MH002: which position of a tuple returned by a function of the file carries history (#13)', async () => {
+    const text = `import torch.nn as nn
+
+criterion = nn.CrossEntropyLoss()
+
+
+def step(model, optimizer, x, y):
+    out = model(x)
+    loss = criterion(out, y)
+    loss.backward()
+    optimizer.step()
+    return loss, out
+
+
+def train(model, optimizer, loader):
+    total = 0.0
+    for x, y in loader:
+        loss, out = step(model, optimizer, x, y)
+        total += loss
+    return total
+`;
+    await checkEdits(text, [
+      ['return loss, out', 'return loss.item(), out'],
+      ['return loss.item(), out', 'return out, loss'],
+      ['return out, loss', 'return loss, out'],
+      ['loss, out = step(', 'out, loss = step('],
+      ['out, loss = step(', 'loss = step('],
+      ['loss = step(model, optimizer, x, y)', 'loss = step(model, optimizer, x, y)[0]'],
+      ['[0]', '[1]'],
+    ]);
+  });
+
   it('MH007 and MH003: local module classes, imports and a custom zero_grad elsewhere', async () => {
     await checkEdits(MODELS, [
       ['class Net(nn.Module):', 'class Net(object):'],

@@ -194,8 +194,17 @@ export class ScopeFlow {
         // `step(x)[0]`: one position of a tuple returned by a function of this file.
         const index = childByField(e, 'subscript');
         if (index?.type === 'integer' && /^\d+$/.test(this.file.textOf(index))) {
-          const t = this.elementTaint(childByField(e, 'value'), Number(this.file.textOf(index)));
+          const i = Number(this.file.textOf(index));
+          const value = childByField(e, 'value');
+          const t = this.elementTaint(value, i);
           if (t !== Taint.Unknown) return t;
+          // `r = step(x)` ... `r[0]`: every definition reaching the use is such a call.
+          const defs = value?.type === 'identifier' ? this.reachingDefs(this.file.textOf(value), value) : [];
+          if (defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.element === undefined && this.tupleShapeOf(d.value) !== undefined)) {
+            let merged = Taint.Clean;
+            for (const d of defs) merged = Math.max(merged, this.elementTaint(d.value, i));
+            if (merged !== Taint.Unknown) return merged;
+          }
         }
         return this.taintOf(childByField(e, 'value'));
       }
@@ -257,12 +266,17 @@ export class ScopeFlow {
    * whose every `return` is a tuple of the same length. Otherwise the taint of the whole value.
    */
   private elementTaint(value: SyntaxNode | null, i: number): Taint {
-    const fn = value?.type === 'call' ? childByField(value, 'function') : null;
-    const shape = fn?.type === 'identifier' ? this.tupleReturning.get(this.file.textOf(fn)) : undefined;
+    const shape = this.tupleShapeOf(value);
     if (value === null || shape === undefined || i >= shape.length) return this.taintOf(value);
     if (gradOffAt(this.file, value)) return Taint.Clean;
     // Unknown in the callee (`return loss, acc` where loss comes from a parameter): what the call says.
     return shape[i] === Taint.Unknown ? this.taintOf(value) : shape[i];
+  }
+
+  /** The per-position taints when `value` calls a tuple-returning function of this file. */
+  private tupleShapeOf(value: SyntaxNode | null): readonly Taint[] | undefined {
+    const fn = value?.type === 'call' ? childByField(value, 'function') : null;
+    return fn?.type === 'identifier' ? this.tupleReturning.get(this.file.textOf(fn)) : undefined;
   }
 
   /** A name that receives `.backward()` holds a graph even when its source is opaque to us. */
@@ -437,13 +451,15 @@ export class ScopeFlow {
       }
     }
     // `loss, out = step(x)` with `def step(...): ... return loss, out`: each target gets its own position.
-    const fn = value?.type === 'call' ? childByField(value, 'function') : null;
-    const shape = fn?.type === 'identifier' ? this.tupleReturning.get(file.textOf(fn)) : undefined;
+    const shape = this.tupleShapeOf(value);
     if (shape !== undefined && (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern')) {
       const targets = left.children.filter((c) => c.named && c.type !== 'comment');
-      if (targets.length === shape.length && targets.every((t) => t.type !== 'list_splat_pattern')) {
+      const splat = targets.findIndex((t) => t.type === 'list_splat_pattern');
+      // `loss, *rest = step(x)`: the positions before the splat are known, the rest keep the call's taint.
+      if (splat >= 0 ? splat < shape.length && targets.length - 1 <= shape.length : targets.length === shape.length) {
         targets.forEach((t, i) => {
-          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, value, stmt, true, i);
+          const element = splat < 0 || i < splat ? i : undefined;
+          for (const k of targetKeys(file, t)) this.add(k, 'assign', stmt, value, stmt, true, element);
         });
         return;
       }

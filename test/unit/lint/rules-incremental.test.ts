@@ -127,6 +127,10 @@ def train(model, optimizer, loader):
       ['out, loss = step(', 'loss = step('],
       ['loss = step(model, optimizer, x, y)', 'loss = step(model, optimizer, x, y)[0]'],
       ['[0]', '[1]'],
+      ['loss = step(model, optimizer, x, y)[1]', 'loss, *rest = step(model, optimizer, x, y)'],
+      ['loss, *rest = step(', 'r = step('],
+      ['total += loss', 'total += r[0]'],
+      ['return loss, out', 'return loss.detach(), out'],
     ]);
   });
 

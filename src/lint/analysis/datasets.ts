@@ -153,7 +153,7 @@ function splitSources(file: SourceFile): SplitSources {
       if (first === undefined || !SPLITS.test(calleeName(file, right) ?? '')) continue;
       const scope = enclosingFunction(assign);
       let names = out.get(scope);
-      if (names === undefined) out.set(scope, (names = new Map()));
+      if (names === undefined) out.set(scope, (names = new Map<string, SyntaxNode>()));
       for (const p of namedChildren(left)) if (p.type === 'identifier' && !names.has(file.textOf(p))) names.set(file.textOf(p), first);
     }
     return out;

@@ -20,15 +20,11 @@ import {
   type SourceFile,
   type TextChange,
   TorchPinCache,
-  type TorchVersion,
 } from '../../lint';
 import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore } from '../reportStore';
-import { resolveInterpreter } from '../profile/interpreter';
-import { InterpreterProbe } from '../profile/probe';
-import { readLintConfig, readProfileConfig, onSettingsChanged, type LintConfig } from '../settings';
-import { InterpreterTorchVersions } from './interpreterTorch';
+import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { ruleDocUri } from './ruleDocs';
 
@@ -67,17 +63,6 @@ export class DiagnosticsController implements vscode.Disposable {
   /** Torch pins per folder (requirements*.txt, pyproject.toml, setup.cfg, environment.yml): the default target torch. */
   private pins = new TorchPinCache();
   private readonly pinFiles = vscode.workspace.createFileSystemWatcher('**/{requirements*.txt,setup.cfg,environment.yml,environment.yaml}');
-  /** The torch of the interpreter that will run each folder's code: the target when nothing explicit sets one. */
-  private readonly interpreterTorch = new InterpreterTorchVersions(
-    (python) => new InterpreterProbe().probe(python),
-    (python, version) => {
-      this.log.info(`lint target torch for files run by ${python}: ${version === null ? 'its torch is unknown (project pin or default)' : `${version.major}.${version.minor}`}`);
-      this.relintAll();
-    },
-  );
-  /** The interpreter per workspace folder ('' outside folders); absent while it is being resolved. */
-  private readonly interpreters = new Map<string, string>();
-  private readonly resolving = new Set<string>();
   /** A rule that throws: the other rules' findings are published and the failure logged once (as in the CLI). */
   private readonly ruleFailures = new FailureLog((line, f) => this.log.error(line, f.error));
 
@@ -106,18 +91,10 @@ export class DiagnosticsController implements vscode.Disposable {
       vscode.workspace.onDidSaveTextDocument((d) => {
         if (d.uri.path.endsWith('/pyproject.toml')) this.projectConfigChanged();
       }),
-      onSettingsChanged((e) => {
+      onSettingsChanged(() => {
         this.config = this.readConfig();
-        if (e.affectsConfiguration('memhint.python')) this.forgetInterpreters();
         this.relintAll();
       }),
-      vscode.workspace.onDidChangeConfiguration((e) => {
-        if (e.affectsConfiguration('python.defaultInterpreterPath')) {
-          this.forgetInterpreters();
-          this.relintAll();
-        }
-      }),
-      vscode.workspace.onDidGrantWorkspaceTrust(() => this.relintAll()),
       reports.onDidChange(() => this.republishAll()),
     );
     for (const d of vscode.workspace.textDocuments) this.open(d);
@@ -175,10 +152,7 @@ export class DiagnosticsController implements vscode.Disposable {
       if (isExcluded(project, document.uri.fsPath)) return null;
       const settings = settingsForFile(project, document.uri.fsPath, overrides);
       if (settings.targetTorch !== null) return settings;
-      // No memhint.targetTorch nor [tool.memhint] target-torch: the torch that will run the file, else the
-      // oldest torch the project's pin allows.
-      const running = this.torchOfInterpreter(document.uri);
-      if (running) return { ...settings, targetTorch: running };
+      // No memhint.targetTorch nor [tool.memhint] target-torch: the oldest torch the project's pin allows.
       const pin = findTorchPin(document.uri.fsPath, this.pins);
       return pin === null ? settings : { ...settings, targetTorch: pin.version };
     } catch (err) {
@@ -186,35 +160,6 @@ export class DiagnosticsController implements vscode.Disposable {
       this.warnOnce(`${err.message} (using the editor settings only)`);
       return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
     }
-  }
-
-  /**
-   * The torch of the interpreter memhint would run for this file, once resolved and probed (both start on
-   * first use and re-lint everything when they answer). Only in a trusted workspace: probing executes the
-   * interpreter, which may be the workspace's own virtual environment.
-   */
-  private torchOfInterpreter(uri: vscode.Uri): TorchVersion | null | undefined {
-    if (!vscode.workspace.isTrusted) return undefined;
-    const folder = vscode.workspace.getWorkspaceFolder(uri);
-    const key = folder?.uri.toString() ?? '';
-    const python = this.interpreters.get(key);
-    if (python !== undefined) return this.interpreterTorch.versionOf(python);
-    if (!this.resolving.has(key)) {
-      this.resolving.add(key);
-      const configured = readProfileConfig(folder?.uri ?? uri).python;
-      void resolveInterpreter(configured, folder?.uri ?? uri, this.log).then((resolved) => {
-        if (!this.resolving.delete(key)) return; // forgotten meanwhile
-        this.interpreters.set(key, resolved.path);
-        if (this.interpreterTorch.versionOf(resolved.path) !== undefined) this.relintAll();
-      });
-    }
-    return undefined;
-  }
-
-  private forgetInterpreters(): void {
-    this.interpreters.clear();
-    this.resolving.clear();
-    this.interpreterTorch.forget();
   }
 
   private projectConfigChanged(): void {

@@ -39,7 +39,17 @@ describe('UI: profile an inline training loop', function () {
     assert.equal(await frame.locator('#section-lines').count(), 1);
     const steps = await frame.locator('.stat', { hasText: 'profiled steps' }).locator('.stat-value').innerText();
     assert.equal(steps.trim(), '2', 'memhint.profile.steps is 2 in the UI tests: two iterations measured');
-    await frame.locator('#section-modules').scrollIntoViewIfNeeded();
+    // The summary re-renders once more when the stored report settles; a node caught mid-render is
+    // replaced ("not attached to the DOM"), so the scroll is retried on the new one.
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await frame.locator('#section-modules').scrollIntoViewIfNeeded({ timeout: 5_000 });
+        break;
+      } catch (error) {
+        if (attempt >= 4) throw error;
+        await page.waitForTimeout(500);
+      }
+    }
     assert.deepEqual((await frame.locator('table.modules tbody td.module-name code').allInnerTexts()).slice(0, 1), ['Sequential']);
     await wb.screenshot('loop-modules-dark');
   });

@@ -616,15 +616,22 @@ export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
 function computeGraphReturning(file: SourceFile): ReadonlySet<string> {
   const found = new Set<string>();
   const signature = factsSignature(file);
+  for (const [name, fn] of moduleFunctionsThatReturn(file)) {
+    if (returningFnCache.get(file, fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn))) found.add(name);
+  }
+  return found;
+}
+
+/** (name, definition) of each module-level function (decorated or not) whose text has a `return`. */
+function moduleFunctionsThatReturn(file: SourceFile): Array<[string, SyntaxNode]> {
+  const out: Array<[string, SyntaxNode]> = [];
   for (const top of file.root.children) {
     const fn = top.type === 'decorated_definition' ? childByField(top, 'definition') : top;
     if (fn === null || fn.type !== 'function_definition') continue;
     const nameNode = childByField(fn, 'name');
-    if (nameNode === null || !file.textOf(fn).includes('return')) continue;
-    const returns = returningFnCache.get(file, fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn));
-    if (returns) found.add(file.textOf(nameNode));
+    if (nameNode !== null && file.textOf(fn).includes('return')) out.push([file.textOf(nameNode), fn]);
   }
-  return found;
+  return out;
 }
 
 function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {
@@ -662,13 +669,9 @@ export function tupleReturningSignature(file: SourceFile): string {
 function computeTupleReturning(file: SourceFile): ReadonlyMap<string, readonly Taint[]> {
   const found = new Map<string, readonly Taint[]>();
   const signature = factsSignature(file);
-  for (const top of file.root.children) {
-    const fn = top.type === 'decorated_definition' ? childByField(top, 'definition') : top;
-    if (fn === null || fn.type !== 'function_definition') continue;
-    const nameNode = childByField(fn, 'name');
-    if (nameNode === null || !file.textOf(fn).includes('return')) continue;
+  for (const [name, fn] of moduleFunctionsThatReturn(file)) {
     const shape = tupleFnCache.get(file, fn, signature, () => returnedTuple(new ScopeFlow(file, fn), fn));
-    if (shape !== null) found.set(file.textOf(nameNode), shape);
+    if (shape !== null) found.set(name, shape);
   }
   return found;
 }

@@ -1,7 +1,9 @@
 // Out-of-sample lint accuracy: runs the built CLI on every script of eval/accuracy/manifest-*.json and matches its
 // findings to the hand labels (see eval/accuracy/README.md). Prints precision/recall per rule for dev, test and all,
 // then the false positives and misses of the dev split (the test split's stay held out unless --split asks for them).
-// Usage: npm run eval:accuracy [-- --split dev|test|all] [--json] [--write-docs]
+// Usage: npm run eval:accuracy [-- --split dev|test|all] [--manifest NAME]... [--json] [--write-docs]
+// --manifest (repeatable; `c`, `manifest-c` or `manifest-c.json`) measures those manifests alone, e.g. a fresh
+// held-out one; without it every manifest-*.json is measured.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,7 +24,7 @@ function fail(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { split: null, json: false, writeDocs: false };
+  const opts = { split: null, manifests: [], json: false, writeDocs: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') opts.json = true;
@@ -30,8 +32,12 @@ function parseArgs(argv) {
     else if (a === '--split') {
       opts.split = argv[++i];
       if (!['dev', 'test', 'all'].includes(opts.split)) fail(`--split must be dev, test or all (got ${JSON.stringify(opts.split)})`);
+    } else if (a === '--manifest') {
+      const name = argv[++i];
+      if (!name || name.startsWith('--')) fail('--manifest needs a name (e.g. c, manifest-c or manifest-c.json)');
+      opts.manifests.push(name);
     } else if (a === '-h' || a === '--help') {
-      process.stdout.write('Usage: node scripts/eval-accuracy.mjs [--split dev|test|all] [--json] [--write-docs]\n');
+      process.stdout.write('Usage: node scripts/eval-accuracy.mjs [--split dev|test|all] [--manifest NAME]... [--json] [--write-docs]\n');
       process.exit(0);
     } else fail(`unknown argument ${JSON.stringify(a)}`);
   }
@@ -42,12 +48,17 @@ const outFile = path.join(root, 'out/src/eval/accuracy.js');
 const cliFile = path.join(root, 'dist/cli.js');
 if (!fs.existsSync(outFile) || !fs.existsSync(path.join(root, 'out/src/lint/index.js'))) fail('out/ is missing: run `npm run compile` first');
 if (!fs.existsSync(cliFile)) fail('dist/cli.js is missing: run `npm run build` first');
-const { matchScript, scoreSplit, renderSplitTable, RULE_CODES } = require(outFile);
+const { matchScript, scoreSplit, renderSplitTable, selectManifests, RULE_CODES } = require(outFile);
 const { allRules } = require(path.join(root, 'out/src/lint/index.js'));
 
-/** Every entry of every manifest, checked for the fields matching relies on. */
-function loadManifests() {
-  const files = fs.readdirSync(evalDir).filter((f) => /^manifest-[\w-]+\.json$/.test(f)).sort();
+/** Every entry of the selected manifests (all when none is named), checked for the fields matching relies on. */
+function loadManifests(wanted) {
+  let files;
+  try {
+    files = selectManifests(fs.readdirSync(evalDir), wanted);
+  } catch (e) {
+    fail(e.message);
+  }
   if (files.length === 0) fail(`no manifest-*.json in ${evalDir}`);
   const entries = [];
   const ids = new Set();
@@ -120,7 +131,9 @@ function runLinter(entries) {
 }
 
 const opts = parseArgs(process.argv.slice(2));
-const { files: manifestFiles, entries: allEntries } = loadManifests();
+// The docs' tables and sources cover the whole corpus: a partial measure must not overwrite them.
+if (opts.writeDocs && opts.manifests.length > 0) fail('--write-docs measures every manifest; drop --manifest');
+const { files: manifestFiles, entries: allEntries } = loadManifests(opts.manifests);
 const { missing, changed } = checkScripts(allEntries);
 if (changed.length > 0) fail(`${changed.length} script(s) differ from their manifest sha256, e.g. ${changed[0].file}; restore them (eval/accuracy/README.md)`);
 if (missing.length > 0 && opts.writeDocs) fail(`${missing.length} script(s) missing, e.g. ${missing[0].file}: restore them before --write-docs (eval/accuracy/README.md)`);

@@ -33,6 +33,30 @@ export interface ManifestEntry {
   readonly notes?: string;
 }
 
+/** A manifest file of eval/accuracy: `manifest-<name>.json`. */
+const MANIFEST_FILE = /^manifest-([\w-]+)\.json$/;
+
+/**
+ * The manifests to measure, in file order: every one when `wanted` is empty, else those named in `wanted`.
+ * A name is the file (`manifest-c.json`), its stem (`manifest-c`) or its suffix (`c`), so that one collector's
+ * held-out manifest can be measured alone. Throws on a name that matches no manifest, so a typo cannot silently
+ * measure nothing (or everything).
+ */
+export function selectManifests(available: readonly string[], wanted: readonly string[]): string[] {
+  const manifests = available.filter((f) => MANIFEST_FILE.test(f)).sort();
+  if (wanted.length === 0) return manifests;
+  const chosen = new Set<string>();
+  for (const name of wanted) {
+    const file = manifests.find((f) => f === name || f === `${name}.json` || f === `manifest-${name}.json`);
+    if (file === undefined) {
+      const known = manifests.map((f) => f.replace(MANIFEST_FILE, '$1')).join(', ') || 'none';
+      throw new Error(`no manifest named ${JSON.stringify(name)} (known: ${known})`);
+    }
+    chosen.add(file);
+  }
+  return manifests.filter((f) => chosen.has(f));
+}
+
 export interface ScriptMatch {
   /** Each label paired with the one finding that matched it. */
   readonly matched: ReadonlyArray<{ readonly label: Label; readonly finding: ReportedFinding }>;

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { matchScript, scoreSplit, renderSplitTable, type Label, type ManifestEntry, type ReportedFinding } from '../../../src/eval/accuracy';
+import { matchScript, scoreSplit, renderSplitTable, selectManifests, type Label, type ManifestEntry, type ReportedFinding } from '../../../src/eval/accuracy';
 
 const f = (code: string, line: number): ReportedFinding => ({ code, line });
 const at = (xs: readonly ReportedFinding[]): string[] => xs.map((x) => `${x.code}@${x.line}`);
@@ -71,5 +71,26 @@ describe('accuracy matcher', () => {
     const table = renderSplitTable(s);
     assert.match(table, /\| MH010 \(not implemented\) \| 1 \| 0 \| 0 \| 0 \| 1 \| – \| 0\.00 \|/);
     assert.match(table, /\| \*\*implemented rules\*\* \| 2 \| 1 \| 2 \| 0 \| 1 \| 0\.33 \| 0\.50 \|/);
+  });
+});
+
+describe('accuracy manifest selection', () => {
+  const dir = ['README.md', 'manifest-b.json', 'manifest-a.json', 'manifest-c.json', 'manifest-c.json.bak', '.gitignore'];
+
+  it('measures every manifest, in file order, when none is named', () => {
+    assert.deepEqual(selectManifests(dir, []), ['manifest-a.json', 'manifest-b.json', 'manifest-c.json']);
+  });
+
+  it('accepts a manifest by suffix, stem or file name, and measures it alone', () => {
+    for (const name of ['c', 'manifest-c', 'manifest-c.json']) assert.deepEqual(selectManifests(dir, [name]), ['manifest-c.json']);
+  });
+
+  it('keeps file order and drops repeats when several are named', () => {
+    assert.deepEqual(selectManifests(dir, ['c', 'a', 'manifest-c.json']), ['manifest-a.json', 'manifest-c.json']);
+  });
+
+  it('refuses a name that matches no manifest instead of measuring nothing', () => {
+    assert.throws(() => selectManifests(dir, ['d']), /no manifest named "d" \(known: a, b, c\)/);
+    assert.throws(() => selectManifests(dir, ['manifest-c.json.bak']), /no manifest named/);
   });
 });

@@ -58,6 +58,8 @@ export async function predictWorldSizes(
     entries.push(entry(worldSize, outcome));
     if (outcome.failure === null) reports.set(worldSize, outcome.report);
     else firstFailure ??= outcome.failure;
+    // What this torch cannot predict (FSDP on meta) fails the same way at every world size.
+    if (outcome.failure?.kind === 'unsupported_torch') return { report: null, failure: outcome.failure };
   }
   const smallestFitting = entries.find((e) => e.fits === true)?.worldSize ?? null;
   const predicted = entries.filter((e) => e.error === null).map((e) => e.worldSize);

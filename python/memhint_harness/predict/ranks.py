@@ -23,6 +23,12 @@ buckets, the flattened parameter broadcast) are the profiler's ordinary, counted
    reduces the bucket in place, so the hook allocates what it does: nothing through torch. Only when the
    user registered no hook of their own (a user's hook runs unchanged and must work on the fake group).
 
+FSDP is refused, in one line at the user's FSDP call: FSDP treats parameters on the meta device as deferred
+initialisation to be materialised on a real device (torch 2.13, measured: `fully_shard` raises "FSDP parameters
+should be materialized from meta device before training" at the first forward; `FullyShardedDataParallel`
+moves them to the accelerator, "Cannot access accelerator device when none is available"), so its sharding
+cannot be replayed on meta tensors.
+
 Where the fake process group is missing (torch builds without torch.distributed, or a torch that moved it),
 the prediction is refused in one line.
 """
@@ -48,6 +54,16 @@ def unavailable(torch):
     if not hasattr(module, "FakeStore"):
         return "predict --world-sizes needs %s.FakeStore, absent in torch %s" % (FAKE_PG_MODULE, torch.__version__)
     return None
+
+
+class FsdpOnMeta(RuntimeError):
+    """FSDP was asked to wrap a module whose parameters are on meta (see the module docstring)."""
+
+
+FSDP_REFUSAL = ("memhint predict cannot predict FSDP: with torch %s FSDP treats parameters on the meta device as "
+                "deferred initialisation and materialises them on a real device, so it does not run on meta "
+                "tensors; predict the model without FSDP (--world-sizes predicts DDP) or measure FSDP with "
+                "`memhint profile --nproc-per-node N` (gloo on the CPU)")
 
 
 def _is_meta(module):
@@ -86,6 +102,7 @@ class FakeWorld:
         dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=self.rank, world_size=self.world_size)
         self._patch(dist, "init_process_group", self._user_init(dist))
         self._patch_ddp()
+        self._refuse_fsdp()
 
     def _patch(self, owner, name, value):
         self._restore.append((owner, name, getattr(owner, name)))
@@ -179,6 +196,37 @@ class FakeWorld:
                 return pre_forward(ddp, *args, **kwargs)
 
         self._patch(DistributedDataParallel, "_pre_forward", ddp_pre_forward)
+
+    # -- FSDP ---------------------------------------------------------------------------------------------
+    def _refuse_fsdp(self):
+        import importlib
+
+        message = FSDP_REFUSAL % self.torch.__version__
+
+        def refusing(original):
+            def wrapper(*args, **kwargs):
+                module = args[1] if original.__name__ == "__init__" else (args[0] if args else kwargs.get("module"))
+                if module is not None and hasattr(module, "parameters") and _is_meta(module):
+                    raise FsdpOnMeta(message)
+                return original(*args, **kwargs)
+
+            wrapper.__wrapped__ = original
+            return wrapper
+
+        try:
+            from torch.distributed.fsdp import FullyShardedDataParallel
+        except Exception:  # noqa: BLE001 - torch without FSDP: nothing to refuse
+            return
+        self._patch(FullyShardedDataParallel, "__init__", refusing(FullyShardedDataParallel.__init__))
+        for owner_name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp",
+                           "torch.distributed._composable.fsdp.fully_shard"):
+            try:
+                owner = importlib.import_module(owner_name)
+            except Exception:  # noqa: BLE001 - an API this torch does not have
+                continue
+            original = getattr(owner, "fully_shard", None)
+            if callable(original) and not isinstance(original, type(importlib)):
+                self._patch(owner, "fully_shard", refusing(original))
 
     # -- report -------------------------------------------------------------------------------------------
     def describe(self):

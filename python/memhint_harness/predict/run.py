@@ -113,7 +113,8 @@ def predict(torch, options, channel):
         world.install()
     try:
         # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build
-        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode])
+        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode],
+                                 classify=_refusal_kind)
     finally:
         emulation.remove()
     world_description = world.describe() if world is not None else None
@@ -165,6 +166,13 @@ def predict(torch, options, channel):
     if failure is not None:
         return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
     return 0
+
+
+def _refusal_kind(error):
+    """What the prediction refuses (FSDP on meta) is reported like an unsupported torch: one line, no traceback."""
+    from .ranks import FsdpOnMeta
+
+    return "unsupported_torch" if isinstance(error, FsdpOnMeta) else None
 
 
 def _wrap_step(torch, runner, options, state, notes, device_mode):

@@ -144,7 +144,7 @@ describe('predict --world-sizes: one rank of a DDP job on the fake process group
       assert.deepEqual(worldSizes, [2]);
       assert.ok(outcome.failure);
       assert.equal(outcome.failure.kind, 'unsupported_torch');
-      assert.match(outcome.failure.message, /memhint predict cannot predict FSDP: with torch 2\.\S+ FSDP treats parameters on the meta device as deferred initialisation/);
+      assert.match(outcome.failure.message, /^FSDP cannot be predicted: with torch 2\.\S+ FSDP treats parameters on the meta device as deferred initialisation/);
       assert.equal(outcome.failure.location?.line, line);
       const printed = describePredictFailure(outcome.failure).trimEnd().split('\n');
       assert.equal(printed.length, 2, printed.join('\n')); // the message and its line, no traceback

@@ -60,7 +60,7 @@ class FsdpOnMeta(RuntimeError):
     """FSDP was asked to wrap a module whose parameters are on meta (see the module docstring)."""
 
 
-FSDP_REFUSAL = ("memhint predict cannot predict FSDP: with torch %s FSDP treats parameters on the meta device as "
+FSDP_REFUSAL = ("FSDP cannot be predicted: with torch %s FSDP treats parameters on the meta device as "
                 "deferred initialisation and materialises them on a real device, so it does not run on meta "
                 "tensors; predict the model without FSDP (--world-sizes predicts DDP) or measure FSDP with "
                 "`memhint profile --nproc-per-node N` (gloo on the CPU)")
@@ -198,10 +198,14 @@ class FakeWorld:
         self._patch(DistributedDataParallel, "_pre_forward", ddp_pre_forward)
 
     # -- FSDP ---------------------------------------------------------------------------------------------
+    def refusal(self):
+        """The one line that explains why FSDP is refused (FsdpOnMeta's message)."""
+        return FSDP_REFUSAL % self.torch.__version__
+
     def _refuse_fsdp(self):
         import importlib
 
-        message = FSDP_REFUSAL % self.torch.__version__
+        message = self.refusal()
 
         def refusing(original):
             def wrapper(*args, **kwargs):

@@ -117,6 +117,8 @@ def predict(torch, options, channel):
                                  classify=_refusal_kind)
     finally:
         emulation.remove()
+    if world is not None and failure is not None and failure[0] == "unsupported_torch":
+        failure = (failure[0], world.refusal(), None, failure[3])  # one line: no exception type, no traceback
     world_description = world.describe() if world is not None else None
     if world is not None:
         world.remove()

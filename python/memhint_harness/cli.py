@@ -33,6 +33,9 @@ def parse_args(argv):
     parser.add_argument("--amp", choices=("bf16", "fp16"), default=None)
     parser.add_argument("--checkpoint", default=None, help="module path/class pattern(s) to checkpoint")
     parser.add_argument("--max-split-size", type=int, default=None, help="allocator max_split_size in bytes")
+    parser.add_argument("--world-size", type=int, default=None,
+                        help="predict one rank of a job of this many ranks on a fake process group (predict/ranks.py)")
+    parser.add_argument("--rank", type=int, default=0, help="with --world-size: the rank predicted")
     parser.add_argument("script_args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
     if options.script_args and options.script_args[0] == "--":

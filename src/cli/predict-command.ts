@@ -4,10 +4,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ProfileFailure } from '../profiler/launcher';
-import { parseTarget } from '../profiler/target';
-import { parseByteSize } from '../profiler/units';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
+import { scanArgs, UsageError } from './step-args';
 import { formatPrediction, type PredictionView } from '../predict/format';
+import { parseWorldSizes, predictWorldSizes } from '../predict/ranks';
 import {
   adviceVariants,
   childPredictor,
@@ -33,7 +33,10 @@ options:
   --checkpoint PATTERN    checkpoint modules whose path or class matches (fnmatch, comma-separated)
   --max-batch ARG         largest value of setup argument ARG that fits --device-memory (bisection)
   --max-split-size SIZE   the allocator's max_split_size (PYTORCH_CUDA_ALLOC_CONF)
-  --warmup N              calls before the predicted one (default 1: optimizer state exists)
+  --world-sizes N,N,..    predict rank 0 of a torch.distributed job of each size (DDP) on torch's fake process
+                          group: per-rank peaks side by side and the smallest size that fits --device-memory
+  --warmup N              calls before the predicted one (default 1: optimizer state exists; 2 with
+                          --world-sizes: DDP rebuilds its buckets in its second iteration)
   --steps N               predicted calls (default 1; meta tensors are deterministic)
   --python PATH           interpreter with torch >= 2.0 (default python3)
   --format text|json      (default text)
@@ -41,19 +44,22 @@ options:
   --timeout S             stop a prediction after S seconds (default 600)
 `;
 
-class UsageError extends Error {}
-
 interface ParsedPredict {
   readonly options: PredictOptions;
   readonly maxBatchArg: string | null;
   readonly format: 'text' | 'json';
   readonly out: string | null;
+  /** --world-sizes, sorted; null for the ordinary single-device prediction. */
+  readonly worldSizes: readonly number[] | null;
 }
 
-const VALUED = new Set([
-  '--setup', '--setup-arg', '--device', '--device-memory', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
-  '--warmup', '--steps', '--python', '--format', '--out', '--timeout',
-]);
+const RULES = {
+  valued: new Set([
+    '--setup', '--setup-arg', '--device', '--device-memory', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
+    '--warmup', '--steps', '--python', '--format', '--out', '--timeout', '--world-sizes',
+  ]),
+  repeatable: new Set(['--setup-arg']),
+};
 
 export function parseSetupArg(text: string): [string, unknown] {
   const eq = text.indexOf('=');
@@ -69,60 +75,18 @@ export function parseSetupArg(text: string): [string, unknown] {
 }
 
 export function parsePredictArgs(args: readonly string[]): ParsedPredict {
-  let target: string | null = null;
-  const values = new Map<string, string>();
-  const setupArgs: Record<string, unknown> = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    if (VALUED.has(name)) {
-      const value = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : args[++i];
-      if (value === undefined) throw new UsageError(`${name} needs a value`);
-      if (name === '--setup-arg') {
-        const [k, v] = parseSetupArg(value);
-        setupArgs[k] = v;
-      } else values.set(name, value);
-    } else if (arg.startsWith('-')) {
-      throw new UsageError(`unknown option ${arg}`);
-    } else if (target === null) {
-      target = arg;
-    } else {
-      throw new UsageError(`unexpected argument ${arg}`);
-    }
-  }
-  if (target === null) throw new UsageError('missing target SCRIPT.py::FUNCTION');
-  let spec;
-  try {
-    spec = parseTarget(target);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const scanned = scanArgs(args, RULES);
+  const spec = scanned.stepTarget('missing target SCRIPT.py::FUNCTION');
   if (spec.function === null) throw new UsageError('predict needs a step function: SCRIPT.py::FUNCTION');
-  const setup = values.get('--setup');
+  const setup = scanned.string('--setup');
   if (!setup) throw new UsageError('predict needs --setup NAME (a function returning the step\'s arguments)');
-  const device = values.get('--device') ?? 'cuda';
+  const setupArgs = Object.fromEntries(scanned.repeated('--setup-arg').map(parseSetupArg)) as Record<string, unknown>;
+  const device = scanned.string('--device') ?? 'cuda';
   if (device !== 'cuda') throw new UsageError(`--device ${device}: only cuda can be predicted`);
-  const size = (name: string): number | null => {
-    const raw = values.get(name);
-    if (raw === undefined) return null;
-    const n = parseByteSize(raw);
-    if (n === null || n <= 0) throw new UsageError(`${name}: "${raw}" is not a size (e.g. 80GiB, 24GB)`);
-    return n;
-  };
-  const int = (name: string, fallback: number, min: number): number => {
-    const raw = values.get(name);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer >= ${min}`);
-    return n;
-  };
-  const amp = values.get('--amp') ?? null;
-  if (amp !== null && amp !== 'bf16' && amp !== 'fp16') throw new UsageError('--amp must be bf16 or fp16');
-  const format = values.get('--format') ?? 'text';
-  if (format !== 'text' && format !== 'json') throw new UsageError('--format must be text or json');
-  const maxBatchArg = values.get('--max-batch') ?? null;
-  const deviceMemoryBytes = size('--device-memory');
+  const amp = scanned.has('--amp') ? scanned.choice('--amp', ['bf16', 'fp16'], 'bf16') : null;
+  const format = scanned.choice('--format', ['text', 'json'], 'text');
+  const maxBatchArg = scanned.string('--max-batch');
+  const deviceMemoryBytes = scanned.size('--device-memory');
   if (maxBatchArg !== null) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(maxBatchArg)) throw new UsageError(`--max-batch: "${maxBatchArg}" is not an argument name`);
     if (deviceMemoryBytes === null) throw new UsageError('--max-batch needs --device-memory');
@@ -131,25 +95,31 @@ export function parsePredictArgs(args: readonly string[]): ParsedPredict {
       throw new UsageError(`--max-batch ${maxBatchArg}: the given --setup-arg ${maxBatchArg} is not a positive integer`);
     }
   }
-  const timeout = values.get('--timeout');
-  const timeoutS = timeout === undefined ? 600 : Number(timeout);
-  if (!Number.isFinite(timeoutS) || timeoutS <= 0) throw new UsageError('--timeout must be a positive number of seconds');
+  const worldSizesRaw = scanned.string('--world-sizes');
+  const worldSizes = worldSizesRaw === null ? null : parseWorldSizes(worldSizesRaw);
+  if (worldSizesRaw !== null && worldSizes === null) {
+    throw new UsageError(`--world-sizes: "${worldSizesRaw}" is not a list of positive integers (e.g. 1,2,8,64)`);
+  }
+  const timeoutS = scanned.seconds('--timeout') ?? 600;
   return {
     format,
-    out: values.get('--out') ?? null,
+    out: scanned.string('--out'),
     maxBatchArg,
+    worldSizes,
     options: {
       script: spec.script,
       function: spec.function,
       setup,
       setupArgs,
-      python: values.get('--python') ?? 'python3',
+      python: scanned.string('--python') ?? 'python3',
       deviceMemoryBytes,
       amp,
-      checkpoint: values.get('--checkpoint') ?? null,
-      maxSplitSizeBytes: size('--max-split-size'),
-      warmup: int('--warmup', 1, 0),
-      steps: int('--steps', 1, 1),
+      checkpoint: scanned.string('--checkpoint'),
+      maxSplitSizeBytes: scanned.size('--max-split-size'),
+      // DDP rebuilds its gradient buckets at the start of its second iteration: with --world-sizes the
+      // predicted step is the third call, as profile --nproc-per-node's is.
+      warmup: scanned.int('--warmup', worldSizes === null ? 1 : 2, 0),
+      steps: scanned.int('--steps', 1, 1),
       timeoutMs: timeoutS * 1000,
     },
   };
@@ -188,13 +158,17 @@ export async function runPredictCommand(args: string[], predictor: Predictor = c
     process.stderr.write(`memhint predict: script not found: ${script}\n`);
     return 1;
   }
-  const options = { ...parsed.options, script };
-  const main = await predictor(options);
+  const main =
+    parsed.worldSizes === null
+      ? await predictor({ ...parsed.options, script })
+      : await predictWorldSizes(predictor, { ...parsed.options, script }, parsed.worldSizes);
   if (main.failure || !main.report) {
     if (main.failure) process.stderr.write(describePredictFailure(main.failure));
     return 1;
   }
   const report = main.report;
+  // What-ifs, advice and --max-batch are predicted for the world size whose report is shown.
+  const options = { ...parsed.options, script, worldSize: report.prediction.ranks?.reportWorldSize ?? null };
   let whatIf: VariantResult | null = null;
   if (options.amp !== null || options.checkpoint !== null) {
     const label = [options.amp ? `--amp ${options.amp}` : '', options.checkpoint ? `--checkpoint ${options.checkpoint}` : ''].filter(Boolean).join(' ');

@@ -9,9 +9,8 @@ import { describeFailure } from '../profiler/failure';
 import { runDistributedCommand } from './profile-distributed';
 import type { LauncherChoice } from '../profiler/distributed';
 import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
-import { parseTarget } from '../profiler/target';
-import { parseByteSize } from '../profiler/units';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
+import { scanArgs, UsageError } from './step-args';
 
 export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION | :LINE] [options] [-- script args]
 
@@ -106,98 +105,48 @@ interface ParsedArgs {
   readonly launcher: LauncherChoice;
 }
 
-class UsageError extends Error {}
-
-function parseArgs(args: readonly string[]): ParsedArgs {
-  let target: string | null = null;
-  const values = new Map<string, string>();
-  const valued = new Set([
+const RULES = {
+  valued: new Set([
     '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--format', '--out',
     '--budget', '--memory-limit', '--cuda-snapshot', '--timeout', '--nproc-per-node', '--launcher',
-  ]);
-  let scriptArgs: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === '--') {
-      scriptArgs = args.slice(i + 1);
-      break;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    if (valued.has(name)) {
-      const value = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : args[++i];
-      if (value === undefined) throw new UsageError(`${name} needs a value`);
-      values.set(name, value);
-    } else if (arg.startsWith('-')) {
-      throw new UsageError(`unknown option ${arg}`);
-    } else if (target === null) {
-      target = arg;
-    } else {
-      throw new UsageError(`unexpected argument ${arg} (script arguments go after --)`);
-    }
-  }
-  if (target === null) throw new UsageError('missing target');
-  let spec;
-  try {
-    spec = parseTarget(target);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const int = (name: string, fallback: number, min: number): number => {
-    const raw = values.get(name);
-    if (raw === undefined) return fallback;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw new UsageError(`${name} must be an integer >= ${min}`);
-    return n;
-  };
-  const seconds = (name: string): number | null => {
-    const raw = values.get(name);
-    if (raw === undefined) return null;
-    const n = raw.trim() === '' ? NaN : Number(raw);
-    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${name} must be a positive number of seconds, not "${raw}"`);
-    return n;
-  };
-  const size = (name: string): number | null => {
-    const raw = values.get(name);
-    if (raw === undefined) return null;
-    const n = parseByteSize(raw);
-    if (n === null || n <= 0) throw new UsageError(`${name}: "${raw}" is not a size (e.g. 24GiB, 512MB)`);
-    return n;
-  };
-  const backend = values.get('--backend') ?? 'auto';
-  if (!['auto', 'cpu', 'cuda'].includes(backend)) throw new UsageError('--backend must be auto, cpu or cuda');
-  const format = values.get('--format') ?? 'text';
-  if (format !== 'text' && format !== 'json') throw new UsageError('--format must be text or json');
-  const setup = values.get('--setup') ?? null;
+  ]),
+  scriptArgs: true,
+};
+
+function parseArgs(args: readonly string[]): ParsedArgs {
+  const scanned = scanArgs(args, RULES);
+  const spec = scanned.stepTarget('missing target');
+  const backend = scanned.choice<BackendChoice>('--backend', ['auto', 'cpu', 'cuda'], 'auto');
+  const format = scanned.choice('--format', ['text', 'json'], 'text');
+  const setup = scanned.string('--setup');
   if (setup !== null && spec.function === null) throw new UsageError('--setup needs a target SCRIPT.py::FUNCTION');
-  const out = values.get('--out') ?? null;
-  const nproc = values.has('--nproc-per-node') ? int('--nproc-per-node', 1, 1) : null;
-  const launcher = values.get('--launcher') ?? 'auto';
-  if (!['auto', 'torchrun', 'direct'].includes(launcher)) throw new UsageError('--launcher must be auto, torchrun or direct');
-  if (values.has('--launcher') && nproc === null) throw new UsageError('--launcher needs --nproc-per-node');
-  const maxSeconds = seconds('--max-seconds');
-  const timeout = seconds('--timeout') ?? Math.max(600, (maxSeconds ?? 0) + 120);
+  const out = scanned.string('--out');
+  const nproc = scanned.has('--nproc-per-node') ? scanned.int('--nproc-per-node', 1, 1) : null;
+  const launcher = scanned.choice<LauncherChoice>('--launcher', ['auto', 'torchrun', 'direct'], 'auto');
+  if (scanned.has('--launcher') && nproc === null) throw new UsageError('--launcher needs --nproc-per-node');
+  const maxSeconds = scanned.seconds('--max-seconds');
+  const timeout = scanned.seconds('--timeout') ?? Math.max(600, (maxSeconds ?? 0) + 120);
   const snapshot =
-    values.get('--cuda-snapshot') ?? (out ? path.join(path.dirname(path.resolve(out)), 'memhint-cuda-snapshot.pickle') : null);
+    scanned.string('--cuda-snapshot') ?? (out ? path.join(path.dirname(path.resolve(out)), 'memhint-cuda-snapshot.pickle') : null);
   return {
     format,
     out,
     nproc,
-    launcher: launcher as LauncherChoice,
+    launcher,
     options: {
       script: spec.script,
       function: spec.function,
       loopLine: spec.loopLine,
       setup,
-      warmup: int('--warmup', nproc === null ? 1 : 2, 0),
-      steps: int('--steps', 3, 1),
+      warmup: scanned.int('--warmup', nproc === null ? 1 : 2, 0),
+      steps: scanned.int('--steps', 3, 1),
       maxSeconds: spec.function === null ? (maxSeconds ?? 30) : maxSeconds,
-      backend: backend as BackendChoice,
-      python: values.get('--python') ?? 'python3',
-      budgetBytes: size('--budget'),
-      memoryLimitBytes: size('--memory-limit'),
+      backend,
+      python: scanned.string('--python') ?? 'python3',
+      budgetBytes: scanned.size('--budget'),
+      memoryLimitBytes: scanned.size('--memory-limit'),
       timeoutMs: timeout * 1000,
-      scriptArgs,
+      scriptArgs: [...scanned.scriptArgs],
       cudaSnapshotPath: snapshot ? path.resolve(snapshot) : null,
     },
   };

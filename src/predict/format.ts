@@ -3,7 +3,7 @@
 import { formatReport } from '../profiler/format';
 import { formatBytes } from '../profiler/units';
 import type { MaxBatchResult, VariantResult } from './run';
-import type { ModuleStats, PredictedReport } from './schema';
+import type { ModuleStats, PredictedReport, RanksPrediction } from './schema';
 
 export interface PredictionView {
   readonly report: PredictedReport;
@@ -43,6 +43,7 @@ export function formatPrediction(view: PredictionView): string {
       }
     }
   }
+  if (p.ranks) out.push('', ...formatRanks(p.ranks, p.deviceMemoryBytes));
   if (view.whatIf) {
     const w = view.whatIf;
     out.push('', `What-if ${w.label}: ${w.error ? `baseline failed: ${w.error}` : `saves ${formatBytes(w.savingBytes ?? 0)} of max reserved against the baseline (${formatBytes(w.maxReservedBytes ?? 0)})`}`);
@@ -57,6 +58,33 @@ export function formatPrediction(view: PredictionView): string {
   if (view.maxBatch) out.push('', ...formatMaxBatch(view.maxBatch, p.deviceMemoryBytes));
   if (report.modules.length > 0) out.push('', ...formatModules(report.modules));
   return `${out.join('\n')}\n`;
+}
+
+function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] {
+  const rank = ranks.worldSizes.find((e) => e.error === null)?.rank ?? 0;
+  const out = [
+    `Per rank (rank ${rank} of each world size, torch's fake process group; the report above is world size ${ranks.reportWorldSize}):`,
+    `  ${'ranks'.padStart(6)}  ${'max reserved'.padStart(12)}  ${'max allocated'.padStart(13)}  ${'raw peak'.padStart(10)}  gradient buckets`,
+  ];
+  for (const e of ranks.worldSizes) {
+    if (e.error !== null) {
+      out.push(`  ${String(e.worldSize).padStart(6)}  error: ${e.error}`);
+      continue;
+    }
+    const buckets = e.gradientBuckets.length === 0 ? '-' : `${e.gradientBuckets.length} (${e.gradientBuckets.map((b) => formatBytes(b)).join(', ')})`;
+    out.push(
+      `  ${String(e.worldSize).padStart(6)}  ${formatBytes(e.maxReservedBytes ?? 0).padStart(12)}  ${formatBytes(e.maxAllocatedBytes ?? 0).padStart(13)}  ` +
+        `${formatBytes(e.rawPeakBytes ?? 0).padStart(10)}  ${buckets}${e.fits === false ? '  ✗' : ''}`,
+    );
+  }
+  if (capacity !== null) {
+    out.push(
+      ranks.smallestFitting !== null
+        ? `Smallest world size that fits in ${formatBytes(capacity)} per rank: ${ranks.smallestFitting}`
+        : `No world size listed fits in ${formatBytes(capacity)} per rank.`,
+    );
+  }
+  return out;
 }
 
 function formatMaxBatch(result: MaxBatchResult, capacity: number | null): string[] {

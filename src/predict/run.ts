@@ -17,6 +17,8 @@ export interface PredictOptions {
   readonly steps: number;
   readonly timeoutMs: number;
   readonly cwd?: string;
+  /** Predict rank 0 of a job of this many ranks on torch's fake process group (python/memhint_harness/predict/ranks.py). */
+  readonly worldSize?: number | null;
 }
 
 export type PredictOutcome =
@@ -32,6 +34,7 @@ export function predictArgs(options: PredictOptions): string[] {
   if (options.amp) args.push('--amp', options.amp);
   if (options.checkpoint) args.push('--checkpoint', options.checkpoint);
   if (options.maxSplitSizeBytes !== null) args.push('--max-split-size', String(Math.floor(options.maxSplitSizeBytes)));
+  if (options.worldSize !== undefined && options.worldSize !== null) args.push('--world-size', String(options.worldSize));
   return args;
 }
 

@@ -30,6 +30,53 @@ export interface FirstExceeded extends SourceLocation {
   readonly phase: 'forward' | 'backward' | 'other';
 }
 
+/** One DistributedDataParallel built in the predicted rank, as its reducer built it. */
+export interface DdpPrediction {
+  readonly location: SourceLocation | null;
+  readonly parameters?: number;
+  /** Bytes of all gradient buckets together (every trainable parameter's gradient). */
+  readonly bucketBytes?: number;
+  readonly bucketCapBytes?: number;
+  readonly gradientAsBucketView?: boolean;
+  readonly findUnusedParameters?: boolean;
+  /** Each bucket's bytes when DDP was built, and after its rebuild (second iteration; null before it). */
+  readonly bucketSizes?: readonly number[];
+  readonly rebuiltBucketSizes?: readonly number[] | null;
+  readonly error?: string;
+}
+
+/** `--world-size N` (harness): the rank predicted and its job, on torch's fake process group. */
+export interface WorldPrediction {
+  readonly worldSize: number;
+  readonly rank: number;
+  readonly backend: 'fake';
+  readonly ddp: readonly DdpPrediction[];
+  /** Backends the user's init_process_group asked for (the fake group stood in for them). */
+  readonly userInitBackends: readonly string[];
+}
+
+/** One world size of `--world-sizes` (CLI): the predicted rank's figures in a job of that size. */
+export interface WorldSizePrediction {
+  readonly worldSize: number;
+  readonly rank: number;
+  readonly maxAllocatedBytes: number | null;
+  readonly maxReservedBytes: number | null;
+  readonly rawPeakBytes: number | null;
+  readonly fits: boolean | null;
+  /** Gradient bucket bytes of every DDP in the rank, in the order built (rebuilt sizes where DDP rebuilt). */
+  readonly gradientBuckets: readonly number[];
+  readonly error: string | null;
+}
+
+/** `--world-sizes` (CLI): per world size, and the smallest that fits --device-memory. */
+export interface RanksPrediction {
+  readonly worldSizes: readonly WorldSizePrediction[];
+  /** Smallest world size listed whose rank fits --device-memory; null when none does or none was given. */
+  readonly smallestFitting: number | null;
+  /** The world size whose per-line report this is. */
+  readonly reportWorldSize: number;
+}
+
 export interface PredictionInfo {
   readonly allocator: AllocatorPrediction;
   /** Highest live tensor bytes in a predicted step, before allocator rounding (= profile's peakLive). */
@@ -44,6 +91,8 @@ export interface PredictionInfo {
   readonly setupArgs: Readonly<Record<string, unknown>>;
   /** Wall time of the prediction inside the harness (import of torch excluded). */
   readonly seconds: number;
+  readonly world?: WorldPrediction;
+  readonly ranks?: RanksPrediction;
 }
 
 export interface PredictedReport extends ProfileReport {

@@ -77,6 +77,14 @@ def predict(torch, options, channel):
     from .metacache import MetaKernelCache
 
     reason = supported(torch)
+    world = None
+    if reason is None and options.world_size is not None:
+        from .ranks import FakeWorld, unavailable
+
+        if options.world_size < 1 or not 0 <= options.rank < options.world_size:
+            return cli._error(channel, "bad_arguments", "--rank must be in [0, --world-size)")
+        reason = unavailable(torch)
+        world = FakeWorld(torch, options.world_size, options.rank) if reason is None else None
     if reason is not None:
         return cli._error(channel, "unsupported_torch", reason)
     started = time.perf_counter()
@@ -101,11 +109,19 @@ def predict(torch, options, channel):
     _wrap_step(torch, runner, options, state, notes, device_mode)
 
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
+    if world is not None:
+        world.install()
     try:
         # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build
-        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode])
+        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode],
+                                 classify=_refusal_kind)
     finally:
         emulation.remove()
+    if world is not None and failure is not None and failure[0] == "unsupported_torch":
+        failure = (failure[0], world.refusal(), None, failure[3])  # one line: no exception type, no traceback
+    world_description = world.describe() if world is not None else None
+    if world is not None:
+        world.remove()
     cli.close_epoch(tracker, runner, notes)
 
     notes.extend(runner.notes)
@@ -118,6 +134,10 @@ def predict(torch, options, channel):
         return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
     notes.append("predicted on meta tensors: no kernel ran; " + CUDA_CONTEXT_NOTE)
     notes.append(WORKSPACE_NOTE)
+    if world is not None:
+        notes.append("predicted rank %d of %d on torch's fake process group: collectives move no data, and the "
+                     "communication library's own buffers (NCCL) are not included (docs/distributed.md)"
+                     % (options.rank, options.world_size))
     report = build_report(options, environment, notes, tracker, state, runner, None,
                           partial=failure is not None or measured < options.steps
                           or tracker.internal_error is not None)
@@ -139,6 +159,8 @@ def predict(torch, options, channel):
         "setupArgs": options.setup_args or {},
         "seconds": time.perf_counter() - started,
     }
+    if world_description is not None:
+        report["prediction"]["world"] = world_description
     # Per-module figures come from the profiler's own ledger (modules.py, installed by cli.instrument): one
     # breakdown for measured and predicted reports.
     report.setdefault("modules", [])
@@ -146,6 +168,13 @@ def predict(torch, options, channel):
     if failure is not None:
         return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
     return 0
+
+
+def _refusal_kind(error):
+    """What the prediction refuses (FSDP on meta) is reported like an unsupported torch: one line, no traceback."""
+    from .ranks import FsdpOnMeta
+
+    return "unsupported_torch" if isinstance(error, FsdpOnMeta) else None
 
 
 def _wrap_step(torch, runner, options, state, notes, device_mode):

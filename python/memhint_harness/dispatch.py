@@ -15,6 +15,30 @@ except ImportError:  # pragma: no cover - torch < 1.12
 
 _gettrace = sys.gettrace
 _settrace = sys.settrace
+_Tensor = torch.Tensor
+
+
+def _dynamo_skip_strategy():
+    """torch >= 2.x wraps every TorchDispatchMode's __torch_dispatch__ in `torch._dynamo.disable` (so that a
+    torch.compile'd region never traces into a mode): per op, half a dozen Python calls (eval-frame
+    callback swaps, a stance lookup, an export check), each also a call event for the line tracer. Marking
+    the method's code object SKIP, for itself and for every frame it calls, asks Dynamo's C frame evaluator
+    for the same thing at no per-call cost. Returns the marker, or None where the torch has no such API
+    (1.13: no Dynamo; other versions keep torch's own wrapper)."""
+    try:
+        from torch._C._dynamo.eval_frame import (  # pyright: ignore[reportMissingImports]
+            _FrameAction,
+            _FrameExecStrategy,
+            set_code_exec_strategy,
+        )
+
+        strategy = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    except Exception:  # noqa: BLE001 - an older or newer torch without this API: torch's own wrapper stays
+        return None
+    return lambda code: set_code_exec_strategy(code, strategy)
+
+
+_mark_dynamo_skip = _dynamo_skip_strategy()
 
 
 class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
@@ -27,6 +51,12 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
 
     _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
+        # replaces torch's per-call disable wrapper.
+        return _mark_dynamo_skip is None
+
     def __enter__(self):
         entered = super().__enter__()
         self._trampoline = _SoleModeTrampoline.install(self)
@@ -37,23 +67,28 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         return super().__exit__(exc_type, exc_val, exc_tb)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        tracker = self.tracker
+        # func._op is the C function OpOverload.__call__ forwards to: calling it directly saves a Python
+        # frame (and its trace event) per op. Same op, same arguments, same redispatch.
+        op = func._op
         if func is self._detach:
-            out = func(*args, **(kwargs or {}))
-            if not isinstance(out, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
+            out = op(*args, **(kwargs or {}))
+            if not isinstance(out, _Tensor) and args and isinstance(args[0], _Tensor):
                 # torch 1.13: detaching a wrapped Python number (the saved `2` of `x * 2`, unpacked from
                 # saved_tensors_hooks) comes back from the op as a plain number; the tensor is equivalent.
                 return args[0]
             return out
+        tracker = self.tracker
         if tracker.disabled:
-            return func(*args, **(kwargs or {}))
+            return op(*args, **(kwargs or {}))
         try:
             # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
-            out = func(*args, **(kwargs or {}))
+            out = op(*args, **(kwargs or {}))
         except BaseException as error:
             if not tracker.disabled:
                 tracker.guard(tracker.on_op_error, func, error)
             raise
+        if not isinstance(out, (_Tensor, tuple, list)):
+            return out  # sizes, scalars, None: nothing that can hold a storage (on_outputs would do nothing)
         # The bookkeeping runs with the tracer off: its own calls would each be a trace event.
         trace = _gettrace() if _SWITCH_TRACE else None
         if trace is not None:
@@ -65,6 +100,14 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         if trace is not None and not tracker.disabled:
             _settrace(trace)
         return out
+
+
+if _mark_dynamo_skip is not None:
+    try:
+        _mark_dynamo_skip(DispatchMode.__torch_dispatch__.__code__)
+    except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
+        DispatchMode.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
+            DispatchMode.__dict__["__torch_dispatch__"], recursive=True)
 
 
 try:

@@ -238,9 +238,10 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     autograd.grad() are patched. `device_type`: whose storages are counted (cpu, cuda, or meta when predicting).
     Also used by scripts/bench_interleaved.py to time steps with and without."""
     from .analysis import Registry, State
+    from .dispatch import DispatchMode
     from .modules import ModuleLedger
     from .runner import Runner
-    from .tracker import DispatchMode, Tracker
+    from .tracker import Tracker
 
     tracker = Tracker(storage_api, user_files, device_type,
                       budget=options.budget, cuda_lines=device_type == "cuda")

@@ -1,25 +1,22 @@
-"""Exact tensor-storage accounting per user source line.
+"""Exact tensor-storage accounting per user source line: the coordinator of the measuring parts.
 
-Three sources of events feed one ledger:
-- a TorchDispatchMode sees every aten op's outputs: a storage never seen before is an allocation, a known
-  storage whose size changed was resized (`resize_`, `out=`);
+Three sources of events feed one ledger (ledger.py):
+- a TorchDispatchMode (dispatch.py) sees every aten op's outputs: a storage never seen before is an
+  allocation, a known storage whose size changed was resized (`resize_`, `out=`);
 - before each op and at each traced line, the C++ weak references of live storages are polled: an expired
   one was freed. Polling before an op keeps the live level exact at every allocation, hence at every peak;
-- sys.settrace on user frames only gives line boundaries (per-line peak, call counts, the current line).
+- sys.settrace on user frames only (linetrace.py) gives line boundaries (per-line peak, call counts, the
+  current line).
 
-Backward: allocations made while autograd runs a graph node are charged to the forward line that created
-the node. Forward outputs' `grad_fn` nodes are tagged with their line in `node.metadata`. During backward the
-running node comes from `torch._C._current_autograd_node()` when the torch has it (any thread, so CUDA's
-device threads too); otherwise (torch 1.13) a post-hook on each tagged node closes the allocations made since
-the previous node finished: exact on CPU, where the engine runs nodes one by one in the calling thread.
+Each allocation and free is charged to the running line, every line of the traced stack (inclusive
+figures), the running module, and during backward() to the forward line and module that created the running
+graph node (backward.py). CUDA allocator figures per line: cudalines.py.
 """
 from __future__ import annotations
 
 import sys
 import threading
 import time
-import weakref
-from itertools import compress
 from operator import attrgetter
 from time import perf_counter
 from types import FrameType
@@ -27,6 +24,12 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 import torch
 
+from .backward import BackwardAttribution
+from .cudalines import CudaLineMeter
+from .dispatch import DispatchMode  # noqa: F401 - re-exported: cli and benchmarks import it from here
+from .ledger import StorageLedger
+from .linetrace import SWITCH_TRACE, LineTracer, StopProfiling  # noqa: F401 - StopProfiling re-exported
+from .records import MODULE_KEY, NODE_KEY, UNTRACKED, Frame, LineAcc, StorageRec  # noqa: F401
 from .storage import PLAIN_TENSOR_TYPES, unwrap_subclass
 
 if TYPE_CHECKING:
@@ -35,68 +38,6 @@ if TYPE_CHECKING:
 _Tensor = torch.Tensor
 _is_grad_enabled = torch.is_grad_enabled
 _get_ident = threading.get_ident
-
-try:
-    from torch.utils._python_dispatch import TorchDispatchMode
-except ImportError:  # pragma: no cover - torch < 1.12
-    TorchDispatchMode = None
-
-NODE_KEY = "memhint_site"
-MODULE_KEY = "memhint_module"
-UNTRACKED = ("<untracked>", 0, "")
-
-
-class LineAcc:
-    __slots__ = ("self_c", "incl_c", "bw_c", "calls", "saved", "saved_made", "cuda")
-
-    def __init__(self):
-        # allocated, freed, peak, allocations
-        self.self_c = [0, 0, 0, 0]
-        self.incl_c = [0, 0, 0, 0]
-        self.bw_c = [0, 0, 0, 0]
-        self.calls = 0
-        self.saved = 0  # saved for backward by the ops this line ran
-        self.saved_made = 0  # allocated by this line and saved for backward by any op
-        self.cuda = None  # [allocated_delta, reserved_delta, max_allocated_rise]
-
-
-class StorageRec:
-    __slots__ = ("serial", "cdata", "handle", "nbytes", "site", "epoch", "step", "saved", "hint", "state",
-                 "tensor_ref", "t", "module")
-
-    def __init__(self, serial, cdata, handle, nbytes, site, epoch, step, t):
-        self.serial = serial
-        self.cdata = cdata
-        self.handle = handle
-        self.nbytes = nbytes
-        self.site = site
-        self.epoch = epoch
-        self.step = step
-        self.saved = False
-        self.hint = None  # "input" for step arguments
-        self.state = None  # parameter / gradient / optimizer_state, as of the last classification
-        self.tensor_ref = None
-        self.t = t
-        # modules.ModuleKey of the module that allocated it (forward or backward)
-        self.module: Optional[Tuple[int, str]] = None
-
-
-class Frame:
-    """One active user frame on the traced stack."""
-
-    # The frame's id, not the frame: holding a frame object would keep its locals (tensors) alive.
-    # `acc` caches the LineAcc of (file, line), looked up at the first charge of the line.
-    __slots__ = ("frame", "file", "func", "line", "start", "self_max", "incl_max", "acc")
-
-    def __init__(self, frame, file, func, live):
-        self.frame = id(frame)
-        self.file = file
-        self.func = func
-        self.line = 0
-        self.start = live
-        self.self_max = live
-        self.incl_max = live
-        self.acc = None
 
 
 def _device_flag(device_type):
@@ -107,10 +48,6 @@ def _device_flag(device_type):
     return lambda tensor: tensor.device.type == device_type
 
 
-class StopProfiling(BaseException):
-    """Raised into the user's code to end the run once enough steps were measured."""
-
-
 class Tracker:
     def __init__(self, storage_api, user_files, device_type, budget=None, cuda_lines=False):
         self.api = storage_api
@@ -118,20 +55,18 @@ class Tracker:
         self.device_type = device_type
         self.t0 = time.perf_counter()
         self.main_thread = threading.get_ident()
-        self.live = {}  # cdata -> StorageRec, both generations
-        self.young = {}  # cdata -> StorageRec; young_handles has the same keys in the same order
-        self.young_handles = {}
-        self.old = {}  # parameters and optimizer state
-        self.old_handles = {}
+        self.ledger = StorageLedger(storage_api.expired_raw)
+        self.live = self.ledger.live  # cdata -> StorageRec, read by the analysis and the report
         self.live_bytes = 0
         self.serial = 0
         self.lines = {}  # (file, line) -> LineAcc
         self.funcs = {}  # (file, line) -> function name
-        self.stack = []  # main-thread user frames
-        self.pending = []  # forward outputs whose grad_fn is tagged at the next event
-        self.bw_pending = {}  # hooks mode, per thread: backward events not yet claimed by a node
-        self.site_hooks = {}
-        self.current_node = getattr(torch._C, "_current_autograd_node", None)
+        self.stack = []  # main-thread user Frames
+        self.autograd = BackwardAttribution(self)
+        # Shared with self.autograd, read on the hot path: forward outputs to tag, hooks-mode backward events.
+        self.pending = self.autograd.pending
+        self.bw_pending = self.autograd.bw_pending
+        self.current_node = self.autograd.current_node
         self.in_step = False  # a profiled (non-warmup) step is running
         self.step_index = None
         self.epoch = -1  # number of step starts so far - 1 (warmup included)
@@ -149,11 +84,7 @@ class Tracker:
         self.budget = budget
         self.budget_hit = None
         self.oom = None
-        self.cuda_lines = cuda_lines
-        self.cuda_series = ([], [], []) if cuda_lines else None
-        self.cuda_max_allocated = 0
-        self.cuda_max_reserved = 0
-        self._code_cache = {}  # code object -> is it the user's
+        self.cuda = CudaLineMeter(self.now_ms) if cuda_lines else None
         self._stack_accs = None  # distinct LineAccs of the stack's lines, bottom to top (None: recompute)
         self.disabled = False
         self.internal_error = None
@@ -165,7 +96,8 @@ class Tracker:
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
         self._on_device = _device_flag(device_type)
-        self.trace_call = self._make_trace_call()
+        self.tracer = LineTracer(self, user_files)
+        self.trace_call = self.tracer.trace_call  # what sys.settrace gets
 
     # ----------------------------------------------------------------- robustness
 
@@ -187,7 +119,7 @@ class Tracker:
 
     def pause_tracing(self):
         """Switches the tracer off for harness work between user code; returns what resume_tracing needs."""
-        if not _SWITCH_TRACE:
+        if not SWITCH_TRACE:
             return None
         trace = sys.gettrace()
         if trace is not None:
@@ -203,7 +135,19 @@ class Tracker:
         self.disabled = True
         sys.settrace(None)
 
-    # ----------------------------------------------------------------- time, sites
+    # ----------------------------------------------------------------- cuda figures (read by the report)
+
+    @property
+    def cuda_series(self):
+        return self.cuda.series if self.cuda is not None else None
+
+    @property
+    def cuda_max_allocated(self):
+        return self.cuda.max_allocated if self.cuda is not None else 0
+
+    @property
+    def cuda_max_reserved(self):
+        return self.cuda.max_reserved if self.cuda is not None else 0
 
     def now_ms(self):
         return (perf_counter() - self.t0) * 1000.0
@@ -230,44 +174,21 @@ class Tracker:
         everything but parameters and optimizer state, which practically never die inside a step. The full
         check runs at every traced line, around backward() and at step boundaries."""
         if self.pending:
-            self.flush_pending()
-        expired = self._expired
-        # list() runs compress to the end before _forget changes the dicts; both dicts share a key order.
-        dead = list(compress(self.young.values(), map(expired, self.young_handles.values())))
-        if full and self.old:
-            dead.extend(compress(self.old.values(), map(expired, self.old_handles.values())))
+            self.autograd.flush_pending()
+        dead = self.ledger.expired(full)
         if dead:
             free = self.api.free
+            forget = self.ledger.forget
             for rec in dead:
-                self._forget(rec)
+                forget(rec)
                 free(rec.handle)
                 self._on_free(rec, rec.nbytes)
         if self.returning and _get_ident() == self.main_thread:
-            self._pop_returned()
-
-    def _remember(self, rec):
-        self.live[rec.cdata] = rec
-        self.young[rec.cdata] = rec
-        self.young_handles[rec.cdata] = rec.handle
-
-    def _forget(self, rec):
-        cdata = rec.cdata
-        del self.live[cdata]
-        if self.young.pop(cdata, None) is not None:
-            del self.young_handles[cdata]
-        else:
-            del self.old[cdata]
-            del self.old_handles[cdata]
+            self.tracer.pop_returned()
 
     def set_generation(self, rec, old):
         """Moves a live storage between the generations (called when kinds are stamped)."""
-        cdata = rec.cdata
-        if old and cdata in self.young:
-            del self.young[cdata], self.young_handles[cdata]
-            self.old[cdata], self.old_handles[cdata] = rec, rec.handle
-        elif not old and cdata in self.old:
-            del self.old[cdata], self.old_handles[cdata]
-            self.young[cdata], self.young_handles[cdata] = rec, rec.handle
+        self.ledger.set_generation(rec, old)
 
     def _on_free(self, rec, nbytes):
         self.live_bytes -= nbytes
@@ -280,7 +201,7 @@ class Tracker:
         if not self.in_step:
             return
         if self.in_backward:
-            site = self._running_node_site()
+            site = self.autograd.running_site()
             if site is not None:
                 self._acc(site[:2]).bw_c[1] += nbytes
                 self._charge_stack(nbytes, freed=True, self_too=False)
@@ -326,28 +247,6 @@ class Tracker:
         accs = self._stack_accs = (self.stack[-1].acc, distinct)
         return accs
 
-    def _running_node_module(self):
-        if self.current_node is None:
-            return None
-        node = self.current_node()
-        if node is None:
-            return None
-        try:
-            return node.metadata.get(MODULE_KEY)
-        except Exception:
-            return None
-
-    def _running_node_site(self):
-        if self.current_node is None:
-            return None
-        node = self.current_node()
-        if node is None:
-            return None
-        try:
-            return node.metadata.get(NODE_KEY)
-        except Exception:
-            return None
-
     def on_alloc(self, cdata, nbytes, storage, tensor):
         self.serial += 1
         stack = self.stack
@@ -357,14 +256,13 @@ class Tracker:
             site = (top.file, top.line, top.func)
         else:
             site = None
-        bw_site = self._running_node_site() if in_backward else None
+        bw_site = self.autograd.running_site() if in_backward else None
         rec = StorageRec(self.serial, cdata, storage._weak_ref(), nbytes,
                          bw_site or site or UNTRACKED, self.epoch, self.step_index, None)
         modules = self.modules
         if modules is not None:
-            rec.module = self._running_node_module() if in_backward else modules.top()
-        self.live[cdata] = self.young[cdata] = rec
-        self.young_handles[cdata] = rec.handle
+            rec.module = self.autograd.running_module() if in_backward else modules.top()
+        self.ledger.remember(rec)
         self._grow(rec, nbytes, bw_site)
 
     def _grow(self, rec, nbytes, bw_site):
@@ -467,91 +365,11 @@ class Tracker:
             delta = nbytes - rec.nbytes
             rec.nbytes = nbytes
             if delta > 0:
-                self._grow(rec, delta, self._running_node_site() if self.in_backward else None)
+                self._grow(rec, delta, self.autograd.running_site() if self.in_backward else None)
             else:
                 self._on_free(rec, -delta)
         if rec is not None:
             seen.append((tensor, rec))
-
-    def flush_pending(self):
-        """Tags the grad_fn of recent forward outputs with their line (autograd sets it after dispatch)."""
-        pending = self.pending
-        self.pending = []
-        hooks = self.current_node is None
-        for tensor, rec, site, module in pending:
-            node = tensor.grad_fn
-            if node is None:
-                continue
-            if rec.tensor_ref is None:
-                try:
-                    rec.tensor_ref = weakref.ref(tensor)
-                except TypeError:
-                    pass
-            try:
-                metadata = node.metadata
-            except Exception:
-                continue
-            if NODE_KEY in metadata:
-                continue
-            metadata[NODE_KEY] = site
-            if module is not None:
-                metadata[MODULE_KEY] = module
-            if hooks:
-                node.register_hook(self._hook_for(site, module))
-            for next_node, _ in node.next_functions:
-                # AccumulateGrad writes .grad; it belongs to the line that used the parameter.
-                if next_node is not None and type(next_node).__name__ == "AccumulateGrad":
-                    md = next_node.metadata
-                    if NODE_KEY not in md:
-                        md[NODE_KEY] = site
-                        if module is not None:
-                            md[MODULE_KEY] = module
-                        if hooks:
-                            next_node.register_hook(self._hook_for(site, module))
-
-    def _hook_for(self, site, module):
-        found = self.site_hooks.get((site, module))
-        if found is not None:
-            return found
-
-        def hook(grad_inputs, grad_outputs, site=site, module=module):
-            self.node_done(site, module)
-
-        self.site_hooks[(site, module)] = hook
-        return hook
-
-    def node_done(self, site, module=None):
-        """hooks mode: the node created at `site` has run; claim the backward events since the last node."""
-        self.poll(full=False)
-        events = self.bw_pending.pop(threading.get_ident(), None)
-        if not events:
-            return
-        for rec, nbytes, in_step in events:
-            if nbytes > 0:
-                rec.site = site
-                rec.module = module
-            if not in_step:
-                continue
-            if nbytes > 0:
-                self._charge_backward(site, nbytes)
-                self._charge_stack(nbytes, freed=False, self_too=False)
-                if module is not None:
-                    self.modules.charge_backward(module, nbytes)
-            else:
-                self._acc(site[:2]).bw_c[1] += -nbytes
-                self._charge_stack(-nbytes, freed=True, self_too=False)
-
-    def settle_backward(self):
-        """End of backward(): events no node claimed stay on the backward() line."""
-        events = [event for thread_events in self.bw_pending.values() for event in thread_events]
-        self.bw_pending = {}
-        for _rec, nbytes, in_step in events:
-            if not in_step:
-                continue
-            if nbytes > 0:
-                self._charge_stack(nbytes, freed=False, self_too=True)
-            else:
-                self._charge_stack(-nbytes, freed=True, self_too=True)
 
     def on_saved(self, tensor):
         """autograd pack hook: marks a storage allocated in this step as saved for backward."""
@@ -588,7 +406,7 @@ class Tracker:
             self.serial += 1
             rec = StorageRec(self.serial, cdata, self.api.weak_ref(storage), nbytes, site or UNTRACKED,
                              self.epoch, None, self.now_ms())
-            self._remember(rec)
+            self.ledger.remember(rec)
             self.live_bytes += nbytes
         if rec is not None and hint is not None and rec.hint is None:
             rec.hint = hint
@@ -601,7 +419,7 @@ class Tracker:
         if self.oom is not None or not is_oom(error):
             return
         self.poll()
-        site = (self._running_node_site() if self.in_backward else None) or self.current_site()
+        site = (self.autograd.running_site() if self.in_backward else None) or self.current_site()
         self.oom = {
             "op": str(func),
             "site": site,
@@ -614,149 +432,6 @@ class Tracker:
             "live_bytes": self.live_bytes,
             "live": list(self.live.values()),
         }
-
-    # ----------------------------------------------------------------- line tracing
-
-    def _make_trace_call(self):
-        """The global trace function. It runs at every Python call (torch's and the harness's own too), so
-        the common case, a non-user code object already classified, is one dict lookup."""
-        cache = self._code_cache
-        cache_get = cache.get
-        tracker = self
-
-        def trace_call(frame, event, arg):
-            if tracker.returning or tracker.disabled:
-                return tracker._trace_call_guarded(frame)
-            if cache_get(frame.f_code) is False:
-                return None
-            return tracker._trace_call_guarded(frame)
-
-        return trace_call
-
-    def _trace_call_guarded(self, frame):
-        if self.disabled:
-            return None
-        try:
-            return self._trace_call(frame)
-        except Exception:  # a harness bug must not become the user's exception
-            self.fail()
-            return None
-
-    def _trace_call(self, frame):
-        if self.returning:
-            self.poll()
-        code = frame.f_code
-        user = self._code_cache.get(code)
-        if user is None:
-            user = self._code_cache[code] = self.user_files.is_user(code.co_filename)
-        if not user or _get_ident() != self.main_thread:
-            return None
-        self.stack.append(Frame(frame, code.co_filename, code.co_name, self.live_bytes))
-        self._stack_accs = None
-        return self.trace_local
-
-    def trace_local(self, frame, event, arg):
-        if self.disabled:
-            return None
-        try:
-            return self._trace_local(frame, event)
-        except StopProfiling:
-            raise
-        except Exception:
-            self.fail()
-            return None
-
-    def _trace_local(self, frame, event):
-        if event == "line":
-            self.poll()
-            stack = self.stack
-            if not stack:
-                return self.trace_local
-            top = stack[-1]
-            if top.frame != id(frame):
-                return self.trace_local
-            if top.line:
-                self._close_line(top)
-            if self.line_hook is not None:
-                # May stop profiling (deadlines): before this line is counted, since it will not run.
-                self.line_hook(frame)
-            top.line = frame.f_lineno
-            top.acc = None
-            self._stack_accs = None
-            live = self.live_bytes
-            top.start = top.self_max = top.incl_max = live
-            if self.in_step:
-                key = (top.file, top.line)
-                acc = top.acc = self._acc(key)
-                acc.calls += 1
-                self.funcs[key] = top.func
-                if self.cuda_lines:
-                    self._cuda_line_start(top)
-        elif event == "return":
-            self.poll()
-            stack = self.stack
-            if stack and stack[-1].frame == id(frame):
-                # Popped at the next event, after the frees its locals cause are charged to this line.
-                self.returning = True
-        return self.trace_local
-
-    def _pop_returned(self):
-        self.returning = False
-        stack = self.stack
-        if not stack:
-            return
-        top = stack.pop()
-        self._stack_accs = None
-        if top.line:
-            self._close_line(top)
-        if stack and top.incl_max > stack[-1].incl_max:
-            stack[-1].incl_max = top.incl_max
-
-    def _close_line(self, top):
-        if not self.in_step:
-            return
-        acc = top.acc
-        if acc is None:
-            acc = top.acc = self._acc((top.file, top.line))
-        rise = top.self_max - top.start
-        if rise > acc.self_c[2]:
-            acc.self_c[2] = rise
-        rise = top.incl_max - top.start
-        if rise > acc.incl_c[2]:
-            acc.incl_c[2] = rise
-        if self.cuda_lines:
-            self._cuda_line_end(top, acc)
-
-    # ----------------------------------------------------------------- cuda line boundaries
-
-    def _cuda_line_start(self, top):
-        cuda = torch.cuda
-        top_state = (cuda.memory_allocated(), cuda.memory_reserved())
-        cuda.reset_peak_memory_stats()
-        self._cuda_open = getattr(self, "_cuda_open", {})
-        self._cuda_open[id(top)] = top_state
-        series = self.cuda_series
-        series[0].append(self.now_ms())
-        series[1].append(top_state[0])
-        series[2].append(top_state[1])
-
-    def _cuda_line_end(self, top, acc):
-        state = getattr(self, "_cuda_open", {}).pop(id(top), None)
-        if state is None:
-            return
-        cuda = torch.cuda
-        allocated, reserved = cuda.memory_allocated(), cuda.memory_reserved()
-        if acc.cuda is None:
-            acc.cuda = [0, 0, 0]
-        acc.cuda[0] += allocated - state[0]
-        acc.cuda[1] += reserved - state[1]
-        peak_allocated = cuda.max_memory_allocated()
-        # Per-line peaks reset the allocator's peak stats, so the run's maxima are kept here.
-        self.cuda_max_allocated = max(self.cuda_max_allocated, peak_allocated)
-        self.cuda_max_reserved = max(self.cuda_max_reserved, cuda.max_memory_reserved())
-        rise = peak_allocated - state[0]
-        if rise > acc.cuda[2]:
-            acc.cuda[2] = rise
 
     # ----------------------------------------------------------------- backward / steps
 
@@ -784,7 +459,7 @@ class Tracker:
                     self.backward_hook()
             self.in_backward -= 1
             if not self.in_backward:
-                self.settle_backward()
+                self.autograd.settle()
         finally:
             self.resume_tracing(trace)
 
@@ -812,101 +487,3 @@ class Tracker:
         return events
 
 
-# sys.settrace is cheap to switch off and on before Python 3.12; from 3.12 it re-instruments code objects.
-_SWITCH_TRACE = sys.version_info < (3, 12)
-_gettrace = sys.gettrace
-_settrace = sys.settrace
-
-
-class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
-    """Feeds every aten op's outputs to the tracker."""
-
-    def __init__(self, tracker):
-        super().__init__()
-        self.tracker = tracker
-        self._trampoline = None
-
-    _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
-
-    def __enter__(self):
-        entered = super().__enter__()
-        self._trampoline = _SoleModeTrampoline.install(self)
-        return entered
-
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        self._trampoline = None
-        return super().__exit__(exc_type, exc_val, exc_tb)
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        tracker = self.tracker
-        if func is self._detach:
-            out = func(*args, **(kwargs or {}))
-            if not isinstance(out, torch.Tensor) and args and isinstance(args[0], torch.Tensor):
-                # torch 1.13: detaching a wrapped Python number (the saved `2` of `x * 2`, unpacked from
-                # saved_tensors_hooks) comes back from the op as a plain number; the tensor is equivalent.
-                return args[0]
-            return out
-        if tracker.disabled:
-            return func(*args, **(kwargs or {}))
-        try:
-            # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
-            out = func(*args, **(kwargs or {}))
-        except BaseException as error:
-            if not tracker.disabled:
-                tracker.guard(tracker.on_op_error, func, error)
-            raise
-        # The bookkeeping runs with the tracer off: its own calls would each be a trace event.
-        trace = _gettrace() if _SWITCH_TRACE else None
-        if trace is not None:
-            _settrace(None)
-        try:
-            tracker.on_outputs(out)
-        except Exception:  # tracker.guard, inlined: this runs for every op
-            tracker.fail()
-        if trace is not None and not tracker.disabled:
-            _settrace(trace)
-        return out
-
-
-try:
-    from torch.utils import _python_dispatch as _pd
-except ImportError:  # pragma: no cover - torch < 1.12
-    _pd = None
-_StackMode = getattr(_pd, "_TorchDispatchStackMode", None)
-_set_dispatch_mode = getattr(torch._C, "_set_torch_dispatch_mode", None)
-_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
-_stack_at = getattr(torch._C, "_get_dispatch_stack_at", None)
-
-
-class _SoleModeTrampoline:
-    """torch 1.13 runs the mode stack in Python: per op, _TorchDispatchStackMode pops the mode through a
-    context manager, calls it and pushes it back with a new stack-mode object (a dozen Python calls, each a
-    trace event too). While memhint's mode is the only one on the stack, this C-level mode calls it
-    directly, with no mode active inside as before; with other modes stacked on it, it does what
-    _TorchDispatchStackMode does. torch >= 2.0 keeps the stack in C++ and needs none of this."""
-
-    def __init__(self, mode):
-        self.mode = mode
-
-    @classmethod
-    def install(cls, mode):
-        if _StackMode is None or None in (_set_dispatch_mode, _stack_len, _stack_at):
-            return None
-        if not hasattr(_StackMode, "__torch_dispatch__"):
-            return None
-        if _stack_len() != 1 or _stack_at(0) is not mode:
-            return None
-        trampoline = cls(mode)
-        _set_dispatch_mode(trampoline)
-        return trampoline
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        mode = self.mode
-        if _stack_len() == 1 and _stack_at(0) is mode:
-            _set_dispatch_mode(None)
-            try:
-                return mode.__torch_dispatch__(func, types, args, kwargs)
-            finally:
-                _set_dispatch_mode(self)
-        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode.
-        return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)

@@ -225,6 +225,22 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.deepEqual(self('return d'), [3, 0, 3 * 12000]);
   });
 
+  it('measures a step that calls a torch.compile\'d function, as eager code (torch 2.x)', async function () {
+    const version = await new Promise<string>((resolve, reject) =>
+      execFile(PYTHON, ['-c', 'import torch; print(torch.__version__)'], (error, out) => (error ? reject(new Error(error.message)) : resolve(out))),
+    );
+    if (Number(version.split('.')[0]) < 2) this.skip(); // torch 1.13 has no torch.compile
+    const script = path.join(FIXTURES, 'compiled_step.py');
+    const report = ok(await runProfile(options({ script, setup: 'make_inputs' })));
+    const act = 64 * 256 * 4;
+    const forward = lineOf(report, script, 'out = model(x)');
+    assert.equal(forward.self.allocated, 3 * act);
+    assert.equal(forward.backward.allocated, 3 * (256 * 256 * 4 + 256 * 4), 'weight + bias gradients');
+    const relu = lineOf(report, script, 'act = out.relu()');
+    assert.equal(relu.savedForBackward, 3 * act);
+    assert.ok(!report.notes.some((n) => /internal error/.test(n)), report.notes.join('\n'));
+  });
+
   it('stops a never-ending script after --max-seconds', async () => {
     const script = path.join(FIXTURES, 'forever.py');
     const started = Date.now();

@@ -1,0 +1,154 @@
+"""The TorchDispatchMode that feeds every aten op's outputs to the tracker, and on torch 1.13 a C-level
+trampoline that spares the op the Python mode stack."""
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from .linetrace import SWITCH_TRACE as _SWITCH_TRACE
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - torch < 1.12
+    TorchDispatchMode = None
+
+_gettrace = sys.gettrace
+_settrace = sys.settrace
+_Tensor = torch.Tensor
+
+
+def _dynamo_skip_strategy():
+    """torch >= 2.x wraps every TorchDispatchMode's __torch_dispatch__ in `torch._dynamo.disable` (so that a
+    torch.compile'd region never traces into a mode): per op, half a dozen Python calls (eval-frame
+    callback swaps, a stance lookup, an export check), each also a call event for the line tracer. Marking
+    the method's code object SKIP, for itself and for every frame it calls, asks Dynamo's C frame evaluator
+    for the same thing at no per-call cost. Returns the marker, or None where the torch has no such API
+    (1.13: no Dynamo; other versions keep torch's own wrapper)."""
+    try:
+        from torch._C._dynamo.eval_frame import (  # pyright: ignore[reportMissingImports]
+            _FrameAction,
+            _FrameExecStrategy,
+            set_code_exec_strategy,
+        )
+
+        strategy = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    except Exception:  # noqa: BLE001 - an older or newer torch without this API: torch's own wrapper stays
+        return None
+    return lambda code: set_code_exec_strategy(code, strategy)
+
+
+_mark_dynamo_skip = _dynamo_skip_strategy()
+
+
+class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
+    """Feeds every aten op's outputs to the tracker."""
+
+    def __init__(self, tracker):
+        super().__init__()
+        self.tracker = tracker
+        self._trampoline = None
+
+    _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
+        # replaces torch's per-call disable wrapper.
+        return _mark_dynamo_skip is None
+
+    def __enter__(self):
+        entered = super().__enter__()
+        self._trampoline = _SoleModeTrampoline.install(self)
+        return entered
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self._trampoline = None
+        return super().__exit__(exc_type, exc_val, exc_tb)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        # func._op is the C function OpOverload.__call__ forwards to: calling it directly saves a Python
+        # frame (and its trace event) per op. Same op, same arguments, same redispatch.
+        op = func._op
+        if func is self._detach:
+            out = op(*args, **(kwargs or {}))
+            if not isinstance(out, _Tensor) and args and isinstance(args[0], _Tensor):
+                # torch 1.13: detaching a wrapped Python number (the saved `2` of `x * 2`, unpacked from
+                # saved_tensors_hooks) comes back from the op as a plain number; the tensor is equivalent.
+                return args[0]
+            return out
+        tracker = self.tracker
+        if tracker.disabled:
+            return op(*args, **(kwargs or {}))
+        try:
+            # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
+            out = op(*args, **(kwargs or {}))
+        except BaseException as error:
+            if not tracker.disabled:
+                tracker.guard(tracker.on_op_error, func, error)
+            raise
+        if not isinstance(out, (_Tensor, tuple, list)):
+            return out  # sizes, scalars, None: nothing that can hold a storage (on_outputs would do nothing)
+        # The bookkeeping runs with the tracer off: its own calls would each be a trace event.
+        trace = _gettrace() if _SWITCH_TRACE else None
+        if trace is not None:
+            _settrace(None)
+        try:
+            tracker.on_outputs(out)
+        except Exception:  # tracker.guard, inlined: this runs for every op
+            tracker.fail()
+        if trace is not None and not tracker.disabled:
+            _settrace(trace)
+        return out
+
+
+if _mark_dynamo_skip is not None:
+    try:
+        _mark_dynamo_skip(DispatchMode.__torch_dispatch__.__code__)
+    except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
+        DispatchMode.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
+            DispatchMode.__dict__["__torch_dispatch__"], recursive=True)
+
+
+try:
+    from torch.utils import _python_dispatch as _pd
+except ImportError:  # pragma: no cover - torch < 1.12
+    _pd = None
+_StackMode = getattr(_pd, "_TorchDispatchStackMode", None)
+_set_dispatch_mode = getattr(torch._C, "_set_torch_dispatch_mode", None)
+_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_stack_at = getattr(torch._C, "_get_dispatch_stack_at", None)
+
+
+class _SoleModeTrampoline:
+    """torch 1.13 runs the mode stack in Python: per op, _TorchDispatchStackMode pops the mode through a
+    context manager, calls it and pushes it back with a new stack-mode object (a dozen Python calls, each a
+    trace event too). While memhint's mode is the only one on the stack, this C-level mode calls it
+    directly, with no mode active inside as before; with other modes stacked on it, it does what
+    _TorchDispatchStackMode does. torch >= 2.0 keeps the stack in C++ and needs none of this."""
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    @classmethod
+    def install(cls, mode):
+        if _StackMode is None or None in (_set_dispatch_mode, _stack_len, _stack_at):
+            return None
+        if not hasattr(_StackMode, "__torch_dispatch__"):
+            return None
+        if _stack_len() != 1 or _stack_at(0) is not mode:
+            return None
+        trampoline = cls(mode)
+        _set_dispatch_mode(trampoline)
+        return trampoline
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        mode = self.mode
+        if _stack_len() == 1 and _stack_at(0) is mode:
+            _set_dispatch_mode(None)
+            try:
+                return mode.__torch_dispatch__(func, types, args, kwargs)
+            finally:
+                _set_dispatch_mode(self)
+        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode.
+        return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)

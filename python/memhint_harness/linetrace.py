@@ -1,0 +1,144 @@
+"""Line boundaries from sys.settrace on the user's files only: the traced stack of user frames, per-line
+call counts and the per-line peak (self: the line itself; inclusive: while anything it calls runs).
+
+A frame that returns is popped at the tracker's next event, after the frees its locals cause have been
+charged to its last line."""
+from __future__ import annotations
+
+import sys
+import threading
+
+from .records import Frame
+
+_get_ident = threading.get_ident
+
+# sys.settrace is cheap to switch off and on before Python 3.12; from 3.12 it re-instruments code objects.
+SWITCH_TRACE = sys.version_info < (3, 12)
+
+
+class StopProfiling(BaseException):
+    """Raised into the user's code to end the run once enough steps were measured."""
+
+
+class LineTracer:
+    def __init__(self, tracker, user_files):
+        self.tracker = tracker
+        self.user_files = user_files
+        self._code_cache = {}  # code object -> is it the user's
+        self.trace_call = self._make_trace_call()
+
+    def _make_trace_call(self):
+        """The global trace function. It runs at every Python call (torch's and the harness's own too), so
+        the common case, a non-user code object already classified, is one dict lookup."""
+        cache_get = self._code_cache.get
+        tracker = self.tracker
+        guarded = self._trace_call_guarded
+
+        def trace_call(frame, event, arg):
+            if tracker.returning or tracker.disabled:
+                return guarded(frame)
+            if cache_get(frame.f_code) is False:
+                return None
+            return guarded(frame)
+
+        return trace_call
+
+    def _trace_call_guarded(self, frame):
+        tracker = self.tracker
+        if tracker.disabled:
+            return None
+        try:
+            return self._trace_call(frame)
+        except Exception:  # a harness bug must not become the user's exception
+            tracker.fail()
+            return None
+
+    def _trace_call(self, frame):
+        tracker = self.tracker
+        if tracker.returning:
+            tracker.poll()
+        code = frame.f_code
+        user = self._code_cache.get(code)
+        if user is None:
+            user = self._code_cache[code] = self.user_files.is_user(code.co_filename)
+        if not user or _get_ident() != tracker.main_thread:
+            return None
+        tracker.stack.append(Frame(frame, code.co_filename, code.co_name, tracker.live_bytes))
+        tracker._stack_accs = None
+        return self.trace_local
+
+    def trace_local(self, frame, event, arg):
+        tracker = self.tracker
+        if tracker.disabled:
+            return None
+        try:
+            return self._trace_local(frame, event)
+        except StopProfiling:
+            raise
+        except Exception:
+            tracker.fail()
+            return None
+
+    def _trace_local(self, frame, event):
+        tracker = self.tracker
+        if event == "line":
+            tracker.poll()
+            stack = tracker.stack
+            if not stack:
+                return self.trace_local
+            top = stack[-1]
+            if top.frame != id(frame):
+                return self.trace_local
+            if top.line:
+                self.close_line(top)
+            if tracker.line_hook is not None:
+                # May stop profiling (deadlines): before this line is counted, since it will not run.
+                tracker.line_hook(frame)
+            top.line = frame.f_lineno
+            top.acc = None
+            tracker._stack_accs = None
+            live = tracker.live_bytes
+            top.start = top.self_max = top.incl_max = live
+            if tracker.in_step:
+                key = (top.file, top.line)
+                acc = top.acc = tracker._acc(key)
+                acc.calls += 1
+                tracker.funcs[key] = top.func
+                if tracker.cuda is not None:
+                    tracker.cuda.line_start(top)
+        elif event == "return":
+            tracker.poll()
+            stack = tracker.stack
+            if stack and stack[-1].frame == id(frame):
+                # Popped at the next event, after the frees its locals cause are charged to this line.
+                tracker.returning = True
+        return self.trace_local
+
+    def pop_returned(self):
+        tracker = self.tracker
+        tracker.returning = False
+        stack = tracker.stack
+        if not stack:
+            return
+        top = stack.pop()
+        tracker._stack_accs = None
+        if top.line:
+            self.close_line(top)
+        if stack and top.incl_max > stack[-1].incl_max:
+            stack[-1].incl_max = top.incl_max
+
+    def close_line(self, top):
+        tracker = self.tracker
+        if not tracker.in_step:
+            return
+        acc = top.acc
+        if acc is None:
+            acc = top.acc = tracker._acc((top.file, top.line))
+        rise = top.self_max - top.start
+        if rise > acc.self_c[2]:
+            acc.self_c[2] = rise
+        rise = top.incl_max - top.start
+        if rise > acc.incl_c[2]:
+            acc.incl_c[2] = rise
+        if tracker.cuda is not None:
+            tracker.cuda.line_end(top, acc)

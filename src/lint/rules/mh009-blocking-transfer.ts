@@ -922,7 +922,7 @@ function constructsLoader(file: SourceFile, unit: SyntaxNode, signature: string,
   });
 }
 
-const ENGINE = /^(ignite\.engine\.Engine|ignite\.engine\.engine\.Engine|Engine)$/;
+const ENGINE = /^ignite\.engine(\.engine)?\.Engine$/;
 
 /**
  * PyTorch Ignite's loop: `trainer = Engine(step)` then `trainer.run(train_loader, max_epochs=n)` calls

@@ -276,6 +276,7 @@ export class ScopeFlow {
   /** The per-position taints when `value` calls a tuple-returning function of this file. */
   private tupleShapeOf(value: SyntaxNode | null): readonly Taint[] | undefined {
     const fn = value?.type === 'call' ? childByField(value, 'function') : null;
+    if (value !== null && isValuesIndicesCall(this.file, value)) return VALUES_INDICES;
     return fn?.type === 'identifier' ? this.tupleReturning.get(this.file.textOf(fn)) : undefined;
   }
 
@@ -703,4 +704,30 @@ function returnedTuple(flow: ScopeFlow, fn: SyntaxNode): readonly Taint[] | null
 export function flowAt(file: SourceFile, node: SyntaxNode): ScopeFlow | null {
   const scope = scopeOf(node);
   return scope === null ? null : flowOf(file, scope);
+}
+
+/** `(values, indices)` of a reduction: the values keep the input's history (Unknown: the call's taint), the integer indices have none. */
+const VALUES_INDICES: readonly Taint[] = [Taint.Unknown, Taint.Clean];
+const PAIR_METHODS = /^(topk|sort|kthvalue|mode)$/;
+const PAIR_WITH_DIM = /^(max|min|median|nanmedian)$/;
+
+/**
+ * `out.max(1)`, `torch.max(out, dim=1)`, `out.topk(5)`, `x.sort()`: calls returning a (values, indices)
+ * pair. `max`/`min`/`median` only do with a dimension (`x.max()` is one tensor).
+ */
+function isValuesIndicesCall(file: SourceFile, call: SyntaxNode): boolean {
+  if (call.type !== 'call') return false;
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'attribute') return false;
+  const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+  const viaTorch = file.textOf(childByField(fn, 'object') ?? fn) === 'torch';
+  if (PAIR_METHODS.test(method)) return true;
+  if (!PAIR_WITH_DIM.test(method)) return false;
+  const args = childByField(call, 'arguments');
+  const named = args === null ? [] : args.children.filter((c) => c.named && c.type !== 'comment');
+  if (named.some((a) => a.type === 'keyword_argument' && /^dim\s*=/.test(file.textOf(a)))) return true;
+  const positional = named.filter((a) => a.type !== 'keyword_argument');
+  // `x.max(1)` / `torch.max(x, 1)`: an integer dimension (not `x.max(other)`, elementwise).
+  const dim = positional[viaTorch ? 1 : 0];
+  return dim !== undefined && /^-?\d+$/.test(file.textOf(dim));
 }

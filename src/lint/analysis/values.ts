@@ -237,13 +237,16 @@ function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth:
   const fallback = defaultValue(file, def, name);
   const out: SyntaxNode[] = [];
   let sites = 0;
-  for (const call of callsNamed(file, fnName)) {
+  // `__init__`'s parameters are passed by constructing the class: `Trainer(model, train_loader)`.
+  const className = isMethod && fnName === '__init__' ? childByField(def.parent!.parent!, 'name') : null;
+  const constructions = className === null ? [] : callsNamed(file, file.textOf(className));
+  for (const call of [...callsNamed(file, fnName), ...constructions]) {
     const fn = childByField(call, 'function');
     if (fn === null) continue;
     const args = childByField(call, 'arguments');
     if (args === null || args.type !== 'argument_list') continue;
     if (args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
-    const offset = isMethod && fn.type === 'attribute' ? 1 : 0;
+    const offset = (isMethod && fn.type === 'attribute') || constructions.includes(call) ? 1 : 0;
     const arg = keywordArgument(file, call, name) ?? positionalArguments(call)[index - offset] ?? null;
     if (arg === null) continue; // `model.train()`: a same-named method elsewhere, or the default
     sites++;

@@ -204,6 +204,7 @@ export const deprecatedAmp: Rule = {
     const findings: RuleFinding[] = [];
     if (!file.text.includes('amp')) return findings; // every deprecated spelling goes through a `...amp` module
     const importFixes = new Map<string, Fix | null>(); // local name -> its import statement's fix
+    const starModules: string[] = [];
 
     for (const stmt of file.nodesOfType('import_from_statement')) {
       const moduleNode = childByField(stmt, 'module_name');
@@ -227,7 +228,12 @@ export const deprecatedAmp: Rule = {
         }
         names.push({ local: file.textOf(aliasNode), d });
       }
-      if (stmt.children.some((c) => c.type === 'wildcard_import')) allKnown = false;
+      if (stmt.children.some((c) => c.type === 'wildcard_import')) {
+        // `from torch.cuda.amp import *`: the deprecated names arrive unnamed; each use is reported below.
+        starModules.push(moduleName);
+        findings.push({ start: moduleNode.start, end: moduleNode.end, message: `\`from ${moduleName} import *\`: ${message(starDeprecated(moduleName))}`, fix: null });
+        continue;
+      }
       if (names.length === 0) continue;
       const fix = importFix(file, stmt, moduleNode, names, allKnown);
       for (const n of names) importFixes.set(n.local, fix);
@@ -253,18 +259,22 @@ export const deprecatedAmp: Rule = {
     const consider = (node: SyntaxNode): void => {
       if (seen.has(node) || !candidates.has(lastSegment(node))) return;
       seen.add(node);
-      const name = qualifiedName(file, node);
+      const name = starQualified(file, node, starModules) ?? qualifiedName(file, node);
       if (name === null) return;
       const d = DEPRECATED.get(name);
       if (d === undefined || isCompatShim(file, node)) return;
       const site = useSite(node);
       if (site === null) {
-        if (!isAliasing(file, node)) return;
+        if (!isAliasing(file, node) && !isPassedAsValue(file, node)) return;
+        // A name a try/except import shim binds twice is whichever API this torch has.
+        if (node.type === 'identifier' && starQualified(file, node, starModules) === null && (bindings.get(file.textOf(node)) ?? 0) > 1) return;
         findings.push({ start: node.start, end: node.end, message: message(d), fix: null });
         return;
       }
       let fix: Fix | null = null;
-      if (node.type === 'identifier') {
+      if (node.type === 'identifier' && starQualified(file, node, starModules) !== null) {
+        fix = null; // star-imported: a fix of the import would have to name every use
+      } else if (node.type === 'identifier') {
         // A name imported from torch.cuda.amp by a flagged import (not a fallback, not bound twice);
         // the import's fix rewrites the import and all uses together.
         const local = file.textOf(node);
@@ -290,6 +300,14 @@ export const deprecatedAmp: Rule = {
     for (const assign of file.nodesOfType('assignment')) {
       const right = childByField(assign, 'right');
       if (right !== null && (right.type === 'attribute' || right.type === 'identifier')) consider(right);
+    }
+    // The API used as a value: `partial(torch.cuda.amp.autocast, enabled=...)`, `Trainer(scaler_cls=GradScaler)`.
+    const byText = identifiersByText(file);
+    for (const name of candidates) {
+      for (const id of byText.get(name) ?? []) {
+        const node = id.parent?.type === 'attribute' && id.field === 'attribute' ? id.parent : id;
+        if (isPassedAsValue(file, node)) consider(node);
+      }
     }
     return findings;
   },
@@ -319,6 +337,38 @@ function countBindings(file: SourceFile): Map<string, number> {
     }
   }
   return counts;
+}
+
+/**
+ * The deprecated object handed on as a value, to be constructed or entered elsewhere: an argument
+ * (`functools.partial(torch.cuda.amp.autocast, enabled=True)`, `run(ctx=autocast)`), a returned value, or a
+ * branch of a conditional (`amp.autocast if use_amp else nullcontext`). `isinstance(x, GradScaler)` only
+ * references the class and does not warn.
+ */
+function isPassedAsValue(file: SourceFile, node: SyntaxNode): boolean {
+  const parent = node.parent;
+  if (parent === null) return false;
+  if (parent.type === 'return_statement' || parent.type === 'conditional_expression') return true;
+  const list = parent.type === 'keyword_argument' && node.field === 'value' ? parent.parent : parent;
+  if (list === null || list.type !== 'argument_list' || (parent.type !== 'keyword_argument' && parent !== list)) return false;
+  const call = list.parent;
+  const callee = call?.type === 'call' ? childByField(call, 'function') : null;
+  return callee === null || !/^(isinstance|issubclass)$/.test(file.textOf(callee));
+}
+
+/** What an unbound name means under `from torch.cuda.amp import *` (`autocast` -> "torch.cuda.amp.autocast"), or null. */
+function starQualified(file: SourceFile, node: SyntaxNode, starModules: readonly string[]): string | null {
+  if (node.type !== 'identifier' || importBindings(file).has(file.textOf(node))) return null;
+  for (const m of starModules) {
+    const name = `${m}.${file.textOf(node)}`;
+    if (DEPRECATED.has(name)) return name;
+  }
+  return null;
+}
+
+/** A representative deprecated object of a module (for the star import's message). */
+function starDeprecated(moduleName: string): Deprecated {
+  return DEPRECATED.get(`${moduleName}.autocast`) ?? DEPRECATED.get(`${moduleName}.GradScaler`) ?? { kind: 'autocast', device: moduleName.includes('cpu') ? 'cpu' : 'cuda' };
 }
 
 /** `amp_autocast = torch.cuda.amp.autocast`: an alias that is called later. */

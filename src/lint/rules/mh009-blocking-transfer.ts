@@ -30,6 +30,8 @@ const DATALOADERS = new Set([
 const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 const COMPREHENSIONS = new Set(['list_comprehension', 'dictionary_comprehension', 'set_comprehension', 'generator_expression']);
 const DTYPE = /^torch\.(float|half|bfloat|double|int|long|short|uint|bool|complex|cfloat|chalf)\w*$/;
+/** `x.type(torch.cuda.FloatTensor)`: a copy to the current CUDA device. */
+const CUDA_TENSOR_TYPE = /^(torch\.cuda\.\w+Tensor|['"]torch\.cuda\.\w+Tensor['"])$/;
 const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track|[\w.]+\.log_every)$/;
 
 type Pinned = 'yes' | 'no' | 'unknown';
@@ -132,11 +134,11 @@ function loaderOfAll(file: SourceFile, values: readonly SyntaxNode[], depth: num
   return merge(loaders);
 }
 
-/** Return values of the unique local function a call invokes by name, or null. */
+/** Return values of the unique local function a call invokes by name (or `self.get_loader()`'s method), or null. */
 function returnedValues(file: SourceFile, call: SyntaxNode): SyntaxNode[] | null {
   const fn = childByField(call, 'function');
-  if (fn === null || fn.type !== 'identifier') return null;
-  const defs = functionsNamed(file, file.textOf(fn));
+  if (fn === null) return null;
+  const defs = fn.type === 'identifier' ? functionsNamed(file, file.textOf(fn)) : [localCallee(file, call)].filter((d) => d !== null);
   if (defs.length !== 1) return null;
   const out: SyntaxNode[] = [];
   for (const ret of returnsOf(defs[0])) {
@@ -249,12 +251,33 @@ function dictPinned(file: SourceFile, v: SyntaxNode, depth: number): Pinned {
   return combine(states);
 }
 
-/** The loader a for-loop walks (through enumerate/tqdm and `it = tqdm(enumerate(loader))` aliases), or null. */
-function loaderOfLoop(file: SourceFile, loop: SyntaxNode): { loader: Loader; enumerated: boolean } | null {
+interface LoopLoader {
+  readonly loader: Loader;
+  readonly enumerated: boolean;
+  /** `zip(source_loader, target_loader)`: each position's loader (the header unpacks one batch per loader). */
+  readonly zipped: readonly Loader[] | null;
+}
+
+/** The loader a for-loop walks (through enumerate/tqdm, `it = tqdm(enumerate(loader))` aliases and `zip`), or null. */
+function loaderOfLoop(file: SourceFile, loop: SyntaxNode): LoopLoader | null {
   const found = loopIterable(file, loop);
   if (found === null) return null;
   const it = found.iterable;
-  if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript') return null;
+  if (it.type === 'call' && calleeName(file, it) === 'zip') {
+    const args = argumentNodes(it);
+    if (args === null || args.length < 2 || args.some((a) => a.type !== 'identifier' && a.type !== 'attribute' && a.type !== 'subscript')) return null;
+    const zipped: Loader[] = [];
+    for (const a of args) {
+      const l = loaderOf(file, a, 0);
+      if (l === null) return null;
+      zipped.push(l);
+    }
+    const loader = merge(zipped);
+    return loader === null ? null : { loader, enumerated: found.enumerated, zipped };
+  }
+  // `for x, y in self.get_loader(ds)`: a loader built by a function or method of this file.
+  const built = it.type === 'call' && localCallee(file, it) !== null;
+  if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript' && !built) return null;
   const loader = loaderOf(file, it, 0);
   if (loader === null) return null;
   let enumerated = found.enumerated;
@@ -262,7 +285,7 @@ function loaderOfLoop(file: SourceFile, loop: SyntaxNode): { loader: Loader; enu
     // `pbar = tqdm(enumerate(train_loader))` then `for step, (x, y) in pbar`.
     for (const v of valuesOf(file, it) ?? []) if (/\benumerate\s*\(/.test(file.textOf(v))) enumerated = true;
   }
-  return { loader, enumerated };
+  return { loader, enumerated, zipped: null };
 }
 
 const PATTERNS = new Set(['pattern_list', 'tuple_pattern', 'list_pattern', 'tuple', 'list', 'parenthesized_expression']);
@@ -276,26 +299,44 @@ function patternNames(file: SourceFile, node: SyntaxNode, out: Set<string>): voi
   }
 }
 
-/** Names bound to batch data by the loop header, and whether the loop variable is the whole batch. */
-function batchNames(file: SourceFile, loop: SyntaxNode, enumerated: boolean): { names: Set<string>; whole: Set<string> } {
-  const names = new Set<string>();
+/**
+ * Names bound to batch data by the loop header (with their loader when `zip` gives each position its
+ * own, else undefined: the loop's loader), and the names that hold a whole batch.
+ */
+function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { names: Map<string, Loader | undefined>; whole: Set<string> } {
+  const names = new Map<string, Loader | undefined>();
   const whole = new Set<string>();
   let left = childByField(loop, 'left');
-  if (left !== null && enumerated) {
+  if (left !== null && found.enumerated) {
     const parts = left.children.filter((c) => c.named);
     left = (left.type === 'pattern_list' || left.type === 'tuple_pattern') && parts.length === 2 ? parts[1] : null;
   }
   if (left === null) return { names, whole };
-  if (left.type === 'identifier') whole.add(file.textOf(left));
-  patternNames(file, left, names);
+  const groups: [SyntaxNode, Loader | undefined][] = [];
+  if (found.zipped === null) groups.push([left, undefined]);
+  else {
+    // `for (xs, ys), (xt, _) in zip(source_loader, target_loader)`: one batch per loader.
+    const parts = PATTERNS.has(left.type) ? left.children.filter((c) => c.named) : [];
+    if (parts.length !== found.zipped.length) return { names, whole };
+    parts.forEach((p, i) => groups.push([p, found.zipped![i]]));
+  }
+  for (const [target, loader] of groups) {
+    if (target.type === 'identifier') whole.add(file.textOf(target));
+    const bound = new Set<string>();
+    patternNames(file, target, bound);
+    for (const n of bound) names.set(n, loader);
+  }
   return { names, whole };
 }
 
 /**
  * Views of a tensor keep its (pinned) storage: `x.squeeze(0).to(d)`, `images.reshape(n, -1).to(d)`,
- * `Variable(img).cuda()`. Conversions (`.float()`) copy into pageable memory and end the chain.
+ * `Variable(img).cuda()`. `.float()` / `.long()` return the tensor itself when it already has that dtype,
+ * which is what a loader yields in the common case (`ToTensor()` images are float32, class targets int64),
+ * so `images.float().to(d)` still copies from pinned memory. Other conversions (`.half()`) copy into
+ * pageable memory and end the chain.
  */
-const VIEW_METHODS = new Set(['squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk']);
+const VIEW_METHODS = new Set(['squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
@@ -527,6 +568,7 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   const literal = literalDevice(file, arg);
   if (literal !== null) return literal === 'cuda';
   if (arg.type === 'string') return false;
+  if (isDeviceIndex(file, arg)) return true;
   if (/['"]cuda/.test(file.textOf(arg))) return true;
   if (arg.type === 'call' && calleeName(file, arg) === 'torch.device') {
     const first = positionalArguments(arg)[0];
@@ -535,6 +577,23 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
   return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+}
+
+/**
+ * A CUDA device given as an ordinal: `.to(0)`, `.to(rank)` / `.cuda(local_rank)` / `.to(args.gpu)` under
+ * DistributedDataParallel (an int is always a CUDA device to `.to()`), `x.get_device()`,
+ * `torch.cuda.current_device()`.
+ */
+const DEVICE_INDEX_NAME = /^(\w+\.)*(local_rank|rank|gpu|gpu_id|local_gpu|device_id|device_ids\[0\])$/;
+
+function isDeviceIndex(file: SourceFile, arg: SyntaxNode): boolean {
+  if (arg.type === 'integer') return true;
+  if (arg.type === 'call') {
+    const name = calleeName(file, arg);
+    return calleeMethod(file, arg) === 'get_device' || name === 'torch.cuda.current_device';
+  }
+  if (arg.type !== 'identifier' && arg.type !== 'attribute' && arg.type !== 'subscript') return false;
+  return DEVICE_INDEX_NAME.test(file.textOf(arg).replace(/\s+/g, '')) && !isNeverCuda(file, arg);
 }
 
 /** A name whose every value is a non-CUDA device literal (`device = "cpu"`, `torch.device("mps")`). */
@@ -589,6 +648,7 @@ function isTransferOf(file: SourceFile, expr: SyntaxNode): boolean {
     if (n.type === 'call') {
       const m = calleeMethod(file, n);
       if ((m === 'to' || m === 'cuda') && childByField(n, 'function')?.type === 'attribute') return !DTYPE.test(file.textOf(positionalArguments(n)[0] ?? n));
+      if (m === 'type' && childByField(n, 'function')?.type === 'attribute') return CUDA_TENSOR_TYPE.test(file.textOf(positionalArguments(n)[0] ?? n));
     }
     n = viewBase(file, n);
   }
@@ -606,17 +666,30 @@ function hasAsyncFlag(file: SourceFile, call: SyntaxNode): boolean {
  * data is what the loop header binds from `header` (a for loop over a loader), and what `next(it)` over
  * a loader's iterator fetches in this loop's own body (`images, targets = next(batch_iterator)`).
  */
-function transfersIn(file: SourceFile, loop: SyntaxNode, header: { readonly loader: Loader; readonly enumerated: boolean } | null): Transfer[] {
+function transfersIn(file: SourceFile, loop: SyntaxNode, header: LoopLoader | null): Transfer[] {
   const body = childByField(loop, 'body');
   if (body === null) return [];
   const names = new Map<string, Loader>();
   const whole = new Set<string>();
   if (header !== null) {
-    const bound = batchNames(file, loop, header.enumerated);
-    for (const n of bound.names) names.set(n, header.loader);
+    const bound = batchNames(file, loop, header);
+    for (const [n, loader] of bound.names) names.set(n, loader ?? header.loader);
     for (const n of bound.whole) whole.add(n);
   }
   const out: Transfer[] = [];
+  walkTransfers(file, body, loop, names, whole, out, 0);
+  return out;
+}
+
+/** How many calls deep batches are followed into the file's own helpers (`self._run_batch(batch)` → `_move(batch)`). */
+const HELPER_DEPTH = 2;
+
+/**
+ * The copies of batch data in `body`. `names` maps the names holding batch data to their loader, `whole`
+ * the names holding a whole batch; `loop` is the loop whose `next(it)` fetches count (null in a helper:
+ * its statements outside any loop of its own). Batches passed to a helper of this file are followed into it.
+ */
+function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | null, names: Map<string, Loader>, whole: Set<string>, out: Transfer[], depth: number): void {
   const bind = (left: SyntaxNode, loader: Loader): void => {
     const bound = new Set<string>();
     patternNames(file, left, bound);
@@ -659,7 +732,10 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, header: { readonly load
     }
     if (n.type !== 'call') return;
     const method = calleeMethod(file, n);
-    if (method !== 'to' && method !== 'cuda') return;
+    if (method !== 'to' && method !== 'cuda' && method !== 'type') {
+      if (depth < HELPER_DEPTH) followHelper(file, n, names, whole, out, depth);
+      return;
+    }
     const fn = childByField(n, 'function');
     const receiver = fn === null || fn.type !== 'attribute' ? null : childByField(fn, 'object');
     if (receiver === null) return;
@@ -673,7 +749,11 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, header: { readonly load
     if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n)) return;
     const positional = positionalArguments(n);
     let cuda: boolean | null;
-    if (method === 'cuda') {
+    if (method === 'type') {
+      // `x.type(torch.cuda.FloatTensor)`: a copy to the current CUDA device (`Tensor.type` takes `non_blocking` too).
+      if (positional.length !== 1 || !CUDA_TENSOR_TYPE.test(file.textOf(positional[0]))) return;
+      cuda = true;
+    } else if (method === 'cuda') {
       if (positional.length > 1) return;
       cuda = true;
     } else {
@@ -691,7 +771,65 @@ function transfersIn(file: SourceFile, loop: SyntaxNode, header: { readonly load
     out.push({ call: n, wholeBatch, cuda, loader });
   };
   postOrder(body, visit);
-  return out;
+}
+
+/**
+ * `self._step(batch)` / `train_step(x, y)` with batch data as arguments: the helper of this file (a
+ * module-level function, or a method of the caller's class) walked with its parameters bound to the
+ * batch, so the copies it makes are found where they are written.
+ */
+function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<string, Loader>, whole: ReadonlySet<string>, out: Transfer[], depth: number): void {
+  const def = localCallee(file, call);
+  const body = def === null ? null : childByField(def, 'body');
+  if (def === null || body === null) return;
+  const params = parameterNames(file, def);
+  const offset = childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
+  const inner = new Map<string, Loader>();
+  const innerWhole = new Set<string>();
+  const pass = (param: string | undefined, arg: SyntaxNode): void => {
+    if (param === undefined || param === '') return;
+    const root = batchRoot(file, arg, names);
+    if (root === null) return;
+    inner.set(param, root.loader);
+    if (root.name === null ? arg.type === 'call' : arg.type === 'identifier' && whole.has(root.name)) innerWhole.add(param);
+  };
+  for (const arg of argumentNodes(call) ?? []) {
+    if (arg.type === 'list_splat' || arg.type === 'dictionary_splat') return;
+    if (arg.type === 'keyword_argument') {
+      const k = childByField(arg, 'name');
+      const value = childByField(arg, 'value');
+      if (k !== null && value !== null) pass(file.textOf(k), value);
+    }
+  }
+  positionalArguments(call).forEach((arg, i) => pass(params[i + offset], arg));
+  if (inner.size === 0) return;
+  walkTransfers(file, body, null, inner, innerWhole, out, depth + 1);
+}
+
+/** The function of this file a call runs: a unique module-level `def`, or `self.m(...)`'s method in the caller's class. */
+function localCallee(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  const fn = childByField(call, 'function');
+  if (fn === null) return null;
+  if (fn.type === 'identifier') {
+    const defs = functionsNamed(file, file.textOf(fn)).filter((d) => classOf(d) === null);
+    return defs.length === 1 ? defs[0] : null;
+  }
+  if (fn.type !== 'attribute') return null;
+  const obj = childByField(fn, 'object');
+  const attr = childByField(fn, 'attribute');
+  if (obj === null || attr === null || file.textOf(obj) !== 'self') return null;
+  const caller = enclosingFunction(call);
+  const cls = caller === null ? null : classOf(caller);
+  if (cls === null) return null;
+  const defs = functionsNamed(file, file.textOf(attr)).filter((d) => classOf(d) === cls);
+  return defs.length === 1 ? defs[0] : null;
+}
+
+/** The class a `def` is a method of (directly in its body, decorators allowed), or null. */
+function classOf(def: SyntaxNode): SyntaxNode | null {
+  let p = def.parent;
+  if (p !== null && p.type === 'decorated_definition') p = p.parent;
+  return p !== null && p.type === 'block' && p.parent?.type === 'class_definition' ? p.parent : null;
 }
 
 /** Iterative post-order traversal in document order (deeply nested code must not overflow the stack). */
@@ -709,7 +847,7 @@ function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
   }
 }
 
-const COPY_NEEDLES = ['.to(', '.cuda('];
+const COPY_NEEDLES = ['.to(', '.cuda(', '.type('];
 
 /** Whether `.to(` / `.cuda(` starts in the body's text wholly inside it (kept with the loop: its text does not change). */
 function copyInside(file: SourceFile, body: SyntaxNode): boolean {
@@ -727,9 +865,26 @@ function copyAcrossEnd(file: SourceFile, body: SyntaxNode): boolean {
   });
 }
 
+const helperCopies = new NodeMemo<boolean>('MH009.callsCopyingHelper');
+
+/** Whether `body` calls a helper of this file (up to HELPER_DEPTH calls deep) whose text copies something. */
+function callsCopyingHelper(file: SourceFile, body: SyntaxNode, depth: number): boolean {
+  const stack = [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const c of n.children) if (!SCOPES.has(c.type)) stack.push(c);
+    if (n.type !== 'call' || positionalArguments(n).length + (argumentNodes(n)?.length ?? 0) === 0) continue;
+    const def = localCallee(file, n);
+    const inner = def === null ? null : childByField(def, 'body');
+    if (inner === null || inner === body) continue;
+    if (copyInside(file, inner) || (depth + 1 < HELPER_DEPTH && callsCopyingHelper(file, inner, depth + 1))) return true;
+  }
+  return false;
+}
+
 /** What MH009 finds in one for-loop that copies, apart from whether it trains (asked afresh: steps.ts is order-sensitive). */
 interface LoopResult {
-  readonly found: { readonly loader: Loader; readonly enumerated: boolean } | null;
+  readonly found: LoopLoader | null;
   readonly transfers: readonly Transfer[];
 }
 
@@ -745,13 +900,14 @@ const loopCache = new NodeMemo<LoopResult>('MH009.loop');
 function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signature: string): LoopResult {
   // Cheap text test before any name resolution: the body must copy something (its text is the node's).
   const inside = copies.get(file, body, '', () => copyInside(file, body));
-  if (!inside && !copyAcrossEnd(file, body)) return NO_RESULT;
   const deps = `${signature}|${valuesIndexStamp(file)}|${callsIndexStamp(file)}`;
+  if (!inside && !copyAcrossEnd(file, body) && !helperCopies.get(file, body, deps, () => callsCopyingHelper(file, body, 0))) return NO_RESULT;
   return loopCache.get(file, loop, deps, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
     // Without a loader in the header, only `next(it)` in the body can fetch batches.
     if (found === null && !file.text.slice(body.start, body.end).includes('next')) return NO_RESULT;
-    const header = found === null || found.loader.pinned === 'unknown' ? null : found;
+    // A zip of loaders pinned differently still tells each batch's loader apart.
+    const header = found === null || (found.loader.pinned === 'unknown' && (found.zipped === null || found.zipped.every((l) => l.pinned === 'unknown'))) ? null : found;
     return { found, transfers: transfersIn(file, loop, header).filter((t) => t.loader.pinned !== 'unknown') };
   });
 }
@@ -764,6 +920,36 @@ function constructsLoader(file: SourceFile, unit: SyntaxNode, signature: string,
     for (const [method, calls] of unitCallGroups(file, unit)) if ((method.endsWith('Loader') || aliases.has(method)) && calls.some((c) => isDataLoader(file, c))) return true;
     return false;
   });
+}
+
+const ENGINE = /^ignite\.engine(\.engine)?\.Engine$/;
+
+/**
+ * PyTorch Ignite's loop: `trainer = Engine(step)` then `trainer.run(train_loader, max_epochs=n)` calls
+ * `step(engine, batch)` on every batch of the loader, so `step`'s second parameter is batch data. The
+ * step trains when it calls `backward()` or an optimizer's `step()`.
+ */
+function engineSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean }[] {
+  const out: { transfers: Transfer[]; trains: boolean }[] = [];
+  for (const run of callsNamed(file, 'run')) {
+    const fn = childByField(run, 'function');
+    const engine = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    const source = positionalArguments(run)[0];
+    if (engine === null || source === undefined || (engine.type !== 'identifier' && engine.type !== 'attribute')) continue;
+    const built = (valuesOf(file, engine) ?? []).filter((v) => v.type === 'call' && ENGINE.test(calleeName(file, v) ?? ''));
+    if (built.length !== 1) continue;
+    const stepName = positionalArguments(built[0])[0];
+    const defs = stepName?.type === 'identifier' ? functionsNamed(file, file.textOf(stepName)) : [];
+    const body = defs.length === 1 ? childByField(defs[0], 'body') : null;
+    const batch = defs.length === 1 ? parameterNames(file, defs[0])[1] : undefined;
+    if (body === null || batch === undefined || batch === '') continue;
+    const loader = loaderOf(file, source, 0);
+    if (loader === null || loader.pinned === 'unknown') continue;
+    const transfers: Transfer[] = [];
+    walkTransfers(file, body, null, new Map([[batch, loader]]), new Set([batch]), transfers, 0);
+    out.push({ transfers, trains: /\.backward\s*\(|\.step\s*\(/.test(file.textOf(body)) });
+  }
+  return out;
 }
 
 export const blockingTransfer: Rule = {
@@ -779,13 +965,20 @@ export const blockingTransfer: Rule = {
     const signature = importSignature(file);
     if (!unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
+    // A helper's copy is found from every loop that passes it a batch: reported once.
+    const copiesReported = new Set<SyntaxNode>();
+    const steps: { transfers: readonly Transfer[]; trains: () => boolean }[] = [];
     for (const loop of [...file.nodesOfType('for_statement'), ...file.nodesOfType('while_statement')].sort((x, y) => x.start - y.start)) {
       const body = childByField(loop, 'body');
       if (body === null) continue;
       const { transfers } = loopResult(file, loop, body, signature);
-      if (transfers.length === 0) continue;
+      if (transfers.length > 0) steps.push({ transfers, trains: () => isTrainingLoop(file, loop) });
+    }
+    for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
+    for (const { transfers, trains } of steps) {
       for (const t of transfers) {
-        if (t.loader.pinned !== 'yes') continue;
+        if (t.loader.pinned !== 'yes' || copiesReported.has(t.call)) continue;
+        copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
         findings.push({
           start: t.call.start,
@@ -798,7 +991,7 @@ export const blockingTransfer: Rule = {
       }
       // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
       const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true);
-      if (unpinned.length === 0 || !isTrainingLoop(file, loop)) continue;
+      if (unpinned.length === 0 || !trains()) continue;
       for (const call of unpinned.flatMap((t) => t.loader.calls)) {
         if (unpinnedReported.has(call)) continue;
         unpinnedReported.add(call);

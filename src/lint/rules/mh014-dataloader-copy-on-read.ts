@@ -97,6 +97,10 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
     return null;
   }
   if (v.type === 'list_comprehension' || v.type === 'dictionary_comprehension' || v.type === 'generator_expression') {
+    // `[np.load(p) for p in files]`: whole arrays, each a few objects around its own buffer (see isLoadedArray).
+    const body = childByField(v, 'body');
+    const element = body?.type === 'pair' ? childByField(body, 'value') : body;
+    if (element !== null && isLoadedArray(file, element)) return null;
     for (const clause of v.children) {
       if (clause.type !== 'for_in_clause') continue;
       const right = childByField(clause, 'right');
@@ -158,6 +162,8 @@ function appendsEvidence(ctx: Ctx, key: string, scope: SyntaxNode | null): Evide
       const fn = childByField(call, 'function');
       const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
       if (obj === null || file.textOf(obj).replace(/\s+/g, '') !== key) continue;
+      const appended = positionalArguments(call)[0];
+      if (appended !== undefined && isLoadedArray(file, appended)) continue;
       for (let p = call.parent; p !== null && p !== scope; p = p.parent) {
         if (p.type !== 'for_statement') continue;
         const right = childByField(p, 'right');
@@ -218,6 +224,20 @@ function isArray(file: SourceFile, value: SyntaxNode): boolean {
   if (ARRAY.test(calleeName(file, v) ?? '')) return true;
   const method = calleeMethod(file, v);
   return method === 'to_numpy' || method === 'numpy';
+}
+
+const IMAGE_READS = /^(cv2\.imread|imageio\.imread|imageio\.v2\.imread|imageio\.v3\.imread|skimage\.io\.imread|tifffile\.imread)$/;
+
+/**
+ * A whole array or tensor loaded or built per element (`np.load(p)`, `torch.load(p)`, `cv2.imread(p)`,
+ * `torch.from_numpy(x)`): its data lives in its own buffer, which refcount writes never touch, so a list
+ * of them costs workers only the small headers, not the data (not what this rule is about).
+ */
+function isLoadedArray(file: SourceFile, value: SyntaxNode): boolean {
+  const v = strip(value);
+  if (v.type !== 'call') return false;
+  const name = calleeName(file, v) ?? '';
+  return IMAGE_READS.test(name) || isArray(file, v);
 }
 
 export const dataloaderCopyOnRead: Rule = {

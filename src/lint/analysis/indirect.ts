@@ -52,6 +52,8 @@ interface FileFunctions {
   readonly classes: ReadonlyMap<string, { readonly methods: ReadonlyMap<string, SyntaxNode>; readonly bases: readonly string[] }>;
   /** Keys assigned an instance of a class of this file (`translator = Translator().to(device)`). */
   readonly instances: ReadonlyMap<string, string>;
+  /** Functions nested in a function (closures such as `def get_policy(obs)` inside `train()`), by enclosing function and name. */
+  readonly nested: ReadonlyMap<SyntaxNode, ReadonlyMap<string, SyntaxNode>>;
 }
 
 const functionsMemo = new VersionMemo<FileFunctions>('indirect.functions');
@@ -89,7 +91,16 @@ function fileFunctions(file: SourceFile): FileFunctions {
       const cls = constructedClass(file, childByField(a, 'right'));
       if (key !== null && cls !== null && classes.has(cls) && !instances.has(key)) instances.set(key, cls);
     }
-    return { moduleLevel, classes, instances };
+    const nested = new Map<SyntaxNode, Map<string, SyntaxNode>>();
+    for (const def of file.nodesOfType('function_definition')) {
+      const outer = scopeOf(def);
+      const name = childByField(def, 'name');
+      if (outer?.type !== 'function_definition' || name === null) continue;
+      let byName = nested.get(outer);
+      if (byName === undefined) nested.set(outer, (byName = new Map<string, SyntaxNode>()));
+      if (!byName.has(file.textOf(name))) byName.set(file.textOf(name), def);
+    }
+    return { moduleLevel, classes, instances, nested };
   });
 }
 
@@ -128,7 +139,14 @@ export function localCallee(file: SourceFile, call: SyntaxNode): SyntaxNode | nu
   const fn = childByField(call, 'function');
   if (fn === null) return null;
   const functions = fileFunctions(file);
-  if (fn.type === 'identifier') return functions.moduleLevel.get(file.textOf(fn)) ?? null;
+  if (fn.type === 'identifier') {
+    const name = file.textOf(fn);
+    for (let s = scopeOf(call); s?.type === 'function_definition'; s = scopeOf(s)) {
+      const closure = functions.nested.get(s)?.get(name);
+      if (closure !== undefined) return closure;
+    }
+    return functions.moduleLevel.get(name) ?? null;
+  }
   if (fn.type !== 'attribute') return null;
   const method = file.textOf(childByField(fn, 'attribute') ?? fn);
   const objectKey = keyOf(file, childByField(fn, 'object'));
@@ -273,6 +291,44 @@ export function helperForwardCalls(file: SourceFile, scope: SyntaxNode): readonl
 
 const scopeHelperCalls = new VersionMemo<readonly SyntaxNode[]>('indirect.scopeCalls');
 
+// ---- Inference in another file ---------------------------------------------------------------------
+
+/** An inference routine of another file handed a module of this one, or called on it. */
+export interface ExternalInference {
+  /** The module it runs, in the caller's terms. */
+  readonly receiver: string;
+  /** The routine (`beam_search`, `self.policy.sample`). */
+  readonly callee: string;
+}
+
+/**
+ * `beam_search(src, model, ...)` imported from a project module, `self.policy.sample(state)` on a module
+ * whose class this file does not define: inference-named routines of another file that run the module.
+ * Whether they already disable grad is not visible here. Hugging Face's `generate()` is left out: it
+ * runs under no_grad itself.
+ */
+export function externalInference(file: SourceFile, call: SyntaxNode): ExternalInference | null {
+  const fn = childByField(call, 'function');
+  if (fn === null || forwardReceiver(file, call) !== null || localCallee(file, call) !== null) return null;
+  if (fn.type === 'identifier') {
+    const name = file.textOf(fn);
+    const binding = importBindings(file).get(name);
+    if (binding === undefined || LIBRARY.test(binding.qualified) || !isInferenceName(name)) return null;
+    const model = [...positionalArguments(call), ...keywordValues(call)].map((a) => keyOf(file, a)).find((k) => k !== null && isModelKey(file, k));
+    return model === undefined || model === null ? null : { receiver: model, callee: name };
+  }
+  if (fn.type !== 'attribute') return null;
+  const method = file.textOf(childByField(fn, 'attribute') ?? fn);
+  const object = keyOf(file, childByField(fn, 'object'));
+  if (object === null || object === 'self' || method === 'generate' || !isInferenceName(method) || !isModelKey(file, object)) return null;
+  return { receiver: object, callee: `${object}.${method}` };
+}
+
+function keywordValues(call: SyntaxNode): SyntaxNode[] {
+  const args = childByField(call, 'arguments');
+  return (args?.children ?? []).filter((a) => a.type === 'keyword_argument').map((a) => childByField(a, 'value')).filter((v) => v !== null);
+}
+
 // ---- Frozen through helpers ------------------------------------------------------------------------
 
 /**
@@ -307,8 +363,9 @@ const functionTokens = new NodeMemo<string>('indirect.functionToken');
 
 /**
  * Changes whenever what helpers reach may change: the text of every function that reaches a forward
- * pass (kept per function node, so unchanged functions cost nothing), the instances of the file's
- * classes, and the keys frozen through helpers. Per-scope results that follow helpers depend on these.
+ * pass (kept per function node, so unchanged functions cost nothing), the names calls resolve to
+ * (functions, classes and their methods, closures, instances of the file's classes), and the keys
+ * frozen through helpers. Per-scope results that follow helpers depend on these.
  */
 export function indirectSignature(file: SourceFile): string {
   return signatureMemo.get(file, () => {
@@ -317,7 +374,11 @@ export function indirectSignature(file: SourceFile): string {
       if (frameOf(file, fn, MAX_HELPER_DEPTH - 1) === null) continue;
       parts.push(functionTokens.get(file, fn, '', () => intern(file, file.textOf(fn))));
     }
-    const { instances } = fileFunctions(file);
+    // What calls resolve to: the names of functions, classes, methods and closures, and the instances.
+    const { moduleLevel, classes, instances, nested } = fileFunctions(file);
+    parts.push([...moduleLevel.keys()].join(','));
+    for (const [name, c] of classes) parts.push(`${name}(${c.bases.join(',')}):${[...c.methods.keys()].join(',')}`);
+    for (const byName of nested.values()) parts.push([...byName.keys()].join(','));
     for (const [key, cls] of instances) parts.push(`${key}=${cls}`);
     parts.push([...frozenThroughHelpers(file)].sort().join(','));
     return intern(file, parts.join('|'));

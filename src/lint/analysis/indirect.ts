@@ -177,7 +177,7 @@ function callsOf(file: SourceFile, fn: SyntaxNode): SyntaxNode[] {
  * `receiver` (a key in the callee's terms) in the caller's terms: a parameter is replaced by the
  * argument the call passes for it, `self` by the object the method is called on.
  */
-function mapReceiver(file: SourceFile, call: SyntaxNode, callee: SyntaxNode, receiver: string): string | null {
+export function mapReceiver(file: SourceFile, call: SyntaxNode, callee: SyntaxNode, receiver: string): string | null {
   const dot = receiver.indexOf('.');
   const head = dot < 0 ? receiver : receiver.slice(0, dot);
   const rest = dot < 0 ? '' : receiver.slice(dot);
@@ -208,11 +208,8 @@ function parameterKeys(file: SourceFile, def: SyntaxNode): string[] {
 
 /** A forward pass in `fn` itself that records a graph as far as `fn`'s own code says. */
 function recordingForward(file: SourceFile, fn: SyntaxNode): SyntaxNode | null {
-  for (const call of callsByScope(file).get(fn)?.forwards ?? []) {
-    // Grad mode is judged inside the helper only: whoever calls it decides the rest.
-    if (!gradOffWithin(file, call) && !gradMaybeOffAt(file, call)) return call;
-  }
-  return null;
+  // Grad mode is judged inside the helper only: whoever calls it decides the rest.
+  return recordingForwards(file, fn)[0] ?? null;
 }
 
 /** A function of another file (not a library) handed the module or a value with history in `fn`. */
@@ -327,6 +324,28 @@ export function externalInference(file: SourceFile, call: SyntaxNode): ExternalI
 function keywordValues(call: SyntaxNode): SyntaxNode[] {
   const args = childByField(call, 'arguments');
   return (args?.children ?? []).filter((a) => a.type === 'keyword_argument').map((a) => childByField(a, 'value')).filter((v) => v !== null);
+}
+
+/** The calls of the file that run each function of the file (by localCallee), in document order. */
+export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {
+  return callSitesMemo.get(file, () => {
+    const out = new Map<SyntaxNode, SyntaxNode[]>();
+    for (const call of file.nodesOfType('call')) {
+      const callee = localCallee(file, call);
+      if (callee === null) continue;
+      const list = out.get(callee);
+      if (list === undefined) out.set(callee, [call]);
+      else list.push(call);
+    }
+    return out;
+  });
+}
+
+const callSitesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.callSites');
+
+/** The forward passes of `fn` itself that record a graph as far as its own code says (grad mode at the call site aside). */
+export function recordingForwards(file: SourceFile, fn: SyntaxNode): SyntaxNode[] {
+  return (callsByScope(file).get(fn)?.forwards ?? []).filter((call) => !gradOffWithin(file, call) && !gradMaybeOffAt(file, call));
 }
 
 // ---- Frozen through helpers ------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode 
 import { gradMaybeOffAt, gradOffWithin } from './gradstate';
 import { keywordArgument, positionalArguments } from './context';
 import { importBindings } from './imports';
-import { callsByScope, enclosingClass, forwardReceiver, isModelKey, keyOf, modelFacts, scopeOf } from './models';
+import { callsByScope, enclosingClass, forwardReceiver, frozenTarget, isModelKey, keyOf, scopeOf } from './models';
 import { isInferenceName, reachesGradients } from './inference';
 import { flowOf, Taint } from './flow';
 import { intern } from './unitcache';
@@ -350,22 +350,62 @@ export function recordingForwards(file: SourceFile, fn: SyntaxNode): SyntaxNode[
 
 // ---- Frozen through helpers ------------------------------------------------------------------------
 
+interface Freezes {
+  /** The parameters each function of the file freezes (`def freeze(m): m.requires_grad_(False)`). */
+  readonly parameters: ReadonlyMap<SyntaxNode, ReadonlySet<string>>;
+  /** Keys frozen somewhere other than as a function's parameter (`self.teacher`, a global `vgg`). */
+  readonly elsewhere: ReadonlySet<string>;
+}
+
+/** Every freeze in the file (`X.requires_grad_(False)`, `p.requires_grad = False` over `X.parameters()`), by where it happens. */
+function freezes(file: SourceFile): Freezes {
+  return freezesMemo.get(file, () => {
+    const parameters = new Map<SyntaxNode, Set<string>>();
+    const elsewhere = new Set<string>();
+    const note = (object: SyntaxNode | null, at: SyntaxNode): void => {
+      const key = frozenTarget(file, object);
+      if (key === null) return;
+      const scope = scopeOf(at);
+      if (scope?.type === 'function_definition' && key !== 'self' && !key.includes('.') && parameterKeys(file, scope).includes(key)) {
+        let set = parameters.get(scope);
+        if (set === undefined) parameters.set(scope, (set = new Set()));
+        set.add(key);
+      } else elsewhere.add(key);
+    };
+    for (const call of file.nodesOfType('call')) {
+      const fn = childByField(call, 'function');
+      if (fn?.type !== 'attribute' || file.textOf(childByField(fn, 'attribute') ?? fn) !== 'requires_grad_') continue;
+      if (/^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(call, 'arguments') ?? call))) note(childByField(fn, 'object'), call);
+    }
+    for (const a of file.nodesOfType('assignment')) {
+      const left = childByField(a, 'left');
+      const right = childByField(a, 'right');
+      if (left?.type !== 'attribute' || right === null || file.textOf(right) !== 'False' || file.textOf(childByField(left, 'attribute') ?? left) !== 'requires_grad') continue;
+      note(childByField(left, 'object'), a);
+    }
+    return { parameters, elsewhere };
+  });
+}
+
+const freezesMemo = new VersionMemo<Freezes>('indirect.freezes');
+
 /**
  * Keys frozen by a helper of this file: `freeze(self.teacher)` where `def freeze(m)` sets
  * `requires_grad = False` on `m`'s parameters (or calls `m.requires_grad_(False)`).
  */
 export function frozenThroughHelpers(file: SourceFile): ReadonlySet<string> {
   return frozenMemo.get(file, () => {
-    const frozen = modelFacts(file).frozen;
+    const { parameters } = freezes(file);
     const out = new Set<string>();
-    if (frozen.size === 0) return out;
+    if (parameters.size === 0) return out;
     for (const call of file.nodesOfType('call')) {
       const callee = localCallee(file, call);
-      if (callee === null) continue;
+      const frozen = callee === null ? undefined : parameters.get(callee);
+      if (callee === null || frozen === undefined) continue;
       const params = parameterKeys(file, callee);
+      const offset = enclosingClass(callee) !== null && params[0] === 'self' ? 1 : 0;
       params.forEach((p, i) => {
-        if (p === '' || p === 'self' || !frozen.has(p)) return;
-        const offset = enclosingClass(callee) !== null && params[0] === 'self' ? 1 : 0;
+        if (!frozen.has(p)) return;
         const key = keyOf(file, positionalArguments(call)[i - offset] ?? keywordArgument(file, call, p));
         if (key !== null) out.add(key);
       });
@@ -375,6 +415,23 @@ export function frozenThroughHelpers(file: SourceFile): ReadonlySet<string> {
 }
 
 const frozenMemo = new VersionMemo<ReadonlySet<string>>('indirect.frozen');
+
+/**
+ * `key` is frozen only as the parameter of functions other than `scope` (`def freeze_model(model): for p
+ * in model.parameters(): p.requires_grad = False`): that freezes what those functions are called with
+ * (frozenThroughHelpers), not a variable of `scope` that happens to share the parameter's name.
+ */
+export function frozenOnlyInOtherFunctions(file: SourceFile, key: string, scope: SyntaxNode): boolean {
+  const { parameters, elsewhere } = freezes(file);
+  if (elsewhere.has(key)) return false;
+  let frozenAsParameter = false;
+  for (const [fn, keys] of parameters) {
+    if (!keys.has(key)) continue;
+    if (fn === scope) return false;
+    frozenAsParameter = true;
+  }
+  return frozenAsParameter;
+}
 
 // ---- Signature -------------------------------------------------------------------------------------
 
@@ -399,7 +456,8 @@ export function indirectSignature(file: SourceFile): string {
     for (const [name, c] of classes) parts.push(`${name}(${c.bases.join(',')}):${[...c.methods.keys()].join(',')}`);
     for (const byName of nested.values()) parts.push([...byName.keys()].join(','));
     for (const [key, cls] of instances) parts.push(`${key}=${cls}`);
-    parts.push([...frozenThroughHelpers(file)].sort().join(','));
+    parts.push([...frozenThroughHelpers(file)].sort().join(','), [...freezes(file).elsewhere].sort().join(','));
+    for (const [fn, keys] of freezes(file).parameters) parts.push(`${file.textOf(childByField(fn, 'name') ?? fn)}:${[...keys].join(',')}`);
     return intern(file, parts.join('|'));
   });
 }

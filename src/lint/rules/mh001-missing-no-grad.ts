@@ -12,7 +12,7 @@ import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { callsMatching } from '../analysis/calls';
 import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isInferenceName, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
-import { externalInference, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type ExternalInference, type HelperForward } from '../analysis/indirect';
+import { externalInference, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type ExternalInference, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -166,11 +166,12 @@ function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
   return false;
 }
 
-/** Frozen anywhere in the file: `requires_grad_(False)` on it, or a helper of the file that freezes what it is given. */
-function isFrozen(file: SourceFile, receiver: string): boolean {
-  for (const frozen of [modelFacts(file).frozen, frozenThroughHelpers(file)]) {
-    for (const f of frozen) if (receiver === f || receiver.startsWith(`${f}.`)) return true;
-  }
+/** Frozen in the file: `requires_grad_(False)` on it, or a call of a helper of the file that freezes what it is given. */
+function isFrozen(file: SourceFile, receiver: string, scope: SyntaxNode): boolean {
+  const covers = (f: string): boolean => receiver === f || receiver.startsWith(`${f}.`);
+  // A helper's parameter frozen inside the helper freezes what the helper is called with, not this name elsewhere.
+  for (const f of modelFacts(file).frozen) if (covers(f) && !frozenOnlyInOtherFunctions(file, f, scope)) return true;
+  for (const f of frozenThroughHelpers(file)) if (covers(f)) return true;
   return false;
 }
 
@@ -309,7 +310,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
   for (const { call, receiver, helper, external } of forwards) {
     if (scope.type === 'function_definition' && findings.length > 0) break;
-    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
+    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;

@@ -190,6 +190,25 @@ export function gradOffAt(file: SourceFile, node: SyntaxNode): boolean {
   return false;
 }
 
+/**
+ * Autograd is off where `node` runs by the code of its own function (and the functions around it): a
+ * no_grad block or decorator, a project no_grad decorator, `set_grad_enabled(False)` before it, a
+ * Lightning no-grad hook. Unlike gradOffAt, not because this file happens to call the function under
+ * no_grad: a caller following a helper asks whether the helper itself turns grad off.
+ */
+export function gradOffWithin(file: SourceFile, node: SyntaxNode): boolean {
+  if (isGradDisabled(file, node)) return true;
+  const facts = gradFacts(file);
+  if (facts.moduleOff) return true;
+  const scope = scopeOf(node);
+  if (scope === null) return false;
+  for (const off of facts.offStatements.get(scope) ?? []) if (off.end <= node.start) return true;
+  for (let s: SyntaxNode | null = scope; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
+    if (isLightningNoGradHook(file, s) || decoratorsOf(s).some((d) => isNoGradWrapper(file, d))) return true;
+  }
+  return false;
+}
+
 const NO_GRAD_WRAPPER_NAME = /no_?grad|inference_mode|inference_context/i;
 
 /**

@@ -270,7 +270,8 @@ export function modelSignature(file: SourceFile): string {
 }
 
 /** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
-function frozenTarget(file: SourceFile, object: SyntaxNode | null): string | null {
+/** The module a `requires_grad_(False)` receiver / `.requires_grad = False` object freezes (`p` over `X.parameters()` freezes X). */
+export function frozenTarget(file: SourceFile, object: SyntaxNode | null): string | null {
   if (object === null) return null;
   if (object.type === 'identifier') {
     // A loop variable over `X.parameters()`: freezing it freezes X.

@@ -10,7 +10,9 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
-import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { callsMatching } from '../analysis/calls';
+import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isInferenceName, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { externalInference, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type ExternalInference, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -164,10 +166,12 @@ function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
   return false;
 }
 
-function isFrozen(file: SourceFile, receiver: string): boolean {
-  const frozen = modelFacts(file).frozen;
-  if (frozen.size === 0) return false;
-  for (const f of frozen) if (receiver === f || receiver.startsWith(`${f}.`)) return true;
+/** Frozen in the file: `requires_grad_(False)` on it, or a call of a helper of the file that freezes what it is given. */
+function isFrozen(file: SourceFile, receiver: string, scope: SyntaxNode): boolean {
+  const covers = (f: string): boolean => receiver === f || receiver.startsWith(`${f}.`);
+  // A helper's parameter frozen inside the helper freezes what the helper is called with, not this name elsewhere.
+  for (const f of modelFacts(file).frozen) if (covers(f) && !frozenOnlyInOtherFunctions(file, f, scope)) return true;
+  for (const f of frozenThroughHelpers(file)) if (covers(f)) return true;
   return false;
 }
 
@@ -232,9 +236,51 @@ const findingsCache = new ScopeFindingsMemo('MH001');
 
 function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);
-  if (calls.size === 0) return [];
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file)]);
-  return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)?.forwards ?? []));
+  // No forward pass in the file, and no inference routine of another file called (`beam_search(src, model)`).
+  if (calls.size === 0 && callsMatching(file, isInferenceName).length === 0) return [];
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), indirectSignature(file)]);
+  return checkScopes(file, findingsCache, signature, (scope) => scopeFindings(file, scope));
+}
+
+const scopeFindingsMemo = new VersionMemo<RuleFinding[]>('MH001.scopeFindings');
+
+/** A scope's findings in this version (also asked for the helpers a caller reaches, to report each path once). */
+function scopeFindings(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
+  return scopeFindingsMemo.keyed(file, scope, () => checkScope(file, scope), []); // []: recursion guard
+}
+
+/** A forward pass of the scope itself, or a call that reaches one through helpers of this file. */
+interface Candidate {
+  readonly call: SyntaxNode;
+  readonly receiver: string;
+  readonly helper: HelperForward | null;
+  /** The forward pass is (presumably) in an inference routine of another file. */
+  readonly external: ExternalInference | null;
+}
+
+function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
+  const out: Candidate[] = [];
+  for (const call of callsByScope(file).get(scope)?.forwards ?? []) {
+    const receiver = forwardReceiver(file, call);
+    if (receiver !== null) out.push({ call, receiver, helper: null, external: null });
+  }
+  for (const call of helperForwardCalls(file, scope)) {
+    const helper = helperForward(file, call);
+    if (helper !== null) out.push({ call, receiver: helper.receiver, helper, external: null });
+  }
+  for (const call of callsInScope(file, scope)) {
+    const external = externalInference(file, call);
+    if (external !== null) out.push({ call, receiver: external.receiver, helper: null, external });
+  }
+  return out.sort((a, b) => a.call.start - b.call.start);
+}
+
+/** A function on the helper path reports this forward itself (its own evaluation context): one finding per path. */
+function reportedInHelper(file: SourceFile, helper: HelperForward): boolean {
+  return helper.path.slice(1).some((node) => {
+    const scope = scopeOf(node);
+    return scope !== null && scopeFindings(file, scope).some((f) => f.start === node.start);
+  });
 }
 
 const INFERENCE_WHY: Record<InferenceKind, string> = {
@@ -248,7 +294,8 @@ const INFERENCE_WHY: Record<InferenceKind, string> = {
  * At most one finding per scope for evaluation code (its first forward pass without no_grad); for
  * inference found structurally, one per gradient-free region (a script's separate test loops).
  */
-function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly SyntaxNode[]): RuleFinding[] {
+function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
+  const forwards = candidates(file, scope);
   if (forwards.length === 0) return [];
   const info = scopeInfo(file, scope);
   if (info.skip) return [];
@@ -261,11 +308,10 @@ function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly Synt
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const call of forwards) {
+  for (const { call, receiver, helper, external } of forwards) {
     if (scope.type === 'function_definition' && findings.length > 0) break;
-    const receiver = forwardReceiver(file, call);
-    if (receiver === null) continue;
-    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver)) continue;
+    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
+    if (helper !== null && reportedInHelper(file, helper)) continue;
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
     const context = evalContext(file, info, call, receiver);
@@ -275,27 +321,68 @@ function checkScope(file: SourceFile, scope: SyntaxNode, forwards: readonly Synt
       if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;
-      findings.push(finding(file, scope, call, receiver, why, where, crossFile));
+      findings.push(finding(file, scope, call, receiver, why, where, crossFile, helper, external));
       continue;
     }
     const inference = inferenceContext(file, scope, call);
     if (inference === null) continue;
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
-    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile));
+    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper, external));
   }
   return findings;
 }
 
-function finding(file: SourceFile, scope: SyntaxNode, call: SyntaxNode, receiver: string, why: string, where: string, crossFile: string): RuleFinding {
+function finding(
+  file: SourceFile,
+  scope: SyntaxNode,
+  call: SyntaxNode,
+  receiver: string,
+  why: string,
+  where: string,
+  crossFile: string,
+  helper: HelperForward | null,
+  external: ExternalInference | null,
+): RuleFinding {
+  const subject = external === null ? `\`${receiver}(…)\` runs` : `\`${external.callee}(…)\` presumably runs \`${receiver}\``;
+  const route = helper === null ? '' : ` (${throughHelpers(file, helper)})`;
   return {
     start: call.start,
     end: call.end,
     message:
-      `\`${receiver}(…)\` runs ${why} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
-      `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).${crossFile}`,
+      `${subject} ${why}${route} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
+      `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).${crossFile}${otherFile(helper)}${externalNote(external)}`,
     fix: noGradFix(file, scope, call),
   };
+}
+
+/**
+ * `through \`self._run_batch\``. No line numbers: the finding is cached with its scope, and the helper's
+ * line moves with edits elsewhere.
+ */
+function throughHelpers(file: SourceFile, helper: HelperForward): string {
+  const names = helper.path.slice(0, -1).map((c) => `\`${file.textOf(childByField(c, 'function') ?? c)}\``);
+  return `through ${names.join(' → ')}`;
+}
+
+/** The verdict rests on a function this file cannot show. */
+function otherFile(helper: HelperForward | null): string {
+  if (helper?.external == null) return '';
+  return ` (The helper hands the module or its output to \`${helper.external}\` from another file: if that backpropagates it, this is part of a training step.)`;
+}
+
+/** The verdict rests on an inference routine this file cannot show. */
+function externalNote(external: ExternalInference | null): string {
+  if (external === null) return '';
+  return ` (\`${external.callee}\` is defined in another file: if it already runs under no_grad/inference_mode, this is fine.)`;
+}
+
+/** Calls whose nearest scope is `scope`. */
+function callsInScope(file: SourceFile, scope: SyntaxNode): SyntaxNode[] {
+  const calls = file.nodesOfType('call');
+  const out: SyntaxNode[] = [];
+  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) if (scopeOf(calls[i]) === scope) out.push(calls[i]);
+  return out;
 }
 
 export const missingNoGrad: Rule = {

@@ -12,6 +12,7 @@ import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
 import { parameterNames } from '../analysis/values';
 import { forwardsFeedingBackward } from '../analysis/backprop';
+import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
 const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
@@ -105,6 +106,27 @@ function check(file: SourceFile): RuleFinding[] {
       list.push(call);
     }
   }
+  // Forward passes in helpers of the file that train nothing themselves, called from a training step
+  // (`logits_t = self._teacher_logits(x)`): recorded at the call, the network named in the caller's terms.
+  const viaHelper = new Set<string>();
+  for (const [fn, sites] of callSites(file)) {
+    if (computesGradients(file, fn)) continue; // its forwards are counted where they are
+    for (const forward of recordingForwards(file, fn)) {
+      const inner = forwardReceiver(file, forward);
+      if (inner === null) continue;
+      for (const site of sites) {
+        const scope = scopeOf(site);
+        const key = scope === null ? null : mapReceiver(file, site, fn, inner);
+        if (scope === null || key === null || key === 'self' || !records(file, site, scope)) continue;
+        let list = recording.get(key);
+        if (list === undefined) {
+          recording.set(key, (list = []));
+          viaHelper.add(key);
+        }
+        list.push(site);
+      }
+    }
+  }
   // `self.qnetwork_target.load_state_dict(...)` shows a module whose name the model heuristics do not know:
   // its calls are forward passes too.
   const loaded = loadedFromAnother(file);
@@ -126,7 +148,7 @@ function check(file: SourceFile): RuleFinding[] {
   for (const key of loaded) copies.add(key);
   const findings: RuleFinding[] = [];
   for (const [key, forwards] of recording) {
-    if (coveredBy(key, optimized) || coveredBy(key, facts.frozen)) continue;
+    if (coveredBy(key, optimized) || coveredBy(key, facts.frozen) || coveredBy(key, frozenThroughHelpers(file))) continue;
     const c = built.get(key);
     const use = forwards[0];
     if (c === undefined) {
@@ -137,6 +159,8 @@ function check(file: SourceFile): RuleFinding[] {
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
     const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
     if (!named && !copies.has(key)) continue;
+    // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
+    if (!named && viaHelper.has(key)) continue;
     // A copy whose output is backpropagated gets gradients someone reads (A3C's local model, a reference in a gradient test).
     if (!named && forwards.some((f) => forwardsFeedingBackward(file, scopeOf(f) ?? f).has(f))) continue;
     findings.push(finding(file, key, c.assignment, use, copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'));

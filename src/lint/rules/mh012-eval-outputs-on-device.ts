@@ -11,6 +11,8 @@ import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
 import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps';
+import { localCallee, MAX_HELPER_DEPTH } from '../analysis/indirect';
+import { returnsOf } from '../analysis/values';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -25,7 +27,7 @@ const LOADER = /loader|(^|[^a-z])dl([^a-z]|$)|batches/i;
  * through names, tensor methods and torch functions, stopped by host conversions and by functions the
  * file does not show (a `decode(out)` may well return Python objects).
  */
-function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode): boolean {
+function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, depth = MAX_HELPER_DEPTH - 1): boolean {
   const stack = [expr];
   const seen = new Set<SyntaxNode>();
   let steps = 0;
@@ -36,6 +38,12 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode):
     switch (n.type) {
       case 'call': {
         if (forwardReceiver(file, n) !== null) return true;
+        // A helper of this file (`out = self._predict(x)`): what it returns, in its own flow.
+        const callee = depth > 0 ? localCallee(file, n) : null;
+        if (callee !== null) {
+          if (returnsDeviceOutput(file, callee, depth - 1)) return true;
+          continue;
+        }
         const fn = childByField(n, 'function');
         if (fn?.type === 'attribute') {
           const method = calleeMethod(file, n) ?? '';
@@ -80,6 +88,15 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode):
     }
   }
   return false;
+}
+
+/** Some `return` of a helper of this file hands back a forward pass's output still on the device. */
+function returnsDeviceOutput(file: SourceFile, fn: SyntaxNode, depth: number): boolean {
+  const flow = flowOf(file, fn);
+  return returnsOf(fn).some((r) => {
+    const value = r.children.find((c) => c.named && c.type !== 'comment');
+    return value !== undefined && holdsDeviceOutput(file, flow, value, depth);
+  });
 }
 
 function pushArguments(call: SyntaxNode, stack: SyntaxNode[]): void {

@@ -128,6 +128,37 @@ describe('MH001 missing-no-grad fix', () => {
     assert.deepEqual(only(await lint(fixed), 'MH001'), []);
   });
 
+  it('never decorates a function that trains only through helpers: wraps the evaluation loop that reaches a forward through a helper', async () => {
+    const text = [
+      'import torch',
+      '',
+      'class Trainer:',
+      '    def _run_batch(self, x):',
+      '        return self.model(x).sum()',
+      '',
+      '    def _update(self, loss):',
+      '        loss.backward()',
+      '        self.optimizer.step()',
+      '',
+      '    def main(self):',
+      '        self._update(self._run_batch(self.train_x))',
+      '        self.model.eval()',
+      '        for x in self.val_batches:',
+      '            print(self._run_batch(x).item())',
+      '',
+    ].join('\n');
+    const [f] = only(await lint(text), 'MH001');
+    assert.ok(f?.fix, 'MH001 with a fix');
+    assert.equal(lineOf(text, f.start), 15);
+    assert.match(f.message, /through `self\._run_batch`/);
+    assert.match(f.fix.title, /^Wrap/);
+    const fixed = applyFix(text, f.fix);
+    assert.ok(!fixed.includes('@torch.no_grad()'), fixed);
+    assert.match(fixed, /\n {8}self\._update\(self\._run_batch\(self\.train_x\)\)\n {8}self\.model\.eval\(\)\n {8}with torch\.no_grad\(\):\n {12}for x in self\.val_batches:\n {16}print/);
+    assert.deepEqual(await syntaxErrors(fixed), []);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+  });
+
   it('the wrap keeps training intact and only stops the evaluation graph (real torch)', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120000);

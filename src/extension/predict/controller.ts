@@ -20,6 +20,8 @@ import { progressHooks } from '../profile/progressHooks';
 import type { RunResult } from '../profile/run';
 import { functionAt, topLevelFunctions } from '../profile/stepFinder';
 import type { ReportStore } from '../reportStore';
+import { refuse } from '../profile/refuse';
+import { whyNotRunnable } from '../profile/runnableDocument';
 import { readPredictConfig, readProfileConfig } from '../settings';
 import type { RunPrediction } from './run';
 import { batchParameter, setupCandidates, type SetupCandidate } from './setup';
@@ -92,6 +94,7 @@ export class PredictController {
   private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | undefined, args: PredictArgs): Promise<PredictCommandResult> {
     const target = await this.pickStep(uri, functionName);
     if (target === null) return { status: 'no-target' };
+    if ('refused' in target) return { status: 'no-target', error: target.refused };
     const { document, step } = target;
     if (document.isDirty) await document.save();
     const source = sourceOf(document, this.diagnostics, this.linter);
@@ -200,12 +203,14 @@ export class PredictController {
     return { status: 'failed', error, ...(report !== null ? { report } : {}) };
   }
 
-  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | null> {
+  /** The document and step to predict; null when the user dismissed the choice, `refused` when the document cannot be run. */
+  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | { refused: string } | null> {
     const editor = vscode.window.activeTextEditor;
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
-    if (document === undefined || document.languageId !== 'python' || document.uri.scheme !== 'file') {
-      void vscode.window.showErrorMessage('memhint: open a saved Python file and put the cursor in the training step to predict.');
-      return null;
+    const refusal = whyNotRunnable(document, 'predict', vscode.window.activeNotebookEditor !== undefined);
+    if (refusal !== null || document === undefined) {
+      refuse(refusal ?? '', document);
+      return { refused: refusal ?? '' };
     }
     if (functionName !== undefined) return { document, step: functionName };
     const source = sourceOf(document, this.diagnostics, this.linter);

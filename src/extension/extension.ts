@@ -12,7 +12,7 @@ import { StepCodeLensProvider } from './profile/codeLens';
 import { ProfileController } from './profile/controller';
 import { openReport } from './profile/openReport';
 import { runProfileRequest } from './profile/run';
-import { PredictController, type PredictArgs } from './predict/controller';
+import { PredictController } from './predict/controller';
 import { runPrediction } from './predict/run';
 import { ReportStore } from './reportStore';
 import { createApi, type MemhintApi } from './testApi';
@@ -57,7 +57,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
       profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined, typeof loopLine === 'number' && Number.isInteger(loopLine) && loopLine > 0 ? loopLine : undefined),
     ),
     vscode.commands.registerCommand('memhint.predict', (uri?: vscode.Uri, fn?: string, args?: unknown) =>
-      predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined, typeof args === 'object' && args !== null ? (args as PredictArgs) : undefined),
+      predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined, typeof args === 'object' && args !== null ? args : undefined),
     ),
     vscode.commands.registerCommand('memhint.cancelProfile', () => {
       profiler.cancel();

@@ -6,6 +6,7 @@ import { HintsController } from './hints/controller';
 import { MemhintCodeActions } from './lint/codeActions';
 import { fixAll, showRuleDocs } from './lint/commands';
 import { DiagnosticsController } from './lint/diagnostics';
+import { RunningTorch } from './lint/runningTorch';
 import { Logger } from './logger';
 import { StepCodeLensProvider } from './profile/codeLens';
 import { ProfileController } from './profile/controller';
@@ -32,7 +33,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
     throw err;
   }
   const reports = new ReportStore(context.storageUri ?? context.globalStorageUri, log);
-  const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri);
+  const runningTorch = new RunningTorch(log);
+  const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri, runningTorch);
   const actions = new MemhintCodeActions(diagnostics, linter);
   const hints = new HintsController(reports, log);
   const codeLens = new StepCodeLensProvider(diagnostics, linter);
@@ -42,6 +44,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
 
   context.subscriptions.push(
     reports,
+    runningTorch,
     diagnostics,
     hints,
     codeLens,
@@ -53,7 +56,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
     vscode.commands.registerCommand('memhint.profileStep', (uri?: vscode.Uri, fn?: string | null, loopLine?: number) =>
       profiler.profileStep(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' || fn === null ? fn : undefined, typeof loopLine === 'number' && Number.isInteger(loopLine) && loopLine > 0 ? loopLine : undefined),
     ),
-    vscode.commands.registerCommand('memhint.predict', (uri?: vscode.Uri, fn?: string) => predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined)),
+    vscode.commands.registerCommand('memhint.predict', (uri?: vscode.Uri, fn?: string, args?: unknown) =>
+      predictor.predict(uri instanceof vscode.Uri ? uri : undefined, typeof fn === 'string' ? fn : undefined, typeof args === 'object' && args !== null ? args : undefined),
+    ),
     vscode.commands.registerCommand('memhint.cancelProfile', () => {
       profiler.cancel();
       predictor.cancel();

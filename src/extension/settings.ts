@@ -8,6 +8,7 @@ import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
 import { defaultThresholds, type HintColorBy, type HintMode, type HintThresholds } from './hints/model';
 import { parseDeviceMemory, type DeviceMemory } from './predict/device';
+import { SettingValues } from './settingValues';
 
 export const SECTION = 'memhint';
 
@@ -57,60 +58,58 @@ export interface SettingsProblems {
   readonly problems: string[];
 }
 
-function integer(value: unknown, fallback: number, min: number, max: number): number {
-  return typeof value === 'number' && Number.isFinite(value) ? Math.min(max, Math.max(min, Math.round(value))) : fallback;
-}
-
-function stringList(value: unknown): string[] | null {
-  if (!Array.isArray(value)) return null;
-  return value.filter((v): v is string => typeof v === 'string' && v.trim() !== '').map((v) => v.trim());
+/** Typed reads of the `memhint` section for SCOPE; wrong types become problems (settingValues.ts). */
+function valuesOf(scope: vscode.ConfigurationScope | undefined, problems: string[]): { config: vscode.WorkspaceConfiguration; values: SettingValues } {
+  const config = vscode.workspace.getConfiguration(SECTION, scope);
+  return { config, values: new SettingValues((key) => config.get<unknown>(key), SECTION, problems) };
 }
 
 export function readLintConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): LintConfig {
-  const c = vscode.workspace.getConfiguration(SECTION, scope);
-  const selectRaw = c.get<unknown>('lint.select');
-  const select = stringList(selectRaw);
-  const torchText = c.get<string>('targetTorch', '').trim();
+  const { values } = valuesOf(scope, problems);
+  const select = values.stringList('lint.select');
+  const torchText = values.string('targetTorch');
   const targetTorch = parseTorchVersion(torchText);
   if (torchText !== '' && targetTorch === null) problems.push(`memhint.targetTorch "${torchText}" is not a version such as "2.1"; ignored`);
   return {
-    enable: c.get<boolean>('lint.enable', true),
+    enable: values.boolean('lint.enable', true),
     select: select === null || select.length === 0 ? null : select,
-    ignore: stringList(c.get<unknown>('lint.ignore')) ?? [],
+    ignore: values.stringList('lint.ignore') ?? [],
     targetTorch,
-    delayMs: integer(c.get('lint.delay'), 150, 0, 5000),
+    delayMs: values.integer('lint.delay', 150, 0, 5000),
   };
 }
 
 export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): ProfileConfig {
-  const c = vscode.workspace.getConfiguration(SECTION, scope);
+  const { config: c, values } = valuesOf(scope, problems);
   // In an untrusted workspace VS Code already ignores workspace values of restricted settings; reading
   // only the user's value here makes that explicit for the interpreter path, and says so.
-  const pythonInspect = c.inspect<string>('python');
-  const python = (vscode.workspace.isTrusted ? c.get<string>('python', '') : (pythonInspect?.globalValue ?? '')).trim();
+  const pythonInspect = c.inspect<unknown>('python');
+  const python = vscode.workspace.isTrusted
+    ? values.string('python')
+    : new SettingValues(() => pythonInspect?.globalValue, SECTION, problems).string('python');
   if (!vscode.workspace.isTrusted) {
     // VS Code hides restricted values of an untrusted workspace even from inspect(): read the files.
-    const ignored = (pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? workspaceFilePython() ?? '').trim();
+    const ignoredRaw = pythonInspect?.workspaceFolderValue ?? pythonInspect?.workspaceValue ?? workspaceFilePython() ?? '';
+    const ignored = typeof ignoredRaw === 'string' ? ignoredRaw.trim() : '';
     if (ignored !== '') problems.push(`memhint.python "${ignored}" from this workspace's settings is ignored until you trust the workspace (Restricted Mode)`);
   }
-  const backend = c.get<string>('profile.backend', 'auto');
   return {
     python: python === '' ? null : python,
-    steps: integer(c.get('profile.steps'), 3, 1, 1000),
-    warmup: integer(c.get('profile.warmup'), 1, 0, 1000),
-    backend: backend === 'cpu' || backend === 'cuda' ? backend : 'auto',
-    maxSeconds: integer(c.get('profile.maxSeconds'), 30, 1, 86_400),
-    timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400),
-    nprocPerNode: integer(c.get('profile.nprocPerNode'), 1, 1, 64),
+    steps: values.integer('profile.steps', 3, 1, 1000),
+    warmup: values.integer('profile.warmup', 1, 0, 1000),
+    backend: values.choice('profile.backend', ['auto', 'cpu', 'cuda'] as const, 'auto'),
+    maxSeconds: values.integer('profile.maxSeconds', 30, 1, 86_400),
+    timeoutSeconds: values.integer('profile.timeout', 600, 5, 86_400),
+    nprocPerNode: values.integer('profile.nprocPerNode', 1, 1, 64),
   };
 }
 
 export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): HintsConfig {
-  const c = vscode.workspace.getConfiguration(SECTION, scope);
-  const raw = c.get<Record<string, unknown>>('hints.thresholds') ?? {};
+  const { values } = valuesOf(scope, problems);
+  const raw = values.object('hints.thresholds');
   const read = (key: keyof HintThresholds): number => {
     const v = raw[key];
-    if (v === undefined) return defaultThresholds[key];
+    if (v === undefined || v === null) return defaultThresholds[key];
     const bytes = typeof v === 'string' || typeof v === 'number' ? parseBytes(v) : null;
     if (bytes === null) {
       problems.push(`memhint.hints.thresholds.${key} ${JSON.stringify(v)} is not a size such as "64 MiB"; using the default`);
@@ -120,26 +119,25 @@ export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: str
   };
   const medium = read('medium');
   const large = Math.max(medium, read('large'));
-  const mode = c.get<string>('hints.mode', 'all');
   return {
-    enable: c.get<boolean>('hints.enable', true),
-    mode: mode === 'currentLine' || mode === 'aboveThreshold' ? mode : 'all',
-    colorBy: c.get<string>('hints.colorBy', 'peak') === 'liveAtPeak' ? 'liveAtPeak' : 'peak',
-    alignColumn: integer(c.get('hints.alignColumn'), 0, 0, 500),
-    maxLength: integer(c.get('hints.maxLength'), 80, 0, 1000),
+    enable: values.boolean('hints.enable', true),
+    mode: values.choice('hints.mode', ['all', 'currentLine', 'aboveThreshold'] as const, 'all'),
+    colorBy: values.choice('hints.colorBy', ['peak', 'liveAtPeak'] as const, 'peak'),
+    alignColumn: values.integer('hints.alignColumn', 0, 0, 500),
+    maxLength: values.integer('hints.maxLength', 80, 0, 1000),
     thresholds: { hide: read('hide'), medium, large },
-    codeLens: c.get<boolean>('codeLens.enable', true),
+    codeLens: values.boolean('codeLens.enable', true),
   };
 }
 
 export function readPredictConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): PredictConfig {
-  const c = vscode.workspace.getConfiguration(SECTION, scope);
-  const raw = c.get<unknown>('predict.device', '');
+  const { values } = valuesOf(scope, problems);
+  const raw = values.raw('predict.device') ?? '';
   const parsed = typeof raw === 'string' ? parseDeviceMemory(raw) : { error: `memhint.predict.device ${JSON.stringify(raw)} is not text such as "80GB" or "A100 80GB"` };
   let device: DeviceMemory | null = null;
   if (parsed !== null && 'error' in parsed) problems.push(`${parsed.error}; predicting without a fits check`);
   else device = parsed;
-  return { device, timeoutSeconds: integer(c.get('profile.timeout'), 600, 5, 86_400) };
+  return { device, timeoutSeconds: values.integer('profile.timeout', 600, 5, 86_400) };
 }
 
 /** Fires `listener` when any memhint setting changes. */

@@ -1,7 +1,7 @@
 // What activate() returns: a read-only view of the extension's state for tests (extension-host suites
 // read it through `extension.exports` or the `memhint._test.getState` command in test mode).
 import * as vscode from 'vscode';
-import type { Linter } from '../lint';
+import { formatTorchVersion, type Linter } from '../lint';
 import type { HintsController } from './hints/controller';
 import type { DiagnosticsController } from './lint/diagnostics';
 import type { PredictController } from './predict/controller';
@@ -14,6 +14,8 @@ export interface MemhintState {
   readonly documents: readonly {
     readonly uri: string;
     readonly version: number;
+    /** The target torch the last lint used ("1.13"); null: none known (a current torch assumed). */
+    readonly targetTorch: string | null;
     readonly findings: readonly { readonly code: string; readonly line: number; readonly message: string; readonly fixable: boolean }[];
     readonly hints: readonly { readonly line: number; readonly text: string; readonly size: string }[];
   }[];
@@ -55,6 +57,7 @@ export function createApi(parts: Parts): MemhintApi {
           return {
             uri: d.uri.toString(),
             version: result?.version ?? -1,
+            targetTorch: result?.settings.targetTorch ? formatTorchVersion(result.settings.targetTorch) : null,
             findings: (result?.findings ?? []).map((f, i) => ({
               code: f.code,
               line: result!.diagnostics[i]?.range.start.line ?? -1,

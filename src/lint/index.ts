@@ -19,7 +19,7 @@ export {
 } from './engine';
 export { allRules, ruleByCode } from './rules';
 export type { Finding, Fix, TextEdit, Rule, RuleCode, Severity, TorchVersion } from './types';
-export { parseTorchVersion } from './types';
+export { formatTorchVersion, parseTorchVersion } from './types';
 export { SourceFile, childByField, type SyntaxNode } from './syntax';
 export { AnalysisSession } from './session';
 // What the editor needs beyond linting a file: project settings, fix-all, noqa edits, call shapes.

@@ -27,6 +27,7 @@ import type { ReportStore } from '../reportStore';
 import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { ruleDocUri } from './ruleDocs';
+import type { RunningTorch } from './runningTorch';
 
 export interface LintResult {
   readonly version: number;
@@ -71,6 +72,8 @@ export class DiagnosticsController implements vscode.Disposable {
     private readonly reports: ReportStore,
     private readonly log: Logger,
     private readonly extensionUri: vscode.Uri,
+    /** The torch that will run each file: the target when nothing explicit sets one. */
+    private readonly runningTorch: RunningTorch,
   ) {
     this.config = this.readConfig();
     this.disposables.push(
@@ -95,6 +98,7 @@ export class DiagnosticsController implements vscode.Disposable {
         this.config = this.readConfig();
         this.relintAll();
       }),
+      runningTorch.onDidChange(() => this.relintAll()),
       reports.onDidChange(() => this.republishAll()),
     );
     for (const d of vscode.workspace.textDocuments) this.open(d);
@@ -152,7 +156,10 @@ export class DiagnosticsController implements vscode.Disposable {
       if (isExcluded(project, document.uri.fsPath)) return null;
       const settings = settingsForFile(project, document.uri.fsPath, overrides);
       if (settings.targetTorch !== null) return settings;
-      // No memhint.targetTorch nor [tool.memhint] target-torch: the oldest torch the project's pin allows.
+      // No memhint.targetTorch nor [tool.memhint] target-torch: the torch that will run the file, else the
+      // oldest torch the project's pin allows.
+      const running = this.runningTorch.versionFor(document.uri);
+      if (running) return { ...settings, targetTorch: running };
       const pin = findTorchPin(document.uri.fsPath, this.pins);
       return pin === null ? settings : { ...settings, targetTorch: pin.version };
     } catch (err) {

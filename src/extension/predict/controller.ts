@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Linter } from '../../lint';
+import { maxBatch, type MaxBatchResult, type PredictOptions } from '../../predict/run';
 import type { PredictedReport } from '../../predict/schema';
 import { isPredictedReport } from '../../predict/schema';
 import type { ProfileFailure } from '../../profiler/launcher';
@@ -16,11 +17,15 @@ import { errorText, type Logger } from '../logger';
 import { failureActions, UNTRUSTED_MESSAGE } from '../profile/controller';
 import { resolveInterpreter, shortPath, sourceLabel } from '../profile/interpreter';
 import { describeInterpreter, InterpreterProbe } from '../profile/probe';
-import { progressHooks } from '../profile/progressHooks';
+import { progressHooks, type ProgressSink } from '../profile/progressHooks';
 import type { RunResult } from '../profile/run';
 import { functionAt, topLevelFunctions } from '../profile/stepFinder';
 import type { ReportStore } from '../reportStore';
+import { refuse } from '../profile/refuse';
+import { whyNotRunnable } from '../profile/runnableDocument';
 import { readPredictConfig, readProfileConfig } from '../settings';
+import { parseDeviceMemory, type DeviceMemory } from './device';
+import { maxBatchCurve, maxBatchSentence, recordingPredictor, searchStart } from './maxBatch';
 import type { RunPrediction } from './run';
 import { batchParameter, setupCandidates, type SetupCandidate } from './setup';
 import { describeWhatIf, parseBatchValue, predictOptions, reviveWhatIf, torchSupportsPrediction, type WhatIf } from './whatIf';
@@ -29,12 +34,18 @@ export interface PredictCommandResult {
   readonly status: 'done' | 'cancelled' | 'failed' | 'untrusted' | 'no-target' | 'unsupported-torch';
   readonly report?: PredictedReport;
   readonly error?: string;
+  /** "Largest batch that fits": every predicted value and the answer. */
+  readonly maxBatch?: MaxBatchResult;
 }
 
 /** Arguments tests (and other commands) may pass to skip the pickers. */
 export interface PredictArgs {
   readonly setup?: string;
   readonly whatIf?: Partial<WhatIf>;
+  /** Search the largest value of the batch argument that fits (needs a device size). */
+  readonly maxBatch?: boolean;
+  /** The device size for this run, as memhint.predict.device is written ("80GB"). */
+  readonly device?: string;
 }
 
 export class PredictController {
@@ -92,6 +103,7 @@ export class PredictController {
   private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | undefined, args: PredictArgs): Promise<PredictCommandResult> {
     const target = await this.pickStep(uri, functionName);
     if (target === null) return { status: 'no-target' };
+    if ('refused' in target) return { status: 'no-target', error: target.refused };
     const { document, step } = target;
     if (document.isDirty) await document.save();
     const source = sourceOf(document, this.diagnostics, this.linter);
@@ -108,8 +120,27 @@ export class PredictController {
       void vscode.window.showWarningMessage(`memhint: ${p}.`);
     }
     const previous = reviveWhatIf(remembered.whatIf);
-    const whatIf = args.whatIf !== undefined ? { ...previous, ...args.whatIf } : await this.pickWhatIf(previous, setup, config.device?.label ?? null);
-    if (whatIf === null) return { status: 'no-target' };
+    const picked = args.whatIf !== undefined || args.maxBatch !== undefined
+      ? { whatIf: { ...previous, ...args.whatIf }, searchMaxBatch: args.maxBatch === true }
+      : await this.pickWhatIf(previous, setup, config.device?.label ?? null);
+    if (picked === null) return { status: 'no-target' };
+    let whatIf = picked.whatIf;
+    let device = config.device;
+    if (args.device !== undefined) {
+      const given = parseDeviceMemory(args.device);
+      if (given === null || 'error' in given) return this.failed(given === null ? 'no device size given' : given.error, null, null);
+      device = given;
+    }
+    // The search's argument and start: the batch what-if's value, else the last one, else the setup's default.
+    let search: { arg: string; start: number } | null = null;
+    if (picked.searchMaxBatch) {
+      const param = batchParameter(setup) ?? (whatIf.batch !== null ? { name: whatIf.batch.arg, defaultText: null } : null);
+      if (param === null) return this.failed(`${setup.name}() has no batch-size argument to search (a parameter named like batch or bs)`, null, null);
+      device ??= await this.askDevice();
+      if (device === null) return { status: 'no-target' };
+      search = { arg: param.name, start: searchStart(whatIf.batch?.arg === param.name ? whatIf.batch.value : null, param.defaultText) };
+      whatIf = { ...whatIf, batch: { arg: param.name, value: search.start } };
+    }
     await this.state.update(key, { setup: setup.name, whatIf });
 
     const profileConfig = readProfileConfig(document.uri);
@@ -123,17 +154,17 @@ export class PredictController {
         function: step,
         setup: setup.name,
         cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
-        deviceMemoryBytes: config.device?.bytes ?? null,
+        deviceMemoryBytes: device?.bytes ?? null,
         timeoutSeconds: config.timeoutSeconds,
       },
       whatIf,
     );
     const what = describeWhatIf(whatIf);
-    this.log.info(`predicting ${options.script}::${step} --setup ${setup.name}${what ? ` (${what})` : ''} with ${options.python}${config.device ? `, device ${config.device.label}` : ''}`);
+    this.log.info(`predicting ${options.script}::${step} --setup ${setup.name}${what ? ` (${what})` : ''}${search ? ` searching the largest ${search.arg} that fits` : ''} with ${options.python}${device ? `, device ${device.label}` : ''}`);
 
     const result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `memhint: predicting ${step}() on CUDA${what ? ` (${what})` : ''}`, cancellable: true },
-      async (progress, token): Promise<RunResult | { unsupported: string } | { problem: string; kind: 'spawn' | 'torch_missing' }> => {
+      { location: vscode.ProgressLocation.Notification, title: search !== null ? `memhint: largest ${search.arg} of ${step}() that fits ${device?.label ?? ''}` : `memhint: predicting ${step}() on CUDA${what ? ` (${what})` : ''}`, cancellable: true },
+      async (progress, token): Promise<(RunResult & { maxBatch?: MaxBatchResult }) | { unsupported: string } | { problem: string; kind: 'spawn' | 'torch_missing' }> => {
         token.onCancellationRequested(() => abort.abort());
         progress.report({ message: `checking ${display}…` });
         const info = await this.interpreters.probe(options.python);
@@ -145,6 +176,7 @@ export class PredictController {
         }
         const with_ = describeInterpreter(info, display);
         progress.report({ message: `${with_} · starting` });
+        if (search !== null && options.deviceMemoryBytes !== null) return this.searchMaxBatch(options, search, options.deviceMemoryBytes, abort.signal, progress, with_);
         return this.run(options, progressHooks(abort.signal, progress, with_, this.log));
       },
     );
@@ -168,8 +200,54 @@ export class PredictController {
     }
     if (result.error !== null) return this.failed(result.error, result.failure, report);
     if (report === null) return this.failed('no predicted report', null, null);
-    this.announce(report, config.device?.label ?? null);
+    if (result.maxBatch !== undefined) {
+      const sentence = maxBatchSentence(result.maxBatch, device?.label ?? formatBytes(options.deviceMemoryBytes ?? 0));
+      this.log.info(`${sentence}\n${maxBatchCurve(result.maxBatch).join('\n')}`);
+      void vscode.window.showInformationMessage(`memhint: ${sentence} (predicted on meta tensors; the summary shows ${result.maxBatch.arg}=${report.prediction.setupArgs[result.maxBatch.arg] as number}).`, 'Show Summary').then((c) => {
+        if (c !== undefined) void vscode.commands.executeCommand('memhint.showSummary');
+      });
+      return { status: 'done', report, maxBatch: result.maxBatch };
+    }
+    this.announce(report, device?.label ?? null);
     return { status: 'done', report };
+  }
+
+  /**
+   * Doubling then bisection over the batch argument (src/predict/run.ts maxBatch, as `--max-batch`), each
+   * value one prediction through the editor's runner. The report kept is the largest fitting value's (or,
+   * when none fits, the smallest tried, whose first exceeded line says where it breaks).
+   */
+  private async searchMaxBatch(options: PredictOptions, search: { arg: string; start: number }, capacity: number, signal: AbortSignal, progress: ProgressSink, prefix: string): Promise<RunResult & { maxBatch?: MaxBatchResult }> {
+    const cancelled = { report: null, error: null, failure: null, cancelled: true };
+    const recorder = recordingPredictor(async (o) => {
+      if (signal.aborted) throw new SearchCancelled();
+      const r = await this.run(o, progressHooks(signal, progress, `${prefix} · ${search.arg}=${String(o.setupArgs[search.arg])}`, this.log));
+      if (r.cancelled || signal.aborted) throw new SearchCancelled();
+      const report = r.report !== null && isPredictedReport(r.report) ? r.report : null;
+      if (r.failure === null && report !== null) return { report, failure: null };
+      return { report, failure: r.failure ?? { kind: 'protocol', message: r.error ?? 'no predicted report', traceback: null, location: null, exitCode: null, signal: null, stderrTail: '' } };
+    }, search.arg);
+    try {
+      const result = await maxBatch(recorder.predictor, options, search.arg, search.start, capacity);
+      const report = recorder.reportFor(result.best ?? result.curve.find((p) => p.error === null)?.value ?? null);
+      return { report, error: report === null ? `no ${search.arg} tried gave a prediction: ${result.curve[0]?.error ?? 'no report'}` : null, failure: null, cancelled: false, maxBatch: result };
+    } catch (err) {
+      if (err instanceof SearchCancelled) return cancelled;
+      throw err;
+    }
+  }
+
+  private async askDevice(): Promise<DeviceMemory | null> {
+    const text = await vscode.window.showInputBox({
+      title: 'memhint: largest batch that fits which GPU?',
+      prompt: 'A size or a GPU name (e.g. 80GB, 24 GiB, A100 80GB); memhint.predict.device sets it for every prediction',
+      validateInput: (v) => {
+        const d = parseDeviceMemory(v);
+        return d === null ? 'a size such as 80GB or a GPU name' : 'error' in d ? d.error : null;
+      },
+    });
+    const d = text === undefined ? null : parseDeviceMemory(text);
+    return d === null || 'error' in d ? null : d;
   }
 
   /** The outcome in one line: the predicted peak, and whether it fits the device (where it first does not). */
@@ -200,12 +278,14 @@ export class PredictController {
     return { status: 'failed', error, ...(report !== null ? { report } : {}) };
   }
 
-  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | null> {
+  /** The document and step to predict; null when the user dismissed the choice, `refused` when the document cannot be run. */
+  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | { refused: string } | null> {
     const editor = vscode.window.activeTextEditor;
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
-    if (document === undefined || document.languageId !== 'python' || document.uri.scheme !== 'file') {
-      void vscode.window.showErrorMessage('memhint: open a saved Python file and put the cursor in the training step to predict.');
-      return null;
+    const refusal = whyNotRunnable(document, 'predict', vscode.window.activeNotebookEditor !== undefined);
+    if (refusal !== null || document === undefined) {
+      refuse(refusal ?? '', document);
+      return { refused: refusal ?? '' };
     }
     if (functionName !== undefined) return { document, step: functionName };
     const source = sourceOf(document, this.diagnostics, this.linter);
@@ -237,8 +317,8 @@ export class PredictController {
     return choice?.candidate ?? null;
   }
 
-  private async pickWhatIf(previous: WhatIf, setup: SetupCandidate, deviceLabel: string | null): Promise<WhatIf | null> {
-    type Item = vscode.QuickPickItem & { id: 'bf16' | 'fp16' | 'checkpoint' | 'batch' };
+  private async pickWhatIf(previous: WhatIf, setup: SetupCandidate, deviceLabel: string | null): Promise<{ whatIf: WhatIf; searchMaxBatch: boolean } | null> {
+    type Item = vscode.QuickPickItem & { id: 'bf16' | 'fp16' | 'checkpoint' | 'batch' | 'maxBatch' };
     const batchParam = batchParameter(setup) ?? (previous.batch !== null ? { name: previous.batch.arg, defaultText: null } : null);
     const items: Item[] = [
       { id: 'bf16', label: 'AMP bf16', description: 'torch.autocast("cuda", dtype=torch.bfloat16)', picked: previous.amp === 'bf16' },
@@ -247,6 +327,7 @@ export class PredictController {
     ];
     if (batchParam !== null) {
       items.push({ id: 'batch', label: `Batch size…`, description: `${setup.name}(${batchParam.name}=${previous.batch?.value ?? batchParam.defaultText ?? '?'})`, picked: previous.batch !== null });
+      items.push({ id: 'maxBatch', label: 'Largest batch that fits…', description: `bisects ${batchParam.name} against ${deviceLabel ?? 'a GPU size you enter'} (a few predictions)` });
     }
     const picked = await vscode.window.showQuickPick(items, {
       canPickMany: true,
@@ -284,7 +365,7 @@ export class PredictController {
       const n = parseBatchValue(text);
       if (typeof n === 'number') batch = { arg: batchParam.name, value: n };
     }
-    return { amp: ids.has('bf16') ? 'bf16' : ids.has('fp16') ? 'fp16' : null, checkpoint, batch };
+    return { whatIf: { amp: ids.has('bf16') ? 'bf16' : ids.has('fp16') ? 'fp16' : null, checkpoint, batch }, searchMaxBatch: ids.has('maxBatch') };
   }
 }
 
@@ -293,3 +374,6 @@ async function revealLine(file: string, line: number): Promise<void> {
   const at = new vscode.Position(Math.max(0, Math.min(line - 1, doc.lineCount - 1)), 0);
   await vscode.window.showTextDocument(doc, { selection: new vscode.Range(at, at) });
 }
+
+/** Thrown out of the search's predictor when the user cancels: stops the bisection. */
+class SearchCancelled extends Error {}

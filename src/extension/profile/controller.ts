@@ -12,6 +12,8 @@ import { sourceOf } from '../lint/sourceOf';
 import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
 import { readProfileConfig } from '../settings';
+import { refuse } from './refuse';
+import { whyNotRunnable } from './runnableDocument';
 import { resolveInterpreter, shortPath, sourceLabel } from './interpreter';
 import { partialSummary } from './partial';
 import { describeInterpreter, InterpreterProbe, type InterpreterInfo } from './probe';
@@ -137,6 +139,7 @@ export class ProfileController {
   private async prepareAndRun(abort: AbortController, uri: vscode.Uri | undefined, functionName: string | null | undefined, loopLine: number | undefined): Promise<ProfileCommandResult> {
     const target = await this.pickTarget(uri, loopLine !== undefined ? null : functionName);
     if (target === null) return { status: 'no-target' };
+    if ('refused' in target) return { status: 'no-target', error: target.refused };
     const document = target.document;
     if (document.isDirty) await document.save();
 
@@ -240,12 +243,14 @@ export class ProfileController {
     void vscode.window.showWarningMessage(`memhint: ${message}.`);
   }
 
-  private async pickTarget(uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<{ document: vscode.TextDocument; function: string | null } | null> {
+  /** The document and step to profile; null when the user dismissed the choice, `refused` when the document cannot be run. */
+  private async pickTarget(uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<{ document: vscode.TextDocument; function: string | null } | { refused: string } | null> {
     const editor = vscode.window.activeTextEditor;
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
-    if (document === undefined || document.languageId !== 'python' || document.uri.scheme !== 'file') {
-      void vscode.window.showErrorMessage('memhint: open a saved Python file and put the cursor in the training step to profile.');
-      return null;
+    const refusal = whyNotRunnable(document, 'profile', vscode.window.activeNotebookEditor !== undefined);
+    if (refusal !== null || document === undefined) {
+      refuse(refusal ?? '', document);
+      return { refused: refusal ?? '' };
     }
     if (functionName !== undefined) return { document, function: functionName };
     const source = sourceOf(document, this.diagnostics, this.linter);

@@ -38,6 +38,23 @@ export async function resolveInterpreter(configured: string | null, resource: vs
   return { path: DEFAULT_PYTHON, source: 'default' };
 }
 
+/**
+ * Calls `listener` when the Python extension's selected interpreter changes (undefined when the extension
+ * is absent or its API fails). Only for callers that already resolved through it: loading the API
+ * activates the Python extension.
+ */
+export async function watchSelectedInterpreter(listener: () => void, log: Logger): Promise<vscode.Disposable | undefined> {
+  if (vscode.extensions.getExtension(PYTHON_EXTENSION_ID) === undefined) return undefined;
+  try {
+    const { PythonExtension } = await import('@vscode/python-extension');
+    const api = await PythonExtension.api();
+    return api.environments.onDidChangeActiveEnvironmentPath(() => listener());
+  } catch (err) {
+    log.warn(`could not follow the Python extension's interpreter selection: ${String(err)}`);
+    return undefined;
+  }
+}
+
 /** `${workspaceFolder}` and `~` in the setting, as users write them in other Python settings. */
 export function expandVariables(value: string, resource: vscode.Uri | undefined): string {
   const folder = (resource && vscode.workspace.getWorkspaceFolder(resource)) ?? vscode.workspace.workspaceFolders?.[0];

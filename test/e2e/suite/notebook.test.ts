@@ -28,4 +28,31 @@ describe('notebooks', () => {
     await waitFor('the markdown cell to stay unlinted', () => memhintDiagnostics(markdown.uri).length === 0, 2_000);
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
+
+  it('"Profile This Step" and "Predict" in a notebook cell refuse in one line that says why and what to do', async () => {
+    await memhint();
+    const data = new vscode.NotebookData([
+      new vscode.NotebookCellData(
+        vscode.NotebookCellKind.Code,
+        'import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n\ndef train_step(x):\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n',
+        'python',
+      ),
+    ]);
+    const notebook = await vscode.workspace.openNotebookDocument('jupyter-notebook', data);
+    await vscode.window.showNotebookDocument(notebook);
+    const cell = notebook.cellAt(0).document;
+    // The cursor in the step, in the cell's own editor, as a user would have it.
+    const editor = await vscode.window.showTextDocument(cell);
+    editor.selection = new vscode.Selection(6, 4, 6, 4);
+    const profiled = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.profileStep');
+    assert.equal(profiled.status, 'no-target');
+    assert.match(profiled.error ?? '', /^cannot profile a step in a notebook yet: .*Export the notebook to a Python script .* and profile the step there\.$/);
+    assert.ok(!(profiled.error ?? '').includes('\n'), 'one line');
+    // The CodeLens path passes the cell's URI and the function: same answer.
+    const fromLens = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.profileStep', cell.uri, 'train_step');
+    assert.equal(fromLens.error, profiled.error);
+    const predicted = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.predict', cell.uri, 'train_step');
+    assert.match(predicted.error ?? '', /^cannot predict a step in a notebook yet/);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
 });

@@ -61,4 +61,34 @@ describe('settings', () => {
     await waitFor('diagnostics back when enabled', () => memhintDiagnostics(doc.uri).length === 3);
     assert.ok(documentState(api, doc.uri));
   });
+
+  it('half-written values (wrong types) are ignored, and the valid settings beside them still apply', async () => {
+    // As a user mid-edit leaves settings.json: before, a number in memhint.targetTorch threw while reading
+    // the settings, so every later change (here lint.ignore) was lost until a reload.
+    const undo = [
+      await setSetting('targetTorch', 2.1),
+      await setSetting('lint.enable', 'false'),
+      await setSetting('lint.delay', 'fast'),
+      await setSetting('hints.thresholds', '64 MiB'),
+      await setSetting('lint.select', 'MH003'),
+    ];
+    try {
+      assert.equal(vscode.workspace.getConfiguration('memhint').get('targetTorch'), 2.1, 'VS Code hands the wrong type through');
+      undo.push(await setSetting('lint.ignore', ['MH002']));
+      await waitFor('lint.ignore applied next to the wrong values', () => codes().length > 0 && codes().every((c) => c === 'MH003'));
+      const edit = new vscode.WorkspaceEdit();
+      edit.insert(doc.uri, new vscode.Position(0, 0), '# still linting\n');
+      await vscode.workspace.applyEdit(edit);
+      await linted(api, doc);
+      assert.ok(codes().includes('MH003'), 'a "false" string does not disable linting');
+    } finally {
+      for (const u of undo.reverse()) await u();
+      if (doc.lineAt(0).text === '# still linting') {
+        const revert = new vscode.WorkspaceEdit();
+        revert.delete(doc.uri, new vscode.Range(0, 0, 1, 0));
+        await vscode.workspace.applyEdit(revert);
+      }
+    }
+    await waitFor('every rule back', () => codes().join() === 'MH002,MH002,MH003');
+  });
 });

@@ -80,7 +80,9 @@ describe('UI: predict memory on CUDA', function () {
     assert.match(setups[0], /make_inputs\(batch\)/, JSON.stringify(setups));
     await page.keyboard.press('Enter');
     await quickInputTitled(/predict on CUDA.*what if/);
-    assert.ok((await quickPickLabels()).includes('Batch size…'), 'the batch what-if is offered: make_inputs has a batch parameter');
+    const whatIfs = await quickPickLabels();
+    assert.ok(whatIfs.includes('Batch size…'), 'the batch what-if is offered: make_inputs has a batch parameter');
+    assert.ok(whatIfs.includes('Largest batch that fits…'), `the max-batch search is offered next to it: ${JSON.stringify(whatIfs)}`);
     await page.keyboard.press('Enter');
     const message = await wb.waitForNotification(/prediction needs torch >= 2\.0/, { timeoutMs: 90_000 });
     assert.match(message, new RegExp(`has torch ${version.replace(/[.+]/g, '\\$&')}`), message);

@@ -252,7 +252,19 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     else:
         runner.notes.append(missing)
     _patch_backward(torch, tracker)
+    _add_observers(runner, tracker, user_files)
     return tracker, state, runner, DispatchMode(tracker)
+
+
+def _add_observers(runner, tracker, user_files):
+    """Measurements beside the ledger (observers.StepObserver), each in its own module."""
+    from .workers import WorkerWatch
+
+    workers = WorkerWatch(user_files.is_user, tracker.now_ms)
+    problem = workers.install()
+    if problem is not None:
+        runner.notes.append(problem)
+    runner.observers.append(workers)
 
 
 def _warm_dispatch_modes(torch):

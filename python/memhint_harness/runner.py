@@ -64,6 +64,7 @@ class Runner:
         self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
         self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
+        self.observers: List[Any] = []  # observers.StepObserver: told of step boundaries, add report fields
         if self.saved_hooks is None:
             self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
                               "and the activation kind are not measured.")
@@ -168,6 +169,8 @@ class Runner:
         hooks = self.saved_hooks() if self.saved_hooks is not None else None
         if hooks is not None:
             hooks.__enter__()
+        for observer in self.observers:
+            observer.step_begin(profiled)
         tracker.step_begin(profiled)
         log.live_start = tracker.live_bytes
         log.start = tracker.now_ms()
@@ -178,6 +181,8 @@ class Runner:
         events = tracker.step_end()
         if hooks is not None:
             hooks.__exit__(None, None, None)
+        for observer in self.observers:
+            observer.step_end(None if log.warmup else log.index)
         log.live_end = tracker.live_bytes
         if events is not None:
             allocated = freed = 0

@@ -58,7 +58,8 @@ class Runner:
         self.depth = 0  # step calls running (a recursive step calls itself)
         self.unsupported = None  # why the target cannot be measured (a generator function)
         self._noted = set()
-        self.saved_hooks = _saved_tensor_hooks(tracker)
+        self.saved_watch: Any = None  # nograd.NoBackwardWatch: wraps what the pack hook saves
+        self.saved_hooks = _saved_tensor_hooks(tracker, self)
         self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
         self.loop_candidates: List[Loop] = []
         self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
@@ -496,7 +497,7 @@ def step_arguments(produced):
     return (produced,), {}
 
 
-def _saved_tensor_hooks(tracker):
+def _saved_tensor_hooks(tracker, runner):
     graph = getattr(torch.autograd, "graph", None)
     hooks = getattr(graph, "saved_tensors_hooks", None) if graph is not None else None
     if hooks is None:
@@ -508,11 +509,14 @@ def _saved_tensor_hooks(tracker):
         # A detached alias, not the tensor itself: holding an op's output from its own graph node would
         # create a reference cycle and delay its free until the garbage collector runs. Tensors without a
         # grad_fn (leaves, and the wrapped Python numbers of `x * 2`) cannot form one and are kept as is.
-        if tensor.grad_fn is None:
-            return tensor
-        return tensor.detach()
+        alias = tensor if tensor.grad_fn is None else tensor.detach()
+        watch = runner.saved_watch
+        if watch is not None and not tracker.disabled:
+            return watch.pack(alias, tensor)
+        return alias
 
-    def unpack(tensor):
-        return tensor
+    def unpack(packed):
+        watch = runner.saved_watch
+        return watch.unpack(packed) if watch is not None else packed
 
     return lambda: hooks(pack, unpack)

@@ -161,6 +161,9 @@ class Tracker:
         self.line_hook: Optional[Callable[[FrameType], None]] = None
         self.modules: Optional[ModuleLedger] = None  # when torch has global module hooks
         self.backward_hook: Optional[Callable[[], Any]] = None  # called at the end of each profiled backward()
+        self.node_hook: Optional[Callable[[], Any]] = None  # nograd.py: called per new forward graph node tagged
+        self.watched_ops: frozenset = frozenset()  # kernels.py: ops passed to op_hook by the dispatch mode
+        self.op_hook: Optional[Callable[[Any], Any]] = None
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
@@ -496,6 +499,8 @@ class Tracker:
             metadata[NODE_KEY] = site
             if module is not None:
                 metadata[MODULE_KEY] = module
+            if self.node_hook is not None:
+                self.node_hook()
             if hooks:
                 node.register_hook(self._hook_for(site, module))
             for next_node, _ in node.next_functions:
@@ -861,6 +866,8 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
             _settrace(None)
         try:
             tracker.on_outputs(out)
+            if func in tracker.watched_ops:
+                tracker.op_hook(func)
         except Exception:  # tracker.guard, inlined: this runs for every op
             tracker.fail()
         if trace is not None and not tracker.disabled:

@@ -334,9 +334,10 @@ export interface NoBackwardGraph extends SourceLocation {
  *  that memory is invisible to the CPU accounting, so the line's allocation volume is under-counted. */
 export interface KernelWorkspaceLine extends SourceLocation {
   readonly code: string;
-  /** The aten ops, e.g. `aten.convolution.default`. */
+  /** The forward aten ops, e.g. `aten.convolution.default`; their backward kernels (charged to this line
+   *  too) have workspaces as well. */
   readonly ops: readonly string[];
-  /** Calls of those ops during the profiled steps (forward and backward). */
+  /** Forward calls of those ops during the profiled steps (totals, not per step). */
   readonly calls: number;
 }
 

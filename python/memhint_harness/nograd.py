@@ -71,6 +71,7 @@ class NoBackwardWatch:
         self._level = 0  # index in tracker.stack of the step's own frame
         self._profiled: Optional[int] = None
         self.statements: Dict[Site, StatementGraphs] = {}
+        self._cache: Optional[Tuple[Any, int, int, List[StatementGraphs]]] = None
 
     # ------------------------------------------------------------------ step observer
 
@@ -78,6 +79,7 @@ class NoBackwardWatch:
         self._profiled = profiled
         depth = len(self.tracker.stack)
         self._level = max(depth - 1, 0) if self._in_loop() else depth
+        self._cache = None
 
     def step_end(self, profiled: Optional[int]) -> None:
         self._profiled = None
@@ -88,10 +90,18 @@ class NoBackwardWatch:
         if self._profiled is None or tracker.in_backward or not tracker.in_step:
             return []
         stack = tracker.stack
+        if not stack:
+            return []
+        # Cached per top frame and line: while the same Frame object is on top, the frames below it are
+        # suspended in their calls, on the same lines (the cache's reference keeps the object's id unique).
+        top = stack[-1]
+        cache = self._cache
+        if cache is not None and cache[0] is top and cache[1] == top.line and cache[2] == len(stack):
+            return cache[3]
         found = []
         parent: Optional[Site] = None
         seen = set()
-        for frame in stack[min(self._level, len(stack) - 1):] if stack else ():
+        for frame in stack[min(self._level, len(stack) - 1):]:
             site = (frame.file, frame.line, frame.func)
             if not frame.line or site in seen:  # a recursive line counts once
                 continue
@@ -102,6 +112,7 @@ class NoBackwardWatch:
             record.parents.add(parent)
             found.append(record)
             parent = site
+        self._cache = (top, top.line, len(stack), found)
         return found
 
     # ------------------------------------------------------------------ hooks

@@ -151,12 +151,19 @@ class WorkerWatch:
         if hasattr(os, "register_at_fork"):
             # The sampler thread never holds a file open across a fork (the workers are forked by this
             # process while it samples them).
-            os.register_at_fork(before=self._lock.acquire, after_in_parent=self._lock.release,
+            # Bound to methods, not to the lock's own: a forked child gets a new lock, and forks again with it.
+            os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork,
                                 after_in_child=self._in_child)
         return None
 
+    def _before_fork(self) -> None:
+        self._lock.acquire()
+
+    def _after_fork(self) -> None:
+        self._lock.release()
+
     def _in_child(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the parent's was copied held
         self._thread = None
         self.available = False  # a worker samples nothing
 

@@ -4,15 +4,27 @@
 // each batch of 256 random rows copies about 256 pages of floats into the worker that reads it, ~1 MiB per
 // step) and a numpy array (nothing copied). Linux only: /proc is where worker memory is read.
 import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { runProfile } from '../../src/profiler/launcher';
+import { findHarnessRoot, runProfile } from '../../src/profiler/launcher';
 import type { ProfileReport } from '../../src/profiler/report';
 import { TORCH1_PYTHON, torch2Python } from './torch2';
 
 const FIXTURE = path.resolve(__dirname, '../../../test/fixtures/profiler/workers/copy_on_read.py');
 const lineOf = (text: string): number => fs.readFileSync(FIXTURE, 'utf-8').split('\n').findIndex((l) => l.includes(text)) + 1;
 const KIB = 1024;
+const SCHEMA = path.resolve(__dirname, '../../../schema/report.schema.json');
+
+/** The Python side of the report contract (memhint_harness.schema_check): 'ok' or the first problem. */
+function pythonSchemaCheck(report: unknown): Promise<string> {
+  return new Promise((resolve) => {
+    const child = execFile(TORCH1_PYTHON, ['-m', 'memhint_harness.schema_check', SCHEMA], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (_error, stdout, stderr) =>
+      resolve((stdout || stderr).trim()),
+    );
+    child.stdin?.end(JSON.stringify(report));
+  });
+}
 
 for (const [label, python] of [
   ['torch 1.13', (): string => TORCH1_PYTHON],
@@ -30,6 +42,11 @@ for (const [label, python] of [
       assert.equal(outcome.failure, null, outcome.failure?.message);
       assert.ok(outcome.report);
       report = outcome.report;
+    });
+
+    it('makes a report both sides of the schema accept (runProfile checked the TypeScript side)', async () => {
+      assert.ok(report.dataLoaders && report.timeline.processes && report.noBackwardGraphs && report.kernelWorkspaces);
+      assert.equal(await pythonSchemaCheck(report), 'ok');
     });
 
     it('attributes two workers to each loader, at the line that built it', () => {

@@ -94,9 +94,11 @@ def workspace_note(lines: List[Dict[str, Any]], backend: str) -> str:
     where = ", ".join("%s:%d" % (os.path.basename(entry["file"]), entry["line"]) for entry in lines[:5])
     if len(lines) > 5:
         where += " and %d more" % (len(lines) - 5)
-    text = ("%s run convolution or fused RNN (oneDNN/cuDNN) kernels, which allocate workspaces inside the kernel, "
+    text = ("%s %s convolution or fused RNN (oneDNN/cuDNN) kernels, which allocate workspaces inside the kernel, "
             "forward and backward (im2col buffers, scratchpads, weight reorders): they are not tensors the ops "
-            "return, so " % where)
+            "return, so " % (where, "runs" if len(lines) == 1 else "run"))
+    if backend == "meta":  # memhint predict
+        return text + "the prediction leaves them out: on the GPU they come on top of these lines' predicted figures"
     if backend == "cuda":
         return text + ("the tracked figures of these lines leave them out; the lines' cuda figures (the caching "
                        "allocator's) include them")

@@ -67,6 +67,9 @@ class BackwardAttribution:
             metadata[NODE_KEY] = site
             if module is not None:
                 metadata[MODULE_KEY] = module
+            node_hook = self.tracker.node_hook
+            if node_hook is not None:
+                node_hook()
             if hooks:
                 node.register_hook(self._hook_for(site, module))
             for next_node, _ in node.next_functions:

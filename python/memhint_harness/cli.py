@@ -256,7 +256,31 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     else:
         runner.notes.append(missing)
     _patch_backward(torch, tracker)
+    _add_observers(torch, runner, tracker, user_files, device_type)
     return tracker, state, runner, DispatchMode(tracker)
+
+
+def _add_observers(torch, runner, tracker, user_files, device_type):
+    """Measurements beside the ledger (observers.StepObserver), each in its own module."""
+    from .kernels import KernelWatch, watched_overloads
+    from .workers import WorkerWatch
+
+    workers = WorkerWatch(user_files.is_user, tracker.now_ms)
+    problem = workers.install()
+    if problem is not None:
+        runner.notes.append(problem)
+    runner.observers.append(workers)
+    if runner.saved_hooks is not None:
+        from .nograd import NoBackwardWatch
+
+        nograd = NoBackwardWatch(tracker, lambda: runner.loop is not None)
+        tracker.node_hook = nograd.on_node
+        runner.saved_watch = nograd
+        runner.observers.append(nograd)
+    kernels = KernelWatch(tracker, device_type)
+    tracker.watched_ops = watched_overloads(torch.ops.aten)
+    tracker.op_hook = kernels.on_op
+    runner.observers.append(kernels)
 
 
 def _warm_dispatch_modes(torch):

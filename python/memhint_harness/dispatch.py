@@ -95,6 +95,8 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
             _settrace(None)
         try:
             tracker.on_outputs(out)
+            if func in tracker.watched_ops:
+                tracker.op_hook(func)
         except Exception:  # tracker.guard, inlined: this runs for every op
             tracker.fail()
         if trace is not None and not tracker.disabled:

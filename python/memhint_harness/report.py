@@ -116,6 +116,8 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
             location = site_location(site) or {"file": "<untracked>", "line": 0, "function": ""}
             first = dict(location, code=_code(location["file"], location["line"]), liveBytes=live, step=step)
         report["budget"] = {"budgetBytes": options.budget, "exceeded": hit is not None, "firstExceeded": first}
+    for observer in runner.observers:
+        observer.contribute(report, _code)
     return report
 
 

@@ -58,12 +58,14 @@ class Runner:
         self.depth = 0  # step calls running (a recursive step calls itself)
         self.unsupported = None  # why the target cannot be measured (a generator function)
         self._noted = set()
-        self.saved_hooks = _saved_tensor_hooks(tracker)
+        self.saved_watch: Any = None  # nograd.NoBackwardWatch: wraps what the pack hook saves
+        self.saved_hooks = _saved_tensor_hooks(tracker, self)
         self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
         self.loop_candidates: List[Loop] = []
         self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
         self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
+        self.observers: List[Any] = []  # observers.StepObserver: told of step boundaries, add report fields
         if self.saved_hooks is None:
             self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
                               "and the activation kind are not measured.")
@@ -168,6 +170,8 @@ class Runner:
         hooks = self.saved_hooks() if self.saved_hooks is not None else None
         if hooks is not None:
             hooks.__enter__()
+        for observer in self.observers:
+            observer.step_begin(profiled)
         tracker.step_begin(profiled)
         log.live_start = tracker.live_bytes
         log.start = tracker.now_ms()
@@ -178,6 +182,8 @@ class Runner:
         events = tracker.step_end()
         if hooks is not None:
             hooks.__exit__(None, None, None)
+        for observer in self.observers:
+            observer.step_end(None if log.warmup else log.index)
         log.live_end = tracker.live_bytes
         if events is not None:
             allocated = freed = 0
@@ -491,7 +497,7 @@ def step_arguments(produced):
     return (produced,), {}
 
 
-def _saved_tensor_hooks(tracker):
+def _saved_tensor_hooks(tracker, runner):
     graph = getattr(torch.autograd, "graph", None)
     hooks = getattr(graph, "saved_tensors_hooks", None) if graph is not None else None
     if hooks is None:
@@ -503,11 +509,14 @@ def _saved_tensor_hooks(tracker):
         # A detached alias, not the tensor itself: holding an op's output from its own graph node would
         # create a reference cycle and delay its free until the garbage collector runs. Tensors without a
         # grad_fn (leaves, and the wrapped Python numbers of `x * 2`) cannot form one and are kept as is.
-        if tensor.grad_fn is None:
-            return tensor
-        return tensor.detach()
+        alias = tensor if tensor.grad_fn is None else tensor.detach()
+        watch = runner.saved_watch
+        if watch is not None and not tracker.disabled:
+            return watch.pack(alias, tensor)
+        return alias
 
-    def unpack(tensor):
-        return tensor
+    def unpack(packed):
+        watch = runner.saved_watch
+        return watch.unpack(packed) if watch is not None else packed
 
     return lambda: hooks(pack, unpack)

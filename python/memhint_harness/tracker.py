@@ -92,6 +92,9 @@ class Tracker:
         self.line_hook: Optional[Callable[[FrameType], None]] = None
         self.modules: Optional[ModuleLedger] = None  # when torch has global module hooks
         self.backward_hook: Optional[Callable[[], Any]] = None  # called at the end of each profiled backward()
+        self.node_hook: Optional[Callable[[], Any]] = None  # nograd.py: called per new forward graph node tagged
+        self.watched_ops: frozenset = frozenset()  # kernels.py: ops passed to op_hook by the dispatch mode
+        self.op_hook: Optional[Callable[[Any], Any]] = None
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of

@@ -214,6 +214,23 @@ export interface Timeline {
   /** cuda backend: torch.cuda.memory_allocated / memory_reserved sampled at line boundaries. */
   readonly cuda?: { readonly t: readonly number[]; readonly allocated: readonly Bytes[]; readonly reserved: readonly Bytes[] };
   readonly os?: OsTimeline;
+  /** Processes other than the harness, sampled by the harness itself (DataLoader workers). */
+  readonly processes?: readonly ProcessSeries[];
+}
+
+/** Memory of one DataLoader worker process over time (/proc/<pid>/smaps_rollup), on the harness clock. */
+export interface ProcessSeries {
+  readonly pid: number;
+  readonly role: 'dataloader_worker';
+  /** Index into `ProfileReport.dataLoaders`. */
+  readonly loader: number;
+  /** The worker's id within its loader's iterator (0 .. numWorkers - 1). */
+  readonly worker: number;
+  readonly t: readonly number[];
+  /** Unique set size: the worker's private pages, what it would give back by exiting. */
+  readonly ussBytes: readonly Bytes[];
+  /** Proportional set size: private pages plus its share of the pages it shares (with the main process). */
+  readonly pssBytes: readonly Bytes[];
 }
 
 export interface CudaAllocatorInfo {
@@ -278,6 +295,52 @@ export interface ModuleStats {
   readonly live_at_peak: Bytes;
 }
 
+/**
+ * A multi-process DataLoader the script iterated, at the user line that built it. Worker memory is USS/PSS,
+ * never RSS (which counts every page a worker shares with the main process once per worker).
+ */
+export interface DataLoaderStats extends SourceLocation {
+  readonly code: string;
+  /** Class name of the loader's dataset. */
+  readonly datasetType: string;
+  readonly numWorkers: number;
+  /** Every worker process seen (a new iterator per epoch starts new ones). */
+  readonly pids: readonly number[];
+  /** USS / PSS summed over the loader's live workers at the end of each profiled step. */
+  readonly ussByStep: readonly Bytes[];
+  readonly pssByStep: readonly Bytes[];
+  /** Mean USS growth per profiled step, all workers (negative when it shrank). */
+  readonly ussGrowthPerStep: number;
+  /** True when ussGrowthPerStep is large enough to be copy-on-read of the dataset (a note says so). */
+  readonly grows: boolean;
+}
+
+/**
+ * A statement of the step whose forward built an autograd graph that no backward() used (evaluation
+ * without torch.no_grad()): the graph's nodes and the activations they saved stay alive for nothing.
+ */
+export interface NoBackwardGraph extends SourceLocation {
+  readonly code: string;
+  /** Autograd nodes the statement created per step (AccumulateGrad nodes of parameters excluded). */
+  readonly nodesPerStep: number;
+  /** Bytes allocated in the step and saved for backward by the statement's ops, per step: what the graph
+   *  keeps alive while its output lives and what torch.no_grad() would free at once. */
+  readonly bytesKeptPerStep: Bytes;
+  /** Profiled steps in which the statement built such a graph. */
+  readonly steps: number;
+}
+
+/** A line that ran ops whose kernels allocate memory internally (convolution, oneDNN, LSTM workspaces):
+ *  that memory is invisible to the CPU accounting, so the line's allocation volume is under-counted. */
+export interface KernelWorkspaceLine extends SourceLocation {
+  readonly code: string;
+  /** The forward aten ops, e.g. `aten.convolution.default`; their backward kernels (charged to this line
+   *  too) have workspaces as well. */
+  readonly ops: readonly string[];
+  /** Forward calls of those ops during the profiled steps (totals, not per step). */
+  readonly calls: number;
+}
+
 export interface ProfileReport {
   readonly version: typeof REPORT_VERSION;
   readonly harnessVersion: string;
@@ -302,6 +365,11 @@ export interface ProfileReport {
   readonly cuda?: CudaAllocatorInfo;
   readonly oom?: OomInfo;
   readonly budget?: BudgetInfo;
+  /** Absent when no multi-process DataLoader ran (or not on Linux). */
+  readonly dataLoaders?: readonly DataLoaderStats[];
+  /** Absent when saved-tensor hooks are unavailable. */
+  readonly noBackwardGraphs?: readonly NoBackwardGraph[];
+  readonly kernelWorkspaces?: readonly KernelWorkspaceLine[];
 }
 
 /** Type guard used by readers (editor, CLI, protocol) before trusting a parsed report: a deep check

@@ -21,11 +21,13 @@ import {
   type TextChange,
   TorchPinCache,
 } from '../../lint';
+import type { ProfileReport } from '../../profiler/report';
 import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore } from '../reportStore';
 import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
+import { profileFindings } from './profileFindings';
 import { ruleDocUri } from './ruleDocs';
 import type { RunningTorch } from './runningTorch';
 
@@ -273,7 +275,26 @@ export class DiagnosticsController implements vscode.Disposable {
       }
       diagnostics.push(d);
     }
+    this.addProfileFindings(document, report.report, diagnostics);
     return diagnostics;
+  }
+
+  /** Measured graphs without backward and growing DataLoader workers: confirm the lint finding on the line
+   *  (MH001, MH014) when there is one, else a diagnostic of their own. */
+  private addProfileFindings(document: vscode.TextDocument, report: ProfileReport, diagnostics: vscode.Diagnostic[]): void {
+    for (const m of profileFindings(report, filePathsOf(document.uri), document.lineCount)) {
+      const finding = diagnostics.find((d) => d.range.start.line === m.line - 1 && m.confirms.includes(diagnosticCode(d)));
+      if (finding !== undefined) {
+        finding.message = `${finding.message} ${m.sentence}`;
+        continue;
+      }
+      const line = document.lineAt(m.line - 1);
+      const range = new vscode.Range(line.lineNumber, line.firstNonWhitespaceCharacterIndex, line.lineNumber, line.text.trimEnd().length);
+      const d = new vscode.Diagnostic(range, m.message, vscode.DiagnosticSeverity.Warning);
+      d.source = 'memhint';
+      d.code = 'measured';
+      diagnostics.push(d);
+    }
   }
 
   private toDiagnostic(document: vscode.TextDocument, source: SourceFile, f: Finding, covered: Set<number>): vscode.Diagnostic {
@@ -334,4 +355,9 @@ export class DiagnosticsController implements vscode.Disposable {
     this.tracked.clear();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+function diagnosticCode(d: vscode.Diagnostic): string {
+  const code = d.code;
+  return typeof code === 'object' ? String(code.value) : String(code ?? '');
 }

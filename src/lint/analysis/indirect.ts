@@ -245,7 +245,7 @@ function frameOf(file: SourceFile, fn: SyntaxNode, depth: number): Frame | null 
 }
 
 function computeFrame(file: SourceFile, fn: SyntaxNode, depth: number): Frame | null {
-  if (reachesGradients(file, fn)) return null;
+  if (reachesGradients(file, fn) || mayTrainInUnseenMethod(file, fn)) return null;
   const external = externalConsumer(file, fn);
   const direct = recordingForward(file, fn);
   if (direct !== null) return { forward: direct, receiver: forwardReceiver(file, direct) ?? 'model', path: [direct], external };
@@ -256,6 +256,27 @@ function computeFrame(file: SourceFile, fn: SyntaxNode, depth: number): Frame | 
     if (inner !== null) return { forward: inner.forward, receiver: inner.receiver, path: inner.path, external: external ?? inner.external };
   }
   return null;
+}
+
+/** Arguments that say the callee trains: an optimizer, or a loss. */
+const TRAINING_ARGUMENT = /optim|loss/i;
+
+/**
+ * `self.take_optimisation_step(self.optimizer, loss)` where no class of this file defines the method (it
+ * comes from a base class in another file): that method may well call backward() and step, so `fn` is not
+ * known to train nothing. Seen on real RL agents whose base class (another file) owns the update.
+ */
+function mayTrainInUnseenMethod(file: SourceFile, fn: SyntaxNode): boolean {
+  for (const call of callsOf(file, fn)) {
+    const callee = childByField(call, 'function');
+    if (callee === null || callee.type !== 'attribute') continue;
+    const parts = file.textOf(callee).split('.');
+    if (parts.length !== 2 || parts[0] !== 'self' || localCallee(file, call) !== null) continue;
+    const args = [...positionalArguments(call), ...keywordValues(call)];
+    // Names, not taint: a module's output handed to `self.criterion(out, y)` says nothing about training.
+    if (args.some((a) => (a.type === 'identifier' || a.type === 'attribute') && TRAINING_ARGUMENT.test(file.textOf(a)))) return true;
+  }
+  return false;
 }
 
 function helperForwardAt(file: SourceFile, call: SyntaxNode, depth: number): HelperForward | null {

@@ -178,16 +178,7 @@ function computeGradFree(file: SourceFile, fn: SyntaxNode): boolean {
 
 /** Autograd is known to be off where `node` runs. */
 export function gradOffAt(file: SourceFile, node: SyntaxNode): boolean {
-  if (isGradDisabled(file, node)) return true;
-  const facts = gradFacts(file);
-  if (facts.moduleOff) return true;
-  const scope = scopeOf(node);
-  if (scope === null) return false;
-  for (const off of facts.offStatements.get(scope) ?? []) if (off.end <= node.start) return true;
-  for (let s: SyntaxNode | null = scope; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
-    if (isGradFreeFunction(file, s) || decoratorsOf(s).some((d) => isNoGradWrapper(file, d))) return true;
-  }
-  return false;
+  return gradOffBy(file, node, isGradFreeFunction);
 }
 
 /**
@@ -197,6 +188,11 @@ export function gradOffAt(file: SourceFile, node: SyntaxNode): boolean {
  * no_grad: a caller following a helper asks whether the helper itself turns grad off.
  */
 export function gradOffWithin(file: SourceFile, node: SyntaxNode): boolean {
+  return gradOffBy(file, node, isLightningNoGradHook);
+}
+
+/** The checks both share; `functionIsOff` says which enclosing functions count as running without grad. */
+function gradOffBy(file: SourceFile, node: SyntaxNode, functionIsOff: (file: SourceFile, fn: SyntaxNode) => boolean): boolean {
   if (isGradDisabled(file, node)) return true;
   const facts = gradFacts(file);
   if (facts.moduleOff) return true;
@@ -204,7 +200,7 @@ export function gradOffWithin(file: SourceFile, node: SyntaxNode): boolean {
   if (scope === null) return false;
   for (const off of facts.offStatements.get(scope) ?? []) if (off.end <= node.start) return true;
   for (let s: SyntaxNode | null = scope; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
-    if (isLightningNoGradHook(file, s) || decoratorsOf(s).some((d) => isNoGradWrapper(file, d))) return true;
+    if (functionIsOff(file, s) || decoratorsOf(s).some((d) => isNoGradWrapper(file, d))) return true;
   }
   return false;
 }

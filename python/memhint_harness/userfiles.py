@@ -2,6 +2,8 @@
 import os
 import sys
 import sysconfig
+from types import FrameType
+from typing import Callable, Optional
 
 _HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -45,3 +47,10 @@ class UserFiles:
             if path == root or path.startswith(root + os.sep):
                 return False
         return os.path.exists(path)
+
+
+def innermost_user_frame(frame: Optional[FrameType], is_user: Callable[[str], bool]) -> Optional[FrameType]:
+    """`frame` or the nearest of its callers that runs a file of the user's, or None."""
+    while frame is not None and not is_user(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame

@@ -20,6 +20,8 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .userfiles import innermost_user_frame
+
 SMAPS_ROLLUP = "/proc/%d/smaps_rollup"
 STAT = "/proc/%d/stat"
 
@@ -177,13 +179,10 @@ class WorkerWatch:
         self._restore = []
 
     def _user_site(self) -> Optional[Tuple[str, int, str]]:
-        frame = sys._getframe(2)
-        while frame is not None:
-            code = frame.f_code
-            if self._is_user(code.co_filename):
-                return (os.path.abspath(code.co_filename), frame.f_lineno, code.co_name)
-            frame = frame.f_back
-        return None
+        frame = innermost_user_frame(sys._getframe(2), self._is_user)
+        if frame is None:
+            return None
+        return (os.path.abspath(frame.f_code.co_filename), frame.f_lineno, frame.f_code.co_name)
 
     def _built(self, loader: Any) -> None:
         try:

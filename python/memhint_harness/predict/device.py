@@ -24,6 +24,7 @@ import sys
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ..userfiles import innermost_user_frame
 from .attention import cuda_sdpa
 
 META = torch.device("meta")
@@ -188,9 +189,7 @@ class MetaDevice(TorchFunctionMode):
         return zero
 
     def _placeholder(self, what):
-        frame = sys._getframe(2)
-        while frame is not None and not self.user_files.is_user(frame.f_code.co_filename):
-            frame = frame.f_back
+        frame = innermost_user_frame(sys._getframe(2), self.user_files.is_user)
         site = (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name) if frame else ("<library>", 0, "")
         self.placeholders.setdefault(site, set()).add(what)
 

@@ -265,11 +265,7 @@ export class DiagnosticsController implements vscode.Disposable {
     if (report === null || report.stale !== null || document.uri.scheme !== 'file') return diagnostics;
     const lines = source.text.split(/\r?\n/);
     for (const m of measuredFindings(report.report, filePathsOf(document.uri), lines, covered)) {
-      const line = document.lineAt(m.line - 1);
-      const range = new vscode.Range(line.lineNumber, line.firstNonWhitespaceCharacterIndex, line.lineNumber, line.text.trimEnd().length);
-      const d = new vscode.Diagnostic(range, m.message, vscode.DiagnosticSeverity.Warning);
-      d.source = 'memhint';
-      d.code = 'measured';
+      const d = measuredDiagnostic(document, m.line, m.message);
       if (m.allocatedAt !== m.line && m.allocatedAt - 1 < document.lineCount) {
         d.relatedInformation = [new vscode.DiagnosticRelatedInformation(new vscode.Location(document.uri, document.lineAt(m.allocatedAt - 1).range), 'the memory it keeps is allocated here')];
       }
@@ -288,12 +284,7 @@ export class DiagnosticsController implements vscode.Disposable {
         finding.message = `${finding.message} ${m.sentence}`;
         continue;
       }
-      const line = document.lineAt(m.line - 1);
-      const range = new vscode.Range(line.lineNumber, line.firstNonWhitespaceCharacterIndex, line.lineNumber, line.text.trimEnd().length);
-      const d = new vscode.Diagnostic(range, m.message, vscode.DiagnosticSeverity.Warning);
-      d.source = 'memhint';
-      d.code = 'measured';
-      diagnostics.push(d);
+      diagnostics.push(measuredDiagnostic(document, m.line, m.message));
     }
   }
 
@@ -355,6 +346,16 @@ export class DiagnosticsController implements vscode.Disposable {
     this.tracked.clear();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** A diagnostic of what the profile measured (no lint rule), over the text of 1-based `lineNumber`. */
+function measuredDiagnostic(document: vscode.TextDocument, lineNumber: number, message: string): vscode.Diagnostic {
+  const line = document.lineAt(lineNumber - 1);
+  const range = new vscode.Range(line.lineNumber, line.firstNonWhitespaceCharacterIndex, line.lineNumber, line.text.trimEnd().length);
+  const d = new vscode.Diagnostic(range, message, vscode.DiagnosticSeverity.Warning);
+  d.source = 'memhint';
+  d.code = 'measured';
+  return d;
 }
 
 function diagnosticCode(d: vscode.Diagnostic): string {

@@ -12,6 +12,8 @@ sides here, and its import and report time are outside the steps). Prints one JS
     python3 scripts/bench_interleaved.py [--script examples/train.py] [--function train_step]
                                          [--setup make_inputs] [--pairs 16] [--warmup 2]
     python3 scripts/bench_interleaved.py --zoo nanogpt|hf-gpt2|resnet18|lstm|tiny   (scripts/bench_zoo.py)
+    python3 scripts/bench_interleaved.py --zoo hf-gpt2 --device cuda     (test/gpu/run.sh: the cuda backend's
+        dispatch path on a GPU; wall time around torch.cuda.synchronize(), since CPU time hides the GPU's work)
 
 Also counts the aten ops of one step (a counting dispatch mode, outside the timed steps) and prints the
 harness's CPU cost per op: (median profiled - median plain step CPU time) / ops.
@@ -45,6 +47,16 @@ def load(script, function, setup):
         exec(compile(handle.read(), script, "exec"), namespace)
     args, kwargs = step_arguments(namespace[setup]())
     return namespace[function], args, kwargs
+
+
+def to_device(value, device):
+    """The zoo builds on CPU: modules and tensors go to `device` in place (an optimizer built over the CPU
+    parameters keeps them, since Module.to moves param.data), anything else is left as it is."""
+    if isinstance(value, torch.nn.Module):
+        return value.to(device)
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return value
 
 
 def count_ops(step, args, kwargs):
@@ -88,6 +100,8 @@ def main():
     parser.add_argument("--floor", action="store_true",
                         help="a third arm: a pass-through dispatch mode and a no-op tracer (on with --zoo)")
     parser.add_argument("--zoo", help="a model of scripts/bench_zoo.py instead of --script/--setup")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="whose storages the harness counts; cuda moves the step's modules and tensors there")
     options = parser.parse_args()
     if options.zoo:
         options.floor = True
@@ -100,9 +114,9 @@ def main():
                 import transformers  # noqa: F401
             except ImportError as error:
                 print(json.dumps({"skipped": "transformers is not installed for this python (%s)" % error,
-                                  "torch": str(torch.__version__), "python": sys.version.split()[0]}))
+                                  "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0]}))
                 return
-    if options.zoo:
+    if options.zoo and options.device == "cpu":
         # One intra-op thread on both torches: process CPU time then counts work, not OpenMP spin-waits
         # (torch 2.x wheels use every core, Debian's 1.13 one), which swing with the VM's load.
         torch.set_num_threads(1)
@@ -114,11 +128,15 @@ def main():
     devnull = os.open(os.devnull, os.O_WRONLY)
     # Progress messages are serialized and written, as to the real pipe (Channel moves the fd high).
     channel = Channel(devnull)
-    tracker, _state, runner, mode = instrument(torch, harness_options, "cpu", channel, StorageApi(), UserFiles())
+    tracker, _state, runner, mode = instrument(torch, harness_options, options.device, channel, StorageApi(), UserFiles())
     runner.target_seen = True  # as in --setup mode: the target is called directly, never looked up
     # Set up after instrumenting, as `--setup` does: the harness's registry sees the model and optimizer
     # being built (their storages become parameters / optimizer state, the long-lived generation).
     step, args, kwargs = load(script, options.function, options.setup)
+    if options.device != "cpu":
+        args = tuple(to_device(arg, options.device) for arg in args)
+        kwargs = {name: to_device(value, options.device) for name, value in kwargs.items()}
+    synchronize = torch.cuda.synchronize if options.device == "cuda" else (lambda: None)
     patched = (torch.autograd.backward, torch.autograd.grad)
     originals = (patched[0].__wrapped__, patched[1].__wrapped__)
     torch.autograd.backward, torch.autograd.grad = originals
@@ -153,8 +171,10 @@ def main():
 
     def timed(fn):
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        synchronize()
         wall, cpu = time.perf_counter(), time.process_time()
         fn()
+        synchronize()
         wall, cpu = (time.perf_counter() - wall) * 1000.0, (time.process_time() - cpu) * 1000.0
         return wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
@@ -190,7 +210,7 @@ def main():
                       "wall": summary(0), "cpu": summary(1),
                       "floorCpu": summary(1, times[floor]) if floor_mode is not None else None,
                       "pageFaultsPerStep": faults,
-                      "torch": str(torch.__version__), "python": sys.version.split()[0]}))
+                      "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0]}))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ def parse_args(argv):
     parser.add_argument("--device-memory", type=int, default=None, help="bytes")
     parser.add_argument("--amp", choices=("bf16", "fp16"), default=None)
     parser.add_argument("--checkpoint", default=None, help="module path/class pattern(s) to checkpoint")
+    parser.add_argument("--compute-capability", default=None,
+                        help="with --predict: the target GPU's MAJOR.MINOR (cuBLAS workspace size); default 8.0")
     parser.add_argument("--max-split-size", type=int, default=None, help="allocator max_split_size in bytes")
     parser.add_argument("--world-size", type=int, default=None,
                         help="predict one rank of a job of this many ranks on a fake process group (predict/ranks.py)")

@@ -7,6 +7,7 @@ import type { ProfileFailure } from '../profiler/launcher';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { scanArgs, UsageError } from './step-args';
 import { formatPrediction, type PredictionView } from '../predict/format';
+import { findGpu, knownGpuNames } from '../predict/gpus';
 import { parseWorldSizes, predictWorldSizes } from '../predict/ranks';
 import {
   adviceVariants,
@@ -29,6 +30,9 @@ options:
   --setup-arg K=V         keyword argument for the setup function (repeatable; V is JSON, else a string)
   --device cuda           the device predicted (only cuda)
   --device-memory SIZE    e.g. 80GiB: say whether the step fits, where it first does not, and what would help
+  --gpu NAME              the target GPU (H100, A100 80GB, RTX 4090, ...): its memory (unless --device-memory
+                          is given) and compute capability, which sets the cuBLAS workspaces predicted
+  --compute-capability X.Y  the target's compute capability without a name (default 8.0)
   --amp bf16|fp16         predict under torch.autocast("cuda", dtype) and report the saving
   --checkpoint PATTERN    checkpoint modules whose path or class matches (fnmatch, comma-separated)
   --max-batch ARG         largest value of setup argument ARG that fits --device-memory (bisection)
@@ -55,7 +59,7 @@ interface ParsedPredict {
 
 const RULES = {
   valued: new Set([
-    '--setup', '--setup-arg', '--device', '--device-memory', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
+    '--setup', '--setup-arg', '--device', '--device-memory', '--gpu', '--compute-capability', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
     '--warmup', '--steps', '--python', '--format', '--out', '--timeout', '--world-sizes',
   ]),
   repeatable: new Set(['--setup-arg']),
@@ -86,7 +90,12 @@ export function parsePredictArgs(args: readonly string[]): ParsedPredict {
   const amp = scanned.has('--amp') ? scanned.choice('--amp', ['bf16', 'fp16'], 'bf16') : null;
   const format = scanned.choice('--format', ['text', 'json'], 'text');
   const maxBatchArg = scanned.string('--max-batch');
-  const deviceMemoryBytes = scanned.size('--device-memory');
+  const gpuName = scanned.string('--gpu');
+  const gpu = gpuName === null ? null : findGpu(gpuName);
+  if (gpuName !== null && gpu === null) throw new UsageError(`--gpu ${gpuName}: not a GPU memhint knows (${knownGpuNames().filter((n) => !/\d+GB$/.test(n)).join(', ')})`);
+  const capability = scanned.string('--compute-capability') ?? gpu?.computeCapability ?? null;
+  if (capability !== null && !/^\d+\.\d+$/.test(capability)) throw new UsageError(`--compute-capability ${capability}: not MAJOR.MINOR (e.g. 9.0)`);
+  const deviceMemoryBytes = scanned.size('--device-memory') ?? gpu?.bytes ?? null;
   if (maxBatchArg !== null) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(maxBatchArg)) throw new UsageError(`--max-batch: "${maxBatchArg}" is not an argument name`);
     if (deviceMemoryBytes === null) throw new UsageError('--max-batch needs --device-memory');
@@ -116,6 +125,7 @@ export function parsePredictArgs(args: readonly string[]): ParsedPredict {
       amp,
       checkpoint: scanned.string('--checkpoint'),
       maxSplitSizeBytes: scanned.size('--max-split-size'),
+      computeCapability: capability,
       // DDP rebuilds its gradient buckets at the start of its second iteration: with --world-sizes the
       // predicted step is the third call, as profile --nproc-per-node's is.
       warmup: scanned.int('--warmup', worldSizes === null ? 1 : 2, 0),

@@ -13,6 +13,8 @@ export interface PredictOptions {
   readonly amp: 'bf16' | 'fp16' | null;
   readonly checkpoint: string | null;
   readonly maxSplitSizeBytes: number | null;
+  /** The target GPU's MAJOR.MINOR (cuBLAS workspace size); the harness assumes 8.0 when absent. */
+  readonly computeCapability?: string | null;
   readonly warmup: number;
   readonly steps: number;
   readonly timeoutMs: number;
@@ -34,6 +36,7 @@ export function predictArgs(options: PredictOptions): string[] {
   if (options.amp) args.push('--amp', options.amp);
   if (options.checkpoint) args.push('--checkpoint', options.checkpoint);
   if (options.maxSplitSizeBytes !== null) args.push('--max-split-size', String(Math.floor(options.maxSplitSizeBytes)));
+  if (options.computeCapability) args.push('--compute-capability', options.computeCapability);
   if (options.worldSize !== undefined && options.worldSize !== null) args.push('--world-size', String(options.worldSize));
   return args;
 }

@@ -86,6 +86,10 @@ export interface PredictionInfo {
   readonly fits: boolean | null;
   /** First allocation that took the predicted reserved memory above deviceMemoryBytes. */
   readonly firstExceeded: FirstExceeded | null;
+  /** The target's compute capability the prediction assumed (MAJOR.MINOR). */
+  readonly computeCapability?: string;
+  /** cuBLAS workspaces included in the allocator figures (one per thread that ran a matmul). */
+  readonly cublasWorkspaceBytes?: number;
   readonly amp: 'bf16' | 'fp16' | null;
   readonly checkpoint: string | null;
   readonly setupArgs: Readonly<Record<string, unknown>>;

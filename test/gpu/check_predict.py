@@ -39,12 +39,21 @@ def measure(script, setup_args, setup):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def capability():
+    """The real device's MAJOR.MINOR, asked in a child so that this process never initialises CUDA."""
+    out = subprocess.run([sys.executable, "-c", "import torch; print(*torch.cuda.get_device_capability())"],
+                         capture_output=True, text=True, timeout=120)
+    major, minor = out.stdout.split()
+    return int(major), int(minor)
+
+
 def predict(script, setup_args, setup):
     read, write = os.pipe()
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--predict",
                              "--script", script, "--function", "train_step", "--setup", setup, "--warmup", "1",
-                             "--steps", "1", "--setup-args", json.dumps(setup_args)],
+                             "--steps", "1", "--setup-args", json.dumps(setup_args),
+                             "--compute-capability", "%d.%d" % capability()],
                             pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     os.close(write)
     with os.fdopen(read) as handle:

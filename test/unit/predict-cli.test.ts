@@ -2,7 +2,7 @@
 // predictor (no Python): the predicted peak is a known function of the batch.
 import * as assert from 'node:assert/strict';
 import { parsePredictArgs, parseSetupArg } from '../../src/cli/predict-command';
-import { maxBatch, repeatedBlockType, type PredictOptions, type Predictor } from '../../src/predict/run';
+import { maxBatch, predictArgs, repeatedBlockType, type PredictOptions, type Predictor } from '../../src/predict/run';
 import type { ModuleStats, PredictedReport } from '../../src/predict/schema';
 
 const GiB = 1024 ** 3;
@@ -50,6 +50,21 @@ describe('predict: CLI arguments', () => {
     assert.equal(parsed.options.checkpoint, 'h.*');
     assert.equal(parsed.maxBatchArg, 'batch');
     assert.equal(parsed.format, 'json');
+  });
+
+  it('--gpu names the target: its memory (unless --device-memory is given) and compute capability', () => {
+    const h100 = parsePredictArgs(['train.py::step', '--setup', 'f', '--gpu', 'NVIDIA H100']).options;
+    assert.equal(h100.deviceMemoryBytes, 81_559 * 1024 ** 2);
+    assert.equal(h100.computeCapability, '9.0');
+    assert.deepEqual(predictArgs(h100).slice(-2), ['--compute-capability', '9.0']);
+    const given = parsePredictArgs(['train.py::step', '--setup', 'f', '--gpu', 'a100 80gb', '--device-memory', '70GiB']).options;
+    assert.equal(given.deviceMemoryBytes, 70 * GiB);
+    assert.equal(given.computeCapability, '8.0');
+    assert.equal(parsePredictArgs(['train.py::step', '--setup', 'f', '--compute-capability', '8.9']).options.computeCapability, '8.9');
+    assert.equal(parsePredictArgs(['train.py::step', '--setup', 'f']).options.computeCapability, null);
+    assert.ok(!predictArgs(parsePredictArgs(['train.py::step', '--setup', 'f']).options).includes('--compute-capability'));
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--gpu', 'Voodoo 2']), /--gpu Voodoo 2: not a GPU memhint knows \(H200, H100/);
+    assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--compute-capability', 'sm90']), /not MAJOR.MINOR/);
   });
 
   it('reads setup-arg values as JSON, else as strings', () => {

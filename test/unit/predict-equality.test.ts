@@ -41,7 +41,7 @@ async function measure(script: string, setupArgs: Record<string, unknown>): Prom
   return outcome.report;
 }
 
-async function predict(script: string, setupArgs: Record<string, unknown>): Promise<PredictedReport> {
+async function predict(script: string, setupArgs: Record<string, unknown>, computeCapability: string | null = null): Promise<PredictedReport> {
   const outcome = await childPredictor()({
     script: path.join(FIXTURES, script),
     function: 'train_step',
@@ -52,6 +52,7 @@ async function predict(script: string, setupArgs: Record<string, unknown>): Prom
     amp: null,
     checkpoint: null,
     maxSplitSizeBytes: null,
+    computeCapability,
     warmup: 1,
     steps: 1,
     timeoutMs: 300_000,
@@ -150,6 +151,18 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
       assert.ok(alloc.maxReservedBytes >= alloc.maxAllocatedBytes);
     });
   }
+
+  it('mlp.py: the cuBLAS workspaces (forward thread and backward thread) are in the allocator figures, sized by compute capability', async () => {
+    // Measured on an H200 (torch 2.11): two 32 MiB blocks from setWorkspaceForHandle, one per thread that ran
+    // a matmul; elsewhere PyTorch's default is 4096 KiB x 2 + 16 KiB x 8.
+    const [a100, hopper] = await Promise.all([predict('mlp.py', { batch: 32 }), predict('mlp.py', { batch: 32 }, '9.0')]);
+    assert.equal(a100.prediction.computeCapability, '8.0');
+    assert.equal(a100.prediction.cublasWorkspaceBytes, 2 * 8_519_680);
+    assert.equal(hopper.prediction.cublasWorkspaceBytes, 2 * 32 * 1024 ** 2);
+    assert.equal(hopper.prediction.allocator.maxAllocatedBytes - a100.prediction.allocator.maxAllocatedBytes, 2 * (32 * 1024 ** 2 - 8_519_680));
+    assert.equal(hopper.prediction.rawPeakBytes, a100.prediction.rawPeakBytes, 'workspaces are not tensors of the step');
+    assert.ok(hopper.notes.some((n) => /included: 2 cuBLAS workspace\(s\) of 33554432 bytes/.test(n)), hopper.notes.join('\n'));
+  });
 
   it('lstm.py: equal outside the LSTM (whose CPU algorithm differs), parameters and gradients equal', async () => {
     const setupArgs = { batch: 4, seq: 16, cpu_fused: false };

@@ -208,21 +208,22 @@ def _name(func):
 class CudaStandIn:
     """Makes `torch.cuda` report one predicted device; restores everything on exit."""
 
-    def __init__(self, live_bytes, peak_bytes, capacity=None):
+    def __init__(self, live_bytes, peak_bytes, capacity=None, capability=(8, 0)):
         self.live_bytes = live_bytes
         self.peak_bytes = peak_bytes
         self.capacity = capacity
+        self.capability = tuple(capability)
         self.saved = []
 
     def __enter__(self):
         cuda = torch.cuda
-        props = _Properties(self.capacity)
+        props = _Properties(self.capacity, self.capability)
         replacements = {
             "is_available": lambda: True,
             "device_count": lambda: 1,
             "current_device": lambda: 0,
             "get_device_name": lambda device=None: DEVICE_NAME,
-            "get_device_capability": lambda device=None: (8, 0),
+            "get_device_capability": lambda device=None: self.capability,
             "get_device_properties": lambda device=None: props,
             "is_bf16_supported": lambda *a, **k: True,
             "is_initialized": lambda: True,
@@ -259,10 +260,10 @@ class CudaStandIn:
 class _Properties:
     """What `torch.cuda.get_device_properties()` answers for the predicted device."""
 
-    def __init__(self, capacity):
+    def __init__(self, capacity, capability=(8, 0)):
         self.name = DEVICE_NAME
         self.total_memory = int(capacity) if capacity else 80 * 1024 ** 3
-        self.major, self.minor = 8, 0
+        self.major, self.minor = capability
         self.multi_processor_count = 108
         self.is_integrated = False
         self.is_multi_gpu_board = False

@@ -17,9 +17,9 @@ from .allocator import CachingAllocatorModel
 CUDA_CONTEXT_NOTE = ("not included: the CUDA context and kernels loaded by the driver (about 300-500 MiB per "
                      "process on current GPUs and drivers, more with many kernels/libraries loaded, e.g. "
                      "cuBLAS/cuDNN handles), which nvidia-smi shows but torch.cuda.memory_reserved() does not")
-WORKSPACE_NOTE = ("not included: memory a kernel library allocates through the caching allocator for itself "
-                  "(cuBLAS workspaces, typically 8-32 MiB per stream/handle; cuDNN convolution workspaces, "
-                  "which depend on the chosen algorithm); see docs/predict.md")
+WORKSPACE_NOTE = ("not included: workspaces cuDNN allocates through the caching allocator for convolutions and "
+                  "RNNs (they depend on the algorithm cuDNN picks on the real GPU: tens to hundreds of MiB); "
+                  "see docs/predict.md")
 
 
 def supported(torch):
@@ -76,7 +76,13 @@ def predict(torch, options, channel):
     from .device import CudaStandIn, MetaDevice
     from .metacache import MetaKernelCache
 
+    from .workspace import CublasWorkspaces, parse_capability, watch, workspace_bytes
+
     reason = supported(torch)
+    try:
+        capability = parse_capability(options.compute_capability)
+    except ValueError as error:
+        return cli._error(channel, "bad_arguments", str(error))
     world = None
     if reason is None and options.world_size is not None:
         from .ranks import FakeWorld, unavailable
@@ -102,18 +108,20 @@ def predict(torch, options, channel):
     model = CachingAllocatorModel(max_split_size=options.max_split_size)
     feed = AllocatorFeed(tracker, model, capacity)
     feed.install()
+    workspaces = CublasWorkspaces(model, workspace_bytes(capability, os.environ.get("CUBLAS_WORKSPACE_CONFIG")),
+                                  tracker.phase)
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
     kernels = MetaKernelCache()
     _wrap_step(torch, runner, options, state, notes, device_mode)
 
-    stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity)
+    stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity, capability)
     if world is not None:
         world.install()
     try:
         # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build
-        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode],
+        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, watch(workspaces), mode],
                                  classify=_refusal_kind)
     finally:
         emulation.remove()
@@ -133,6 +141,8 @@ def predict(torch, options, channel):
     if failure is not None and measured == 0:
         return cli._error(channel, failure[0], failure[1], failure[2], failure[3])
     notes.append("predicted on meta tensors: no kernel ran; " + CUDA_CONTEXT_NOTE)
+    if workspaces.note() is not None:
+        notes.append(workspaces.note())
     notes.append(WORKSPACE_NOTE)
     if world is not None:
         notes.append("predicted rank %d of %d on torch's fake process group: collectives move no data, and the "
@@ -154,6 +164,8 @@ def predict(torch, options, channel):
         "deviceMemoryBytes": capacity,
         "fits": None if capacity is None else feed.crossed is None,
         "firstExceeded": crossed,
+        "computeCapability": "%d.%d" % capability,
+        "cublasWorkspaceBytes": workspaces.nbytes * len(workspaces.allocated),
         "amp": options.amp,
         "checkpoint": options.checkpoint,
         "setupArgs": options.setup_args or {},

@@ -155,6 +155,7 @@ export class PredictController {
         setup: setup.name,
         cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
         deviceMemoryBytes: device?.bytes ?? null,
+        computeCapability: device?.computeCapability ?? null,
         timeoutSeconds: config.timeoutSeconds,
       },
       whatIf,

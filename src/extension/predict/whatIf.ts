@@ -22,6 +22,8 @@ export interface PredictTarget {
   readonly setup: string;
   readonly cwd: string;
   readonly deviceMemoryBytes: number | null;
+  /** The named GPU's compute capability (memhint.predict.device "H100"), else absent. */
+  readonly computeCapability?: string | null;
   readonly timeoutSeconds: number;
 }
 
@@ -36,6 +38,7 @@ export function predictOptions(target: PredictTarget, whatIf: WhatIf): PredictOp
     amp: whatIf.amp,
     checkpoint: whatIf.checkpoint,
     maxSplitSizeBytes: null,
+    computeCapability: target.computeCapability ?? null,
     // One warmup call so that optimizer state exists, one predicted call: meta tensors are deterministic.
     warmup: 1,
     steps: 1,

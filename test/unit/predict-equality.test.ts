@@ -164,6 +164,31 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
     assert.ok(hopper.notes.some((n) => /included: 2 cuBLAS workspace\(s\) of 33554432 bytes/.test(n)), hopper.notes.join('\n'));
   });
 
+  it('dropout_mlp.py: dropout keeps CUDA\'s 1-byte mask, not the CPU\'s float32 noise; every other line equal', async () => {
+    const setupArgs = { batch: 64 };
+    const [measured, predicted] = await Promise.all([measure('dropout_mlp.py', setupArgs), predict('dropout_mlp.py', setupArgs)]);
+    const line = (report: ProfileReport) => report.lines.find((l) => l.code.startsWith('h = F.dropout('));
+    const [m, p] = [line(measured), line(predicted)];
+    assert.ok(m && p);
+    const elements = 64 * 1024;
+    // CPU: the noise tensor (float32) is saved for backward; CUDA (predicted): the bool mask.
+    assert.equal(m.savedForBackward, 4 * elements);
+    assert.equal(p.savedForBackward, elements);
+    assert.equal(p.self.allocated, 4 * elements + elements, 'output (float32) + mask (bool)');
+    // The saved mask / noise is released in backward while the node of the line before runs: that line's
+    // backward, and backward()'s line inclusively, free 3 bytes per element less, and are otherwise equal.
+    const find = (report: ProfileReport, start: string) => report.lines.find((l) => l.code.startsWith(start));
+    const skip = new Set([m.line]);
+    for (const [start, phase] of [['h = model[1](', 'backward'], ['loss.backward()', 'inclusive']] as const) {
+      const [ml, pl] = [find(measured, start), find(predicted, start)];
+      assert.ok(ml && pl);
+      assert.equal(ml[phase].freed - pl[phase].freed, 3 * elements, `${start} ${phase} freed`);
+      assert.equal(pl[phase].allocated, ml[phase].allocated, `${start} ${phase} allocated`);
+      skip.add(ml.line);
+    }
+    compareLines(measured, predicted, skip);
+  });
+
   it('lstm.py: equal outside the LSTM (whose CPU algorithm differs), parameters and gradients equal', async () => {
     const setupArgs = { batch: 4, seq: 16, cpu_fused: false };
     const [measured, predicted] = await Promise.all([measure('lstm.py', setupArgs), predict('lstm.py', setupArgs)]);

@@ -26,6 +26,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..userfiles import innermost_user_frame
 from .attention import cuda_sdpa
+from .dropout import cuda_dropout
 
 META = torch.device("meta")
 DEVICE_NAME = "cuda (predicted)"
@@ -81,6 +82,9 @@ def _host_scalar(func, args, kwargs):
         size = args[0] if args else kwargs.get("size")
         return isinstance(size, (tuple, list)) and len(size) == 0
     return False
+
+
+_DROPOUT = torch.nn.functional.dropout
 
 
 class DataDependentError(RuntimeError):
@@ -139,6 +143,10 @@ class MetaDevice(TorchFunctionMode):
                 args, kwargs = adjusted
         if getattr(func, "__name__", "") == "scaled_dot_product_attention":
             out = cuda_sdpa(func, args, kwargs)
+            if out is not None:
+                return out
+        if func is _DROPOUT:
+            out = cuda_dropout(args, kwargs)
             if out is not None:
                 return out
         try:

@@ -1,7 +1,7 @@
 // One file through `memhint lint [--fix]`: read safely, lint, and fix only when that cannot lose data.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { describeRuleFailure, type Linter, type LintSettings } from '../lint';
+import { FailureLog, type Linter, type LintSettings } from '../lint';
 import { fixUntilStable } from '../lint/fix';
 import { UnreadableFile, ioMessage } from '../lint/regular-file';
 import { ChangedOnDiskError, writeFileAtomic } from './atomic-write';
@@ -72,13 +72,14 @@ export function lintOneFile(
     warn(`${filename}: ${message}`);
     return null;
   }
-  // A rule that throws: the other rules' findings are kept and the failure is reported once (`warn`
-  // drops repeats), in the editor's words (describeRuleFailure).
+  // A rule that throws: the other rules' findings are kept and the failure is reported once per file
+  // (--fix lints several times), through the editor's FailureLog: same line, same de-duplication.
+  const failures = new FailureLog((line) => warn(line));
   const lint = (text: string): ReturnType<Linter['lintText']> =>
     lintKeepingLineEndings(text, (t) => {
-      const { findings, failures } = linter.lint(t, settings);
-      for (const f of failures) warn(describeRuleFailure(filename, f));
-      return findings;
+      const result = linter.lint(t, settings);
+      failures.report(filename, result.failures);
+      return result.findings;
     });
   let text = source.text;
   if (fixer !== null) text = fixFile(linter, filename, source, lint, fixer, warn);

@@ -51,11 +51,11 @@ export interface LintResult {
  * down with it: its failure is returned next to them (the CLI and the editor both publish the findings
  * and log the failure once, see FailureLog).
  */
-export function lint(file: SourceFile, settings: LintSettings = defaultSettings): LintResult {
+export function lint(file: SourceFile, settings: LintSettings = defaultSettings, rules: readonly Rule[] = allRules): LintResult {
   const options: RuleOptions = { targetTorch: settings.targetTorch };
   const findings: Finding[] = [];
   const failures: RuleFailure[] = [];
-  for (const rule of selectRules(settings)) {
+  for (const rule of selectRules(settings, rules)) {
     let raw;
     try {
       raw = rule.check(file, file.session, options);
@@ -80,6 +80,17 @@ export function lint(file: SourceFile, settings: LintSettings = defaultSettings)
   const kept = noqa.size === 0 ? findings : findings.filter((f) => !suppressed(f, file, noqa));
   kept.sort((a, b) => a.start - b.start || a.code.localeCompare(b.code));
   return { findings: dedupe(kept), failures };
+}
+
+/**
+ * What the CLI and the editor both do with one version: lint it, log each rule failure once through
+ * `log` (as `where`), and return the findings to publish, which a failing rule never empties: the
+ * editor replaces its diagnostics with them (never keeps stale ones), the CLI reports them.
+ */
+export function lintAndLog(file: SourceFile, settings: LintSettings, log: FailureLog, where: string, rules: readonly Rule[] = allRules): Finding[] {
+  const { findings, failures } = lint(file, settings, rules);
+  log.report(where, failures);
+  return findings;
 }
 
 /** Findings of a lint in which no rule may fail (tests, benchmarks): a rule that throws is an error here. */

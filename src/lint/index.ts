@@ -7,6 +7,7 @@ import type { Finding } from './types';
 export { PythonDocument, type DocumentOptions, type TextChange } from './document';
 export {
   lint,
+  lintAndLog,
   lintFile,
   selectRules,
   unknownRuleSelectors,

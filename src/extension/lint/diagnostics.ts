@@ -9,7 +9,7 @@ import {
   findProjectConfig,
   findTorchPin,
   isExcluded,
-  lint,
+  lintAndLog,
   settingsForFile,
   unknownRuleSelectors,
   type Finding,
@@ -240,9 +240,8 @@ export class DiagnosticsController implements vscode.Disposable {
         source = t.doc.source.text === text ? t.doc.source : t.doc.reset(text);
       }
       const settings = this.settingsFor(document);
-      const result = settings === null ? null : lint(source, settings);
-      if (result !== null) this.ruleFailures.report(document.uri.fsPath, result.failures);
-      const findings = result?.findings ?? [];
+      // A rule that throws loses only its own findings; the rest replace the old diagnostics (see lintAndLog).
+      const findings = settings === null ? [] : lintAndLog(source, settings, this.ruleFailures, document.uri.fsPath);
       const diagnostics = this.buildDiagnostics(document, source, findings);
       t.result = { version: document.version, source, findings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics };
       this.collection.set(document.uri, diagnostics);

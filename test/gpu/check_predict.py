@@ -19,6 +19,8 @@ CASES = [
     ("lstm.py", {"batch": 32, "seq": 32}),
     ("dropout_mlp.py", {"batch": 8192}),
     (os.path.join(REPO, "scripts", "bench", "predict_models.py"), {"batch": 8, "seq": 1024}, "gpt2_124m"),
+    # The --amp what-if against the real thing: the step under torch.autocast("cuda", bfloat16).
+    (os.path.join(REPO, "scripts", "bench", "predict_models.py"), {"batch": 8, "seq": 1024}, "gpt2_124m", "bf16"),
 ]
 
 MEASURE = r"""
@@ -27,14 +29,18 @@ spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.u
 spec.loader.exec_module(m)
 args = getattr(m, sys.argv[3])(**json.loads(sys.argv[2]))
 for _ in range(2):
-    m.train_step(*args)
+    if sys.argv[4]:
+        with torch.autocast("cuda", dtype={"bf16": torch.bfloat16, "fp16": torch.float16}[sys.argv[4]]):
+            m.train_step(*args)
+    else:
+        m.train_step(*args)
 torch.cuda.synchronize()
 print(json.dumps({"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved()}))
 """
 
 
-def measure(script, setup_args, setup):
-    out = subprocess.run([sys.executable, "-c", MEASURE, script, json.dumps(setup_args), setup],
+def measure(script, setup_args, setup, amp=""):
+    out = subprocess.run([sys.executable, "-c", MEASURE, script, json.dumps(setup_args), setup, amp],
                          capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -50,13 +56,13 @@ def capability():
     return int(major), int(minor)
 
 
-def predict(script, setup_args, setup):
+def predict(script, setup_args, setup, amp=""):
     read, write = os.pipe()
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--predict",
                              "--script", script, "--function", "train_step", "--setup", setup, "--warmup", "1",
                              "--steps", "1", "--setup-args", json.dumps(setup_args),
-                             "--compute-capability", "%d.%d" % capability()],
+                             "--compute-capability", "%d.%d" % capability()] + (["--amp", amp] if amp else []),
                             pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     os.close(write)
     with os.fdopen(read) as handle:
@@ -77,8 +83,9 @@ def run_case(case):
     """(script, measured, predicted) or (script, error) for one case; each side in its own process."""
     script = case[0] if os.path.isabs(case[0]) else os.path.join(FIXTURES, case[0])
     setup = case[2] if len(case) > 2 else "make_inputs"
+    amp = case[3] if len(case) > 3 else ""
     try:
-        return script, measure(script, case[1], setup), predict(script, case[1], setup)
+        return script, measure(script, case[1], setup, amp), predict(script, case[1], setup, amp)
     except Exception as error:  # noqa: BLE001 - report and go on with the other models
         return script, error, None
 
@@ -103,9 +110,10 @@ def main():
         dr = (pred["reserved"] - real["reserved"]) / real["reserved"]
         ok = abs(da) <= 0.03 and abs(dr) <= 0.10
         failed = failed or not ok
-        rows.append(dict(model=os.path.basename(script), setup=case[1], measured=real, predicted=pred, ok=ok))
-        print("| %s | %s | %d | %d | %+.1f%% | %d | %d | %+.1f%% |%s" % (
-            os.path.basename(script), json.dumps(case[1]), real["allocated"], pred["allocated"], 100 * da,
+        rows.append(dict(model=os.path.basename(script), setup=case[1], amp=case[3] if len(case) > 3 else None,
+                         measured=real, predicted=pred, ok=ok))
+        print("| %s%s | %s | %d | %d | %+.1f%% | %d | %d | %+.1f%% |%s" % (
+            os.path.basename(script), " --amp " + case[3] if len(case) > 3 else "", json.dumps(case[1]), real["allocated"], pred["allocated"], 100 * da,
             real["reserved"], pred["reserved"], 100 * dr, "" if ok else " MISSED"))
     if "--json" in sys.argv:
         path = sys.argv[sys.argv.index("--json") + 1]

@@ -316,7 +316,8 @@ NOTES = (
     "cuda trace path: per-line figures come from the CUDA caching allocator's own history "
     "(torch.cuda.memory._record_memory_history with Python stacks), with no Python on any op; sizes are "
     "allocator blocks (rounded up to 512 bytes). Not measured on this path: saved-for-backward bytes per line, "
-    "per-module figures and kernel workspaces (run with --cuda-path dispatch for them). Backward memory is "
+    "per-module figures, kernel workspaces, leaked autograd graphs and the names of what holds a leak (run with "
+    "--cuda-path dispatch for them). Backward memory is "
     "charged to the line that called backward(), not to the forward line of each graph node; 'activation' at "
     "the peak means a block allocated by the step's forward and freed by its backward.",
 )

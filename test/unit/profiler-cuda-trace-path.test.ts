@@ -7,6 +7,7 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { reportProblem, type LineStats, type ProfileReport } from '../../src/profiler/report';
+import { harnessArgs } from '../../src/profiler/launcher';
 import { torch2Python } from './torch2';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -103,5 +104,19 @@ describe('cuda backend, trace path (allocator history, fake allocator on CPU)', 
     assert.equal(report.environment.cudaPath, 'dispatch');
     assert.ok(report.notes.some((n) => n.includes('the dispatch path') && n.includes('no stacks/clear_history/max_entries parameter')), report.notes.join('\n'));
     assert.equal(fallback.snapshots, 0);
+  });
+});
+
+describe('--cuda-path on the launcher', () => {
+  const base = {
+    script: 'train.py', function: 'step', setup: null, warmup: 1, steps: 3, maxSeconds: null, backend: 'cuda' as const,
+    python: 'python3', budgetBytes: null, memoryLimitBytes: null, timeoutMs: 1000, scriptArgs: [],
+  };
+  it('passes trace / dispatch to the harness, and nothing for auto (the harness decides)', () => {
+    const pair = (args: string[]) => args.slice(args.indexOf('--cuda-path'), args.indexOf('--cuda-path') + 2);
+    assert.deepEqual(pair(harnessArgs({ ...base, cudaPath: 'dispatch' })), ['--cuda-path', 'dispatch']);
+    assert.deepEqual(pair(harnessArgs({ ...base, cudaPath: 'trace' })), ['--cuda-path', 'trace']);
+    assert.ok(!harnessArgs({ ...base, cudaPath: 'auto' }).includes('--cuda-path'));
+    assert.ok(!harnessArgs(base).includes('--cuda-path'));
   });
 });

@@ -93,6 +93,24 @@ describe('cuda backend, trace path (allocator history, fake allocator on CPU)', 
     assert.deepEqual(leak.bytesByStep, [4096, 4096]);
   });
 
+  it('reports an allocation failure at its line, with the live blocks (the log is read at the failure)', () => {
+    const gpuFixture = path.join(ROOT, 'test/gpu/profile_fixture.py');
+    const out = execFileSync(
+      torch2Python(),
+      [DRIVER, '--script', gpuFixture, '--function', 'train_step', '--backend', 'cuda', '--', 'oom'],
+      { env: { ...process.env, PYTHONPATH: path.join(ROOT, 'python'), MEMHINT_DEVICE: 'cpu' }, encoding: 'utf8' },
+    );
+    const result = JSON.parse(out) as Run;
+    assert.equal(result.exit, 1);
+    assert.equal(result.messages.find((m) => m.type === 'error')?.kind, 'oom');
+    const oom = result.messages.find((m) => m.type === 'result')?.report?.oom;
+    assert.ok(oom?.location, JSON.stringify(oom));
+    assert.match(oom.code, /torch\.empty/);
+    assert.ok((oom.requestedBytes ?? 0) > 0);
+    // Linear(1000, 1000) (4,004,352 B of blocks) and the input x (256,000 B) are live.
+    assert.equal(oom.liveAtOom.bytes, 4_004_352 + 256_000);
+  });
+
   it('--cuda-path dispatch forces the Python dispatch mode', () => {
     const { report } = run(['--cuda-path', 'dispatch']);
     assert.equal(report.environment.cudaPath, 'dispatch');

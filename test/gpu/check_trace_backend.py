@@ -2,7 +2,8 @@
 its dispatch path, both run by the harness on test/gpu/profile_fixture.py (Linear(1000, 1000) + Adam):
 
 - per line, self-allocated bytes and allocation counts: the trace path logs allocator blocks, so each
-  allocation may be up to 511 bytes larger than the storage the dispatch path counts;
+  allocation may be up to 511 bytes larger than the storage the dispatch path counts, and it also sees
+  allocations no op returned (a reduction's scratch buffer), which the dispatch path cannot;
 - backward bytes in total (the trace path charges them to the backward() line, the dispatch path to the
   forward line of each graph node), and per step;
 - the kinds at the peak the trace path derives from block addresses: parameters, gradients, Adam moments;
@@ -79,6 +80,18 @@ def main():
     return 1 if problems else 0
 
 
+def agree(trace, dispatch):
+    """Whether a line's (or a total's) trace figures match the dispatch path's: the same allocations, each
+    up to 511 bytes larger; or more of them, which are allocations no tensor returned (kernel-internal
+    buffers, which only the allocator sees), and then at least the dispatch path's bytes. (ok, remark)"""
+    rounded = dispatch["allocated"] + ROUNDING * dispatch["allocations"]
+    if trace["allocations"] == dispatch["allocations"]:
+        return dispatch["allocated"] <= trace["allocated"] <= rounded, ""
+    if trace["allocations"] > dispatch["allocations"] and trace["allocated"] >= dispatch["allocated"]:
+        return True, "  (+%d allocations no tensor returned)" % (trace["allocations"] - dispatch["allocations"])
+    return False, ""
+
+
 def compare(trace, dispatch):
     """What differs between the two paths' reports beyond the allocator's rounding (printed as it goes)."""
     problems = []
@@ -89,22 +102,21 @@ def compare(trace, dispatch):
         if other is None:
             continue
         t, d = entry["self"], other["self"]
-        ok = d["allocated"] <= t["allocated"] <= d["allocated"] + ROUNDING * d["allocations"] \
-            and t["allocations"] == d["allocations"]
+        ok, extra = agree(t, d)
         print("    %-4s %-40s %12d / %3d   %12d / %3d %s" % (entry["line"], entry["code"][:40], t["allocated"],
                                                            t["allocations"], d["allocated"], d["allocations"],
-                                                           "" if ok else "  <- differs"))
+                                                           "  <- differs" if not ok else extra))
         if not ok:
             problems.append("line %d: %s vs %s" % (entry["line"], t, d))
     backward = [sum(e["backward"]["allocated"] for e in r["lines"]) for r in (trace, dispatch)]
     counts = [sum(e["backward"]["allocations"] for e in r["lines"]) for r in (trace, dispatch)]
     print("  backward allocated: trace %d (%d allocations), dispatch %d (%d)" % (backward[0], counts[0],
                                                                              backward[1], counts[1]))
-    if not backward[1] <= backward[0] <= backward[1] + ROUNDING * counts[1]:
-        problems.append("backward bytes %s" % backward)
-    per_step = sum(e["self"]["allocations"] + e["backward"]["allocations"] for e in dispatch["lines"]) // STEPS
+    if not agree({"allocated": backward[0], "allocations": counts[0]},
+                 {"allocated": backward[1], "allocations": counts[1]})[0]:
+        problems.append("backward bytes %s, allocations %s" % (backward, counts))
     for t, d in zip(trace["steps"], dispatch["steps"]):
-        if not d["allocated"] <= t["allocated"] <= d["allocated"] + ROUNDING * (per_step + 2):
+        if t["allocated"] < d["allocated"]:
             problems.append("step %d allocated %d vs %d" % (t["index"], t["allocated"], d["allocated"]))
     kinds = trace["peak"]["byKind"]
     print("  trace peak %d B (%s), by kind %s; dispatch peak %d B" % (

@@ -93,6 +93,21 @@ describe('cuda backend, trace path (allocator history, fake allocator on CPU)', 
     assert.deepEqual(leak.bytesByStep, [4096, 4096]);
   });
 
+  it('calls a block the forward allocated and the backward freed an activation at the peak', () => {
+    const fixture = path.join(ROOT, 'test/fixtures/profiler/trace_saved.py');
+    const out = execFileSync(
+      torch2Python(),
+      [DRIVER, '--script', fixture, '--function', 'train_step', '--warmup', '1', '--steps', '2', '--backend', 'cuda'],
+      { env: { ...process.env, PYTHONPATH: path.join(ROOT, 'python') }, encoding: 'utf8' },
+    );
+    const peak = (JSON.parse(out) as Run).messages.find((m) => m.type === 'result')?.report?.peak;
+    assert.ok(peak);
+    // The dispatch path (saved_tensors_hooks) finds the same 4,194,304 B of relu output on this fixture.
+    assert.equal(peak.phase, 'backward');
+    assert.equal(peak.byKind.activation, 256 * 4096 * 4);
+    assert.equal(peak.byKind.parameter, 16 * 4096 * 4 + 4096 * 4);
+  });
+
   it('reports an allocation failure at its line, with the live blocks (the log is read at the failure)', () => {
     const gpuFixture = path.join(ROOT, 'test/gpu/profile_fixture.py');
     const out = execFileSync(

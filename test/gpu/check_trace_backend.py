@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,11 +37,15 @@ def harness(path):
             "--function", "train_step", "--warmup", "1", "--steps", str(STEPS), "--backend", "cuda",
             "--cuda-path", path]
     started = time.time()
-    child = subprocess.Popen(args, env=env, pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        data = pipe.read()
-    _, err = child.communicate(timeout=120)
+    # stderr to a file: a pipe nobody reads until the protocol pipe closes could fill up and stall the child.
+    with tempfile.TemporaryFile() as stderr:
+        child = subprocess.Popen(args, env=env, pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=stderr)
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as pipe:
+            data = pipe.read()
+        child.wait(timeout=120)
+        stderr.seek(0)
+        err = stderr.read()
     messages = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
     reports = [m["report"] for m in messages if m["type"] == "result"]
     errors = [m for m in messages if m["type"] == "error"]

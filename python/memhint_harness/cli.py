@@ -22,6 +22,9 @@ def parse_args(argv):
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=None)
     parser.add_argument("--backend", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--cuda-path", choices=("auto", "trace", "dispatch"), default="auto",
+                        help="cuda backend: the allocator's own history (trace; auto where this torch has it) or "
+                             "a Python dispatch mode on every op (dispatch)")
     parser.add_argument("--budget", type=int, default=None, help="bytes")
     parser.add_argument("--memory-limit", type=int, default=None,
                         help="address-space headroom in bytes above the size after importing torch (RLIMIT_AS)")
@@ -126,11 +129,15 @@ def _run(options, channel):
         return _error(channel, "unsupported_torch",
                       "torch %s has no usable TorchDispatchMode; memhint needs torch >= 1.13" % torch.__version__)
     device = "cpu"
+    history = None
     if backend == "cuda":
         device = "cuda:%d (%s)" % (torch.cuda.current_device(), torch.cuda.get_device_name())
+        history = _trace_history(torch, options.cuda_path, notes)
     environment = {"python": sys.executable, "pythonVersion": platform.python_version(),
                    "torchVersion": str(torch.__version__), "backend": backend, "device": device,
                    "pid": os.getpid(), "capabilities": caps}
+    if backend == "cuda":
+        environment["cudaPath"] = "trace" if history is not None else "dispatch"
     channel.send("hello", harnessVersion=HARNESS_VERSION, **environment)
 
     if options.memory_limit is not None:
@@ -144,10 +151,15 @@ def _run(options, channel):
     user_files = UserFiles()
     _warm_dispatch_modes(torch)
     tracker, state, runner, mode = instrument(torch, options, "cuda" if backend == "cuda" else "cpu", channel,
-                                              storage_api, user_files)
+                                              storage_api, user_files, trace_history=history)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=tracker.disable_in_child)
-    history = cudainfo.start_history(torch) if backend == "cuda" else None
+    if backend != "cuda":
+        history = None
+    elif history is not None:
+        history = "all"  # the trace path's own recording also feeds the memory_viz snapshot
+    else:
+        history = cudainfo.start_history(torch)
 
     failure = None
     # torch's and the harness's own objects never become garbage: keeping them out of the cyclic GC's
@@ -235,9 +247,27 @@ def _oom_failure(tracker, user_files):
     return classify
 
 
-def instrument(torch, options, device_type, channel, storage_api, user_files):
+def _trace_history(torch, requested, notes):
+    """The allocator history of the cuda backend's trace path, or None for the dispatch path (asked for, or
+    this torch's history cannot feed it: said in a note)."""
+    if requested == "dispatch":
+        return None
+    from . import cuda_history
+
+    why = cuda_history.unsupported(torch.cuda.memory)
+    if why is not None:
+        notes.append("cuda: the dispatch path (a Python dispatch mode on every op) was used: %s (torch %s); the "
+                     "trace path needs torch.cuda.memory._record_memory_history with Python stacks and "
+                     "clear_history" % (why, torch.__version__))
+        return None
+    return cuda_history.for_torch(torch)
+
+
+def instrument(torch, options, device_type, channel, storage_api, user_files, trace_history=None):
     """The measuring parts wired together: tracker, analysis state, runner, dispatch mode; backward() and
     autograd.grad() are patched. `device_type`: whose storages are counted (cpu, cuda, or meta when predicting).
+    With `trace_history` (cuda_history.AllocatorHistory) the cuda trace path instead: no dispatch mode (the
+    context returned does nothing), the allocator's log replayed at checkpoints (trace_tracker.py).
     Also used by scripts/bench_interleaved.py to time steps with and without."""
     from .analysis import Registry, State
     from .dispatch import DispatchMode
@@ -245,6 +275,8 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     from .runner import Runner
     from .tracker import Tracker
 
+    if trace_history is not None:
+        return _instrument_trace(torch, options, channel, storage_api, user_files, trace_history)
     tracker = Tracker(storage_api, user_files, device_type,
                       budget=options.budget, cuda_lines=device_type == "cuda")
     state = State(tracker, Registry(), options.warmup)
@@ -260,6 +292,30 @@ def instrument(torch, options, device_type, channel, storage_api, user_files):
     _patch_backward(torch, tracker)
     _add_observers(torch, runner, tracker, user_files, device_type)
     return tracker, state, runner, DispatchMode(tracker)
+
+
+def _instrument_trace(torch, options, channel, storage_api, user_files, history):
+    import contextlib
+
+    from .analysis import Registry
+    from .runner import Runner
+    from .trace_tracker import NOTES, TraceState, TraceTracker
+    from .workers import WorkerWatch
+
+    tracker = TraceTracker(storage_api, user_files, history, int(torch.cuda.memory_allocated()),
+                           budget=options.budget)
+    state = TraceState(tracker, Registry(), options.warmup)
+    runner = Runner(tracker, state, channel, options, saved_tensors=False)
+    runner.notes.extend(NOTES)
+    tracker.line_hook = runner.on_line
+    _patch_backward(torch, tracker)
+    workers = WorkerWatch(user_files.is_user, tracker.now_ms)
+    problem = workers.install()
+    if problem is not None:
+        runner.notes.append(problem)
+    runner.observers.append(workers)
+    history.start()
+    return tracker, state, runner, contextlib.nullcontext()
 
 
 def _add_observers(torch, runner, tracker, user_files, device_type):

@@ -41,7 +41,7 @@ def _tensors_in(value, depth=0):
 
 
 class Runner:
-    def __init__(self, tracker, state, channel, options):
+    def __init__(self, tracker, state, channel, options, saved_tensors=True):
         self.tracker = tracker
         self.state = state  # analysis.State: kinds, leaks, snapshots
         self.channel = channel
@@ -59,14 +59,15 @@ class Runner:
         self.unsupported = None  # why the target cannot be measured (a generator function)
         self._noted = set()
         self.saved_watch: Any = None  # nograd.NoBackwardWatch: wraps what the pack hook saves
-        self.saved_hooks = _saved_tensor_hooks(tracker, self)
+        # saved_tensors False: the cuda trace path, which runs no Python per saved tensor (and says so).
+        self.saved_hooks = _saved_tensor_hooks(tracker, self) if saved_tensors else None
         self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
         self.loop_candidates: List[Loop] = []
         self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
         self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
         self.observers: List[Any] = []  # observers.StepObserver: told of step boundaries, add report fields
-        if self.saved_hooks is None:
+        if self.saved_hooks is None and saved_tensors:
             self.notes.append("torch.autograd.graph.saved_tensors_hooks is unavailable: saved-for-backward bytes "
                               "and the activation kind are not measured.")
 

@@ -8,7 +8,7 @@ import { formatReport } from '../profiler/format';
 import { describeFailure } from '../profiler/failure';
 import { runDistributedCommand } from './profile-distributed';
 import type { LauncherChoice } from '../profiler/distributed';
-import { runProfile, type BackendChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
+import { runProfile, type BackendChoice, type CudaPathChoice, type ProfileFailure, type ProfileOptions } from '../profiler/launcher';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { scanArgs, UsageError } from './step-args';
 
@@ -26,6 +26,8 @@ options:
   --max-seconds S       whole-script mode (no loop found): stop after S seconds (default 30)
   --python PATH         interpreter with torch (default python3)
   --backend B           auto | cuda | cpu (default auto)
+  --cuda-path P         cuda backend: auto | trace | dispatch (default auto: the allocator's own history
+                        where torch has it, no Python per op; dispatch: exact per-storage figures)
   --format F            text | json (default text)
   --out FILE            write the report to FILE instead of stdout
   --budget SIZE         report the first line where live memory exceeds SIZE (e.g. 24GiB)
@@ -107,7 +109,7 @@ interface ParsedArgs {
 
 const RULES = {
   valued: new Set([
-    '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--format', '--out',
+    '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--cuda-path', '--format', '--out',
     '--budget', '--memory-limit', '--cuda-snapshot', '--timeout', '--nproc-per-node', '--launcher',
   ]),
   scriptArgs: true,
@@ -117,6 +119,7 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const scanned = scanArgs(args, RULES);
   const spec = scanned.stepTarget('missing target');
   const backend = scanned.choice<BackendChoice>('--backend', ['auto', 'cpu', 'cuda'], 'auto');
+  const cudaPath = scanned.choice<CudaPathChoice>('--cuda-path', ['auto', 'trace', 'dispatch'], 'auto');
   const format = scanned.choice('--format', ['text', 'json'], 'text');
   const setup = scanned.string('--setup');
   if (setup !== null && spec.function === null) throw new UsageError('--setup needs a target SCRIPT.py::FUNCTION');
@@ -142,6 +145,7 @@ function parseArgs(args: readonly string[]): ParsedArgs {
       steps: scanned.int('--steps', 3, 1),
       maxSeconds: spec.function === null ? (maxSeconds ?? 30) : maxSeconds,
       backend,
+      cudaPath,
       python: scanned.string('--python') ?? 'python3',
       budgetBytes: scanned.size('--budget'),
       memoryLimitBytes: scanned.size('--memory-limit'),

@@ -27,6 +27,7 @@ const EXIT_CHANNEL_LOST = 87;
 const LOST_PREFIX = 'memhint-harness: protocol channel lost: ';
 
 export type BackendChoice = 'auto' | 'cpu' | 'cuda';
+export type CudaPathChoice = 'auto' | 'trace' | 'dispatch';
 
 export interface ProfileOptions {
   readonly script: string;
@@ -40,6 +41,8 @@ export interface ProfileOptions {
   readonly steps: number;
   readonly maxSeconds: number | null;
   readonly backend: BackendChoice;
+  /** cuda backend: the allocator's own history (trace) or the Python dispatch mode; absent: auto. */
+  readonly cudaPath?: CudaPathChoice;
   readonly python: string;
   readonly budgetBytes: number | null;
   /** Address-space headroom for the child (RLIMIT_AS above its size after importing torch). */
@@ -124,6 +127,7 @@ export function harnessArgs(options: ProfileOptions): string[] {
   else args.push('--loop', options.loopLine ? String(options.loopLine) : 'auto');
   if (options.setup) args.push('--setup', options.setup);
   args.push('--warmup', String(options.warmup), '--steps', String(options.steps), '--backend', options.backend);
+  if (options.cudaPath && options.cudaPath !== 'auto') args.push('--cuda-path', options.cudaPath);
   if (options.maxSeconds !== null) args.push('--max-seconds', String(options.maxSeconds));
   if (options.budgetBytes !== null) args.push('--budget', String(Math.floor(options.budgetBytes)));
   if (options.memoryLimitBytes !== null) args.push('--memory-limit', String(Math.floor(options.memoryLimitBytes)));

@@ -13,6 +13,7 @@ export interface HelloMessage {
   readonly torchVersion: string;
   readonly backend: 'cpu' | 'cuda';
   readonly device: string;
+  readonly cudaPath?: 'trace' | 'dispatch';
   readonly pid: number;
   readonly capabilities: Capabilities;
 }

@@ -80,6 +80,8 @@ export interface Environment {
   readonly backend: Backend;
   /** e.g. `cpu`, `cuda:0 (NVIDIA H200)`. */
   readonly device: string;
+  /** cuda backend: the allocator's own history (`trace`) or a Python dispatch mode on every op (`dispatch`). */
+  readonly cudaPath?: 'trace' | 'dispatch';
   readonly pid: number;
   readonly capabilities: Capabilities;
 }

@@ -55,7 +55,8 @@ def main():
     import torch  # only for the capability; the runs are child processes
 
     capability = "%d.%d" % torch.cuda.get_device_capability()
-    measured = harness(["--backend", "cuda"], options.script, options.setup, setup_args)
+    # The dispatch path: saved-for-backward and backward-on-forward-line figures, as the prediction has them.
+    measured = harness(["--backend", "cuda", "--cuda-path", "dispatch"], options.script, options.setup, setup_args)
     predicted = harness(["--predict", "--compute-capability", capability], options.script, options.setup, setup_args)
     for name, report in (("measured", measured), ("predicted", predicted)):
         with open(os.path.join(OUT_DIR, "profile-%s.json" % name), "w") as handle:

@@ -44,6 +44,8 @@ for model in hf-gpt2 nanogpt; do
     "$PYTHON" scripts/bench_interleaved.py --zoo "$model" --device cuda --pairs $PAIRS --warmup 1
 done
 check trace "overhead + per-line: allocator trace (the trace design)" 150 "$PYTHON" test/gpu/check_trace.py
+# The harness's cuda trace path vs its dispatch path on the profile fixture: per-line bytes, kinds, step times.
+check trace-backend "harness: cuda trace path vs dispatch path" 90 "$PYTHON" test/gpu/check_trace_backend.py
 if [ -f test/gpu/sampler-check.mjs ] && command -v node >/dev/null 2>&1; then
   # Native sampler vs NVML (needs `npm run compile` and the addon built: out/ and native/build/).
   if [ -f out/src/sampler/index.js ]; then

@@ -19,11 +19,11 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT_DIR = os.environ.get("OUT") or os.path.join(REPO, ".gpu-out")
 
 
-def harness(extra, script, setup, setup_args):
+def harness(extra, script, setup, setup_args, steps=1):
     read, write = os.pipe()
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--script", script,
-                             "--function", "train_step", "--setup", setup, "--warmup", "1", "--steps", "1",
+                             "--function", "train_step", "--setup", setup, "--warmup", "1", "--steps", str(steps),
                              "--setup-args", json.dumps(setup_args), *extra],
                             pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     os.close(write)
@@ -37,6 +37,31 @@ def harness(extra, script, setup, setup_args):
         if message["type"] == "error":
             raise RuntimeError("%s: %s" % (message.get("kind"), message["message"]))
     raise RuntimeError("no result: " + stderr[-2000:])
+
+
+PLAIN = r"""
+import importlib.util, json, statistics, sys, time, torch
+spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+args = getattr(m, sys.argv[2])(**json.loads(sys.argv[3]))
+times = []
+for _ in range(6):
+    torch.cuda.synchronize(); start = time.perf_counter()
+    m.train_step(*args)
+    torch.cuda.synchronize(); times.append((time.perf_counter() - start) * 1000)
+print(json.dumps(statistics.median(times[2:])))
+"""
+
+
+def plain_step_ms(script, setup, setup_args):
+    out = subprocess.run([sys.executable, "-c", PLAIN, script, setup, json.dumps(setup_args)], capture_output=True,
+                         text=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
+
+
+def step_ms(report):
+    times = sorted(step["endMs"] - step["startMs"] for step in report["steps"])
+    return times[len(times) // 2] if times else None
 
 
 def figures(line):
@@ -58,7 +83,18 @@ def main():
     # The dispatch path: saved-for-backward and backward-on-forward-line figures, as the prediction has them.
     measured = harness(["--backend", "cuda", "--cuda-path", "dispatch"], options.script, options.setup, setup_args)
     predicted = harness(["--predict", "--compute-capability", capability], options.script, options.setup, setup_args)
-    for name, report in (("measured", measured), ("predicted", predicted)):
+    traced = harness(["--backend", "cuda", "--cuda-path", "trace"], options.script, options.setup, setup_args, steps=3)
+    plain = plain_step_ms(options.script, options.setup, setup_args)
+    print("step wall time: plain %s ms, profiled with the trace path %s ms (%s), with the dispatch path %s ms (%s)" % (
+        "%.1f" % plain if plain else "?", step_ms(traced), traced["environment"].get("cudaPath"), step_ms(measured),
+        measured["environment"].get("cudaPath")))
+    if plain:
+        print("overhead on this step: trace path %.2fx, dispatch path %.2fx" % (
+            step_ms(traced) / plain, step_ms(measured) / plain))
+    m_trace = traced["peak"]
+    print("trace path: peak %d B at line %s; kinds %s" % (m_trace["bytes"], m_trace["location"].get("line"),
+                                                          json.dumps(m_trace["byKind"])))
+    for name, report in (("measured", measured), ("predicted", predicted), ("traced", traced)):
         with open(os.path.join(OUT_DIR, "profile-%s.json" % name), "w") as handle:
             json.dump(report, handle)
     m_peak, p_peak = measured["peak"], predicted["peak"]

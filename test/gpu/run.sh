@@ -33,6 +33,8 @@ check() {  # check KEY NAME SECONDS COMMAND...: runs one check under its limit a
 }
 # The cuda backend against analytic sizes: parameters, gradients, Adam state, backward on device threads, OOM.
 check profile "profile: cuda backend" 150 "$PYTHON" test/gpu/check_profile.py
+# The harness's cuda trace path vs its dispatch path on the profile fixture: per-line bytes, kinds, step times.
+check trace-backend "harness: cuda trace path vs dispatch path" 90 "$PYTHON" test/gpu/check_trace_backend.py
 # memhint predict vs the real allocator: max_memory_allocated within 3%, max_memory_reserved within 10%.
 check predict "predict vs measured" 200 "$PYTHON" test/gpu/check_predict.py --json "$OUT/predict-vs-measured.json"
 # Where a difference comes from: the same GPT-2 step profiled (cuda backend) and predicted, line by line.
@@ -44,8 +46,6 @@ for model in hf-gpt2 nanogpt; do
     "$PYTHON" scripts/bench_interleaved.py --zoo "$model" --device cuda --pairs $PAIRS --warmup 1
 done
 check trace "overhead + per-line: allocator trace (the trace design)" 150 "$PYTHON" test/gpu/check_trace.py
-# The harness's cuda trace path vs its dispatch path on the profile fixture: per-line bytes, kinds, step times.
-check trace-backend "harness: cuda trace path vs dispatch path" 90 "$PYTHON" test/gpu/check_trace_backend.py
 if [ -f test/gpu/sampler-check.mjs ] && command -v node >/dev/null 2>&1; then
   # Native sampler vs NVML (needs `npm run compile` and the addon built: out/ and native/build/).
   if [ -f out/src/sampler/index.js ]; then

@@ -1,13 +1,14 @@
 // Calls grouped by the last segment of their callee (`empty_cache`, `zero_grad`, `DataLoader`), so a
 // rule looks at the handful of calls it cares about instead of every call in the file.
 //
-// The grouping is cached per top-level statement node. The document mirror reuses the nodes of
-// statements an edit did not touch, so after a one-character edit only the edited statement is
-// regrouped; every other statement's groups are reused as they are.
+// The grouping is cached per top-level statement node, and within it per function body. The document
+// mirror reuses the nodes of statements (and functions) an edit did not touch, so after a one-character
+// edit only the edited function (or statement outside functions) is regrouped.
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
 import { enclosingFunction } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
+import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 
 type Groups = Map<string, SyntaxNode[]>;
 
@@ -15,26 +16,34 @@ const byUnit = new NodeMemo<Groups>('calls.byUnit');
 
 function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
   // Purely syntactic: the callee's last segment needs no import resolution, so no deps.
-  return byUnit.get(file, unit, '', () => groupCalls(file, unit));
+  return byUnit.get(file, unit, '', () => walkSplittingFunctions(file, byFunction, '', unit, groupWalk(file)));
 }
 
-function groupCalls(file: SourceFile, unit: SyntaxNode): Groups {
-  const groups = new Map<string, SyntaxNode[]>();
-  const stack: SyntaxNode[] = [unit];
-  const calls: SyntaxNode[] = [];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (n.type === 'call') calls.push(n);
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
-  }
-  for (const call of calls) {
-    const m = calleeMethod(file, call);
-    if (m === null) continue;
-    const list = groups.get(m);
-    if (list === undefined) groups.set(m, [call]);
-    else list.push(call);
-  }
-  return groups;
+/** Each function body's groups, so an edit in one method of a giant class regroups that method only. */
+const byFunction = new NodeMemo<Groups>('calls.byFunction');
+
+/**
+ * Calls grouped in document order. Merging a function body's groups at its place keeps both each
+ * group's order and the order in which names first appear (what one walk over the statement gives).
+ */
+function groupWalk(file: SourceFile): FunctionSplitWalk<Groups> {
+  const add = (groups: Groups, method: string, calls: readonly SyntaxNode[]): void => {
+    const list = groups.get(method);
+    if (list === undefined) groups.set(method, [...calls]);
+    else for (const c of calls) list.push(c);
+  };
+  return {
+    order: 'document',
+    fresh: () => new Map(),
+    merge: (acc, part) => {
+      for (const [method, calls] of part) add(acc, method, calls);
+    },
+    visit: (n, acc) => {
+      if (n.type !== 'call') return;
+      const m = calleeMethod(file, n);
+      if (m !== null) add(acc, m, [n]);
+    },
+  };
 }
 
 /** The calls of one top-level statement whose callee ends in `method`, in document order. */

@@ -5,7 +5,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { decoratorsOf, disablesGrad, isGradDisabled, withItemCalls } from './context';
 import { qualifiedName } from './imports';
 import { isLightningNoGradHook, scopeOf } from './models';
-import { combine, importSignature, unitsOf } from './unitcache';
+import { combine, importSignature, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 
 const GRAD_CONTROL = /(^|\.)(no_grad|inference_mode|set_grad_enabled|enable_grad)$/;
@@ -52,7 +52,7 @@ function computeGradFacts(file: SourceFile): GradFacts {
   const noGradDecorators = new Set<string>();
   const sig = importSignature(file);
   for (const unit of unitsOf(file)) {
-    const u = unitCache.get(file, unit, sig, () => unitGradFacts(file, unit));
+    const u = unitCache.get(file, unit, sig, () => unitGradFacts(file, unit, sig));
     moduleOff ||= u.moduleOff;
     if (u.moduleIndirect) indirect.add(file.root);
     for (const [scope, call] of u.offStatements) offStatements.set(scope, [...(offStatements.get(scope) ?? []), call]);
@@ -64,66 +64,99 @@ function computeGradFacts(file: SourceFile): GradFacts {
   return { moduleOff, offStatements, indirect, calledUnderNoGrad, gradContextNames, noGradDecorators };
 }
 
-function unitGradFacts(file: SourceFile, unit: SyntaxNode): UnitGradFacts {
-  let moduleOff = false;
-  let moduleIndirect = false;
-  const offStatements: [SyntaxNode, SyntaxNode][] = [];
-  const indirect: SyntaxNode[] = [];
-  const calledUnderNoGrad = new Set<string>();
-  const gradContextNames: string[] = [];
-  const noGradDecorators: string[] = [];
-  const addIndirect = (scope: SyntaxNode | null): void => {
-    if (scope?.type === 'module') moduleIndirect = true;
-    else if (scope !== null) indirect.push(scope);
+/** A statement's grad facts as gathered in walk order (see walkSplittingFunctions). */
+interface GradParts {
+  moduleOff: boolean;
+  moduleIndirect: boolean;
+  readonly offStatements: [SyntaxNode, SyntaxNode][];
+  readonly indirect: SyntaxNode[];
+  readonly calledUnderNoGrad: Set<string>;
+  readonly gradContextNames: string[];
+  readonly noGradDecorators: string[];
+}
+
+/** The facts of each function's body, so an edit in one method of a giant class re-walks that method only. */
+const functionGradParts = new NodeMemo<GradParts>('gradstate.functionParts');
+
+function unitGradFacts(file: SourceFile, unit: SyntaxNode, deps: string): UnitGradFacts {
+  const acc = walkSplittingFunctions(file, functionGradParts, deps, unit, gradWalk(file));
+  return { ...acc, calledUnderNoGrad: [...acc.calledUnderNoGrad] };
+}
+
+const noGradDecoratorBodies = new NodeMemo<boolean>('gradstate.noGradDecoratorBody');
+
+/**
+ * Whether a function's body reads like a decorator factory applying no_grad (mentions it, returns, and
+ * does not simply run under it). Kept on the function node: a function is visited in its parent's walk,
+ * so without this a giant class would rescan every method's text on every edit.
+ */
+function looksLikeNoGradDecorator(file: SourceFile, fn: SyntaxNode, body: SyntaxNode): boolean {
+  return noGradDecoratorBodies.get(file, fn, '', () => {
+    const text = file.textOf(body);
+    return /\b(no_grad|inference_mode)\b/.test(text) && /\breturn\b/.test(text) && !/\bwith\s+torch\.(no_grad|inference_mode)\(\)\s*:/.test(text);
+  });
+}
+
+function addIndirect(acc: GradParts, scope: SyntaxNode | null): void {
+  if (scope?.type === 'module') acc.moduleIndirect = true;
+  else if (scope !== null) acc.indirect.push(scope);
+}
+
+function gradWalk(file: SourceFile): FunctionSplitWalk<GradParts> {
+  return {
+    order: 'reverse',
+    fresh: () => ({ moduleOff: false, moduleIndirect: false, offStatements: [], indirect: [], calledUnderNoGrad: new Set(), gradContextNames: [], noGradDecorators: [] }),
+    merge: (acc, part) => {
+      acc.moduleOff ||= part.moduleOff;
+      acc.moduleIndirect ||= part.moduleIndirect;
+      for (const o of part.offStatements) acc.offStatements.push(o);
+      for (const s of part.indirect) acc.indirect.push(s);
+      for (const n of part.calledUnderNoGrad) acc.calledUnderNoGrad.add(n);
+      for (const n of part.gradContextNames) acc.gradContextNames.push(n);
+      for (const n of part.noGradDecorators) acc.noGradDecorators.push(n);
+    },
+    visit: (n, acc) => {
+      if (n.type === 'call') {
+        const fn = childByField(n, 'function');
+        if (fn === null) return;
+        const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
+        const lastText = last === null ? '' : file.textOf(last);
+        const name = GRAD_CONTROL_NAMES.has(lastText) ? qualifiedName(file, fn) : null;
+        if (name === null || !GRAD_CONTROL.test(name)) return;
+        const scope = scopeOf(n);
+        if (n.parent?.type === 'expression_statement') {
+          if (disablesGrad(file, n)) {
+            if (scope?.type === 'module') acc.moduleOff = true;
+            else if (scope !== null) acc.offStatements.push([scope, n]);
+          } else addIndirect(acc, scope);
+        } else if (!isWithItemOrDecorator(n)) {
+          addIndirect(acc, scope);
+          const asg = n.parent?.type === 'assignment' ? n.parent : n.parent?.parent?.type === 'assignment' ? n.parent.parent : null;
+          const left = asg === null ? null : childByField(asg, 'left');
+          if (left !== null) acc.gradContextNames.push(file.textOf(left));
+        }
+      } else if (n.type === 'with_statement') {
+        // Functions called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
+        if (!withItemCalls(n).some((c) => disablesGrad(file, c))) return;
+        const body = childByField(n, 'body');
+        if (body !== null) collectCallees(file, body, acc.calledUnderNoGrad);
+      } else if (n.type === 'function_definition') {
+        const body = childByField(n, 'body');
+        const name = childByField(n, 'name');
+        if (body === null) return;
+        if (decoratorsOf(n).some((d) => disablesGrad(file, d))) collectCallees(file, body, acc.calledUnderNoGrad);
+        // A decorator (factory) of this file that applies no_grad: it returns a wrapper.
+        if (name !== null && looksLikeNoGradDecorator(file, n, body)) acc.noGradDecorators.push(file.textOf(name));
+      } else if (n.type === 'attribute') {
+        // `torch.no_grad` passed around without a call (`ctx = torch.no_grad if ... else nullcontext`).
+        if (n.field === 'function' || n.parent?.type === 'decorator') return;
+        const attr = childByField(n, 'attribute');
+        if (attr === null || !/^(no_grad|inference_mode)$/.test(file.textOf(attr))) return;
+        const name = qualifiedName(file, n);
+        if (name !== null && /(^|\.)(no_grad|inference_mode)$/.test(name)) addIndirect(acc, scopeOf(n));
+      }
+    },
   };
-  const stack = [unit];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    for (const c of n.children) stack.push(c);
-    if (n.type === 'call') {
-      const fn = childByField(n, 'function');
-      if (fn === null) continue;
-      const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
-      const lastText = last === null ? '' : file.textOf(last);
-      const name = GRAD_CONTROL_NAMES.has(lastText) ? qualifiedName(file, fn) : null;
-      if (name === null || !GRAD_CONTROL.test(name)) continue;
-      const scope = scopeOf(n);
-      if (n.parent?.type === 'expression_statement') {
-        if (disablesGrad(file, n)) {
-          if (scope?.type === 'module') moduleOff = true;
-          else if (scope !== null) offStatements.push([scope, n]);
-        } else addIndirect(scope);
-      } else if (!isWithItemOrDecorator(n)) {
-        addIndirect(scope);
-        const asg = n.parent?.type === 'assignment' ? n.parent : n.parent?.parent?.type === 'assignment' ? n.parent.parent : null;
-        const left = asg === null ? null : childByField(asg, 'left');
-        if (left !== null) gradContextNames.push(file.textOf(left));
-      }
-    } else if (n.type === 'with_statement') {
-      // Functions called under no_grad: `with torch.no_grad(): evaluate(model, loader)`.
-      if (!withItemCalls(n).some((c) => disablesGrad(file, c))) continue;
-      const body = childByField(n, 'body');
-      if (body !== null) collectCallees(file, body, calledUnderNoGrad);
-    } else if (n.type === 'function_definition') {
-      const body = childByField(n, 'body');
-      const name = childByField(n, 'name');
-      if (body === null) continue;
-      if (decoratorsOf(n).some((d) => disablesGrad(file, d))) collectCallees(file, body, calledUnderNoGrad);
-      // A decorator (factory) of this file that applies no_grad: it returns a wrapper.
-      const text = file.textOf(body);
-      if (name !== null && /\b(no_grad|inference_mode)\b/.test(text) && /\breturn\b/.test(text) && !/\bwith\s+torch\.(no_grad|inference_mode)\(\)\s*:/.test(text)) {
-        noGradDecorators.push(file.textOf(name));
-      }
-    } else if (n.type === 'attribute') {
-      // `torch.no_grad` passed around without a call (`ctx = torch.no_grad if ... else nullcontext`).
-      if (n.field === 'function' || n.parent?.type === 'decorator') continue;
-      const attr = childByField(n, 'attribute');
-      if (attr === null || !/^(no_grad|inference_mode)$/.test(file.textOf(attr))) continue;
-      const name = qualifiedName(file, n);
-      if (name !== null && /(^|\.)(no_grad|inference_mode)$/.test(name)) addIndirect(scopeOf(n));
-    }
-  }
-  return { moduleOff, moduleIndirect, offStatements, indirect, calledUnderNoGrad: [...calledUnderNoGrad], gradContextNames, noGradDecorators };
 }
 
 /** Changes whenever a file-wide grad fact changes (scope-local ones are keyed by their scope nodes). */

@@ -12,6 +12,7 @@ import { callsByScope, enclosingClass, forwardReceiver, frozenTarget, isModelKey
 import { isInferenceName, reachesGradients } from './inference';
 import { flowOf, Taint } from './flow';
 import { intern } from './unitcache';
+import { callsNamed } from './calls';
 import { NodeMemo, VersionMemo } from '../session';
 
 /** Helpers nested deeper than this are not followed (each level is a function of this file). */
@@ -393,7 +394,8 @@ function freezes(file: SourceFile): Freezes {
         set.add(key);
       } else elsewhere.add(key);
     };
-    for (const call of file.nodesOfType('call')) {
+    // callsNamed: only the `requires_grad_` calls, not every call of the file (this runs per version).
+    for (const call of callsNamed(file, 'requires_grad_')) {
       const fn = childByField(call, 'function');
       if (fn?.type !== 'attribute' || file.textOf(childByField(fn, 'attribute') ?? fn) !== 'requires_grad_') continue;
       if (/^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(call, 'arguments') ?? call))) note(childByField(fn, 'object'), call);
@@ -419,7 +421,11 @@ export function frozenThroughHelpers(file: SourceFile): ReadonlySet<string> {
     const { parameters } = freezes(file);
     const out = new Set<string>();
     if (parameters.size === 0) return out;
-    for (const call of file.nodesOfType('call')) {
+    // localCallee resolves a call by its callee's last segment to a function of that name, so only the
+    // calls named like a freezing function can reach one (in document order, as a scan of all calls).
+    const names = new Set([...parameters.keys()].map((fn) => file.textOf(childByField(fn, 'name') ?? fn)));
+    const candidates = [...names].flatMap((name) => callsNamed(file, name)).sort((a, b) => a.start - b.start || b.end - a.end);
+    for (const call of candidates) {
       const callee = localCallee(file, call);
       const frozen = callee === null ? undefined : parameters.get(callee);
       if (callee === null || frozen === undefined) continue;

@@ -3,7 +3,7 @@
 // call sites on instances of the class then count as stores of that argument.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { factsSignature, ScopeFlow, Taint } from './flow';
-import { combine, unitsOf } from './unitcache';
+import { combine, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { enclosingClass, keyOf } from './models';
 import { importBindings } from './imports';
@@ -83,46 +83,62 @@ interface UnitMeterData {
 const unitCache = new NodeMemo<UnitMeterData>('meters.unit');
 const retainingCache = new NodeMemo<RetainingParameter[]>('meters.retaining');
 
+/** A statement's meter data as gathered in walk order (see walkSplittingFunctions). */
+interface MeterParts {
+  readonly methods: { cls: string; name: string; fn: SyntaxNode }[];
+  readonly instances: [string, string][];
+  readonly classes: string[];
+}
+
+/** The data of each function's body, so an edit in one method of a giant class re-walks that method only. */
+const functionMeterParts = new NodeMemo<MeterParts>('meters.functionParts');
+/** Whether a method stores on self, kept on its node (it is asked for every method of a class on every walk of it). */
+const storesOnSelfCache = new NodeMemo<boolean>('meters.storesOnSelf');
+
 function unitMeterData(file: SourceFile, unit: SyntaxNode): UnitMeterData {
-  return unitCache.get(file, unit, '', () => {
-    const methods: { cls: string; name: string; fn: SyntaxNode }[] = [];
-    const instances: [string, string][] = [];
-    const classes: string[] = [];
-    const record = (target: SyntaxNode, value: SyntaxNode): void => {
-      const key = keyOf(file, target);
-      const fn = value.type === 'call' ? childByField(value, 'function') : null;
-      if (key !== null && fn?.type === 'identifier') instances.push([key, file.textOf(fn)]);
-    };
-    const stack = [unit];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      for (const c of n.children) stack.push(c);
+  return unitCache.get(file, unit, '', () => walkSplittingFunctions(file, functionMeterParts, '', unit, meterWalk(file)));
+}
+
+function meterWalk(file: SourceFile): FunctionSplitWalk<MeterParts> {
+  const record = (acc: MeterParts, target: SyntaxNode, value: SyntaxNode): void => {
+    const key = keyOf(file, target);
+    const fn = value.type === 'call' ? childByField(value, 'function') : null;
+    if (key !== null && fn?.type === 'identifier') acc.instances.push([key, file.textOf(fn)]);
+  };
+  return {
+    order: 'reverse',
+    fresh: () => ({ methods: [], instances: [], classes: [] }),
+    merge: (acc, part) => {
+      for (const m of part.methods) acc.methods.push(m);
+      for (const i of part.instances) acc.instances.push(i);
+      for (const c of part.classes) acc.classes.push(c);
+    },
+    visit: (n, acc) => {
       if (n.type === 'class_definition') {
         const name = childByField(n, 'name');
-        if (name !== null) classes.push(file.textOf(name));
+        if (name !== null) acc.classes.push(file.textOf(name));
       }
       if (n.type === 'function_definition') {
         const cls = enclosingClass(n);
         const clsName = cls === null ? null : childByField(cls, 'name');
         const name = childByField(n, 'name');
-        if (clsName !== null && name !== null && file.textOf(name) !== '__init__' && selfStoreValues(file, n).length > 0) {
-          methods.push({ cls: file.textOf(clsName), name: file.textOf(name), fn: n });
+        if (clsName !== null && name !== null && file.textOf(name) !== '__init__' && storesOnSelfCache.get(file, n, '', () => selfStoreValues(file, n).length > 0)) {
+          acc.methods.push({ cls: file.textOf(clsName), name: file.textOf(name), fn: n });
         }
       } else if (n.type === 'assignment') {
         const left = childByField(n, 'left');
         const right = childByField(n, 'right');
-        if (left === null || right === null) continue;
+        if (left === null || right === null) return;
         const targets = left.children.filter((c) => c.named);
         const values = right.children.filter((c) => c.named && c.type !== 'comment');
         if ((left.type === 'pattern_list' || left.type === 'tuple_pattern') && (right.type === 'expression_list' || right.type === 'tuple') && targets.length === values.length) {
-          targets.forEach((t, i) => record(t, values[i]));
+          targets.forEach((t, i) => record(acc, t, values[i]));
         } else {
-          record(left, right);
+          record(acc, left, right);
         }
       }
-    }
-    return { methods, instances, classes };
-  });
+    },
+  };
 }
 
 /** Parameters of a method whose value, if it carried history, the method would store on self. */

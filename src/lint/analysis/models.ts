@@ -3,7 +3,7 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { combine, importSignature, intern, moduleCode, unitsOf } from './unitcache';
+import { combine, importSignature, intern, moduleCode, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
@@ -117,36 +117,56 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
   return file.textOf(fn).split('.')[0];
 }
 
+/** The contributions of a statement's nodes, in walk order (see walkSplittingFunctions). */
+interface ModelParts {
+  readonly classes: [string, string][];
+  readonly markers: string[];
+  readonly frozen: string[];
+  readonly functions: string[];
+  readonly candidates: { key: string; rhs: SyntaxNode; head: string }[];
+}
+
 const unitModelCache = new NodeMemo<UnitModelData>('models.unit');
+/** The parts of each function's body, so an edit in one method of a giant class re-walks that method only. */
+const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
-    const classes: [string, string][] = [];
-    const markers: string[] = [];
-    const frozen: string[] = [];
-    const functions: string[] = [];
-    const candidates: { key: string; rhs: SyntaxNode; head: string }[] = [];
-    const stack = [unit];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      for (const c of n.children) stack.push(c);
+    const { classes, markers, frozen, functions, candidates } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
+    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
+    return { classes, markers, frozen, functions, candidates, token };
+  });
+}
+
+function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
+  return {
+    order: 'reverse',
+    fresh: () => ({ classes: [], markers: [], frozen: [], functions: [], candidates: [] }),
+    merge: (acc, part) => {
+      for (const c of part.classes) acc.classes.push(c);
+      for (const m of part.markers) acc.markers.push(m);
+      for (const f of part.frozen) acc.frozen.push(f);
+      for (const f of part.functions) acc.functions.push(f);
+      for (const c of part.candidates) acc.candidates.push(c);
+    },
+    visit: (n, acc) => {
       if (n.type === 'class_definition') {
         const name = childByField(n, 'name');
-        if (name !== null) classes.push([file.textOf(name), classBases(file, n)]);
+        if (name !== null) acc.classes.push([file.textOf(name), classBases(file, n)]);
       } else if (n.type === 'function_definition') {
         const name = childByField(n, 'name');
-        if (name !== null) functions.push(file.textOf(name));
+        if (name !== null) acc.functions.push(file.textOf(name));
       } else if (n.type === 'call') {
         const fn = childByField(n, 'function');
-        if (fn?.type !== 'attribute') continue;
+        if (fn?.type !== 'attribute') return;
         const attr = childByField(fn, 'attribute');
         const method = attr === null ? '' : file.textOf(attr);
         if (method === 'eval' || method === 'train') {
           const key = keyOf(file, childByField(fn, 'object'));
-          if (key !== null && positionalArguments(n).length <= 1) markers.push(key);
+          if (key !== null && positionalArguments(n).length <= 1) acc.markers.push(key);
         } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(n, 'arguments') ?? n))) {
           const key = frozenTarget(file, childByField(fn, 'object'));
-          if (key !== null) frozen.push(key);
+          if (key !== null) acc.frozen.push(key);
         }
       } else if (n.type === 'assignment') {
         const left = childByField(n, 'left');
@@ -155,7 +175,7 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
           const attr = childByField(left, 'attribute');
           if (attr !== null && file.textOf(attr) === 'requires_grad') {
             const key = frozenTarget(file, childByField(left, 'object'));
-            if (key !== null) frozen.push(key);
+            if (key !== null) acc.frozen.push(key);
           }
         }
         // `self.eval_net, self.target_net = Net(), Net()`: pair the targets with the values.
@@ -168,7 +188,7 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
               const v = values[i];
               if (k !== null && v.type === 'call') {
                 const head = callHead(file, v);
-                if (head !== null) candidates.push({ key: k, rhs: v, head });
+                if (head !== null) acc.candidates.push({ key: k, rhs: v, head });
               }
             });
           }
@@ -176,13 +196,11 @@ function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
         const key = keyOf(file, left);
         if (key !== null && right !== null && (right.type === 'call' || right.type === 'identifier' || right.type === 'attribute' || right.type === 'parenthesized_expression')) {
           const head = right.type === 'call' ? callHead(file, right) : null;
-          if (head !== null || right.type !== 'call') candidates.push({ key, rhs: right, head: head ?? '' });
+          if (head !== null || right.type !== 'call') acc.candidates.push({ key, rhs: right, head: head ?? '' });
         }
       }
-    }
-    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
-    return { classes, markers, frozen, functions, candidates, token };
-  });
+    },
+  };
 }
 
 function computeFacts(file: SourceFile): ModelFacts {
@@ -360,6 +378,38 @@ interface UnitCalls {
 }
 
 const unitCallsCache = new NodeMemo<UnitCalls>('models.unitCalls');
+/** The calls of each function's body, so an edit in one method of a giant class re-walks that method only. */
+const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
+
+/**
+ * Forward and backward calls of a statement by scope. A function body's calls have that function or a
+ * nested one as scope, so merging its map at the function's place keeps the walk's insertion order.
+ */
+function callsWalk(file: SourceFile): FunctionSplitWalk<UnitCalls> {
+  return {
+    order: 'document',
+    fresh: () => ({ byScope: new Map(), moduleLevel: { forwards: [], backwards: [] } }),
+    merge: (acc, part) => {
+      for (const [scope, calls] of part.byScope) acc.byScope.set(scope, calls);
+      for (const c of part.moduleLevel.forwards) acc.moduleLevel.forwards.push(c);
+      for (const c of part.moduleLevel.backwards) acc.moduleLevel.backwards.push(c);
+    },
+    visit: (n, acc) => {
+      if (n.type !== 'call') return;
+      const isForward = forwardReceiver(file, n) !== null;
+      const isBackward = !isForward && backwardTargets(file, n) !== null;
+      if (!isForward && !isBackward) return;
+      const scope = scopeOf(n);
+      if (scope === null) return;
+      let entry = scope.type === 'module' ? acc.moduleLevel : acc.byScope.get(scope);
+      if (entry === undefined) {
+        entry = { forwards: [], backwards: [] };
+        acc.byScope.set(scope, entry);
+      }
+      (isForward ? entry.forwards : entry.backwards).push(n);
+    },
+  };
+}
 const scopeCallsCache = new VersionMemo<ReadonlyMap<SyntaxNode, ScopeCalls>>('models.callsByScope');
 
 /** Forward and backward calls grouped by scope (cached per top-level statement). */
@@ -372,28 +422,7 @@ function computeCallsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, ScopeCal
   const sig = modelSignature(file);
   const moduleLevel: ScopeCalls = { forwards: [], backwards: [] };
   for (const unit of unitsOf(file)) {
-    const data = unitCallsCache.get(file, unit, sig, () => {
-      const byScope = new Map<SyntaxNode, ScopeCalls>();
-      const top: ScopeCalls = { forwards: [], backwards: [] };
-      const stack = [unit];
-      while (stack.length > 0) {
-        const n = stack.pop()!;
-        for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
-        if (n.type !== 'call') continue;
-        const isForward = forwardReceiver(file, n) !== null;
-        const isBackward = !isForward && backwardTargets(file, n) !== null;
-        if (!isForward && !isBackward) continue;
-        const scope = scopeOf(n);
-        if (scope === null) continue;
-        let entry = scope.type === 'module' ? top : byScope.get(scope);
-        if (entry === undefined) {
-          entry = { forwards: [], backwards: [] };
-          byScope.set(scope, entry);
-        }
-        (isForward ? entry.forwards : entry.backwards).push(n);
-      }
-      return { byScope, moduleLevel: top };
-    });
+    const data = unitCallsCache.get(file, unit, sig, () => walkSplittingFunctions(file, functionCallsCache, sig, unit, callsWalk(file)));
     for (const [scope, calls] of data.byScope) map.set(scope, calls);
     moduleLevel.forwards.push(...data.moduleLevel.forwards);
     moduleLevel.backwards.push(...data.moduleLevel.backwards);

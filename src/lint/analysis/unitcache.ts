@@ -134,3 +134,55 @@ export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): Syn
   return out;
 }
 
+
+/**
+ * How a per-statement walk accumulates: `fresh` makes an empty accumulator, `visit` adds one node's
+ * contribution, `merge` appends a function body's accumulator (walked on its own) to another.
+ */
+export interface FunctionSplitWalk<A> {
+  readonly fresh: () => A;
+  readonly visit: (n: SyntaxNode, acc: A) => void;
+  readonly merge: (acc: A, part: A) => void;
+  /** 'reverse': children pushed in order, so popped last first; 'document': popped in document order. */
+  readonly order: 'reverse' | 'document';
+}
+
+/**
+ * A stack walk of `root`'s subtree (pop a node, push its children, visit it) in which the descendants of
+ * every function definition are walked once per function node and memoised on it under `deps`. A stack
+ * walk visits a node's descendants contiguously right after the node, so splicing the function body's
+ * accumulator at that point gives the same order as one walk over the whole subtree. This is what keeps
+ * a one-character edit inside one method of a giant class from re-walking the whole class: the document
+ * reuses every untouched method node. `visit` must read nothing outside the visited node's subtree
+ * except what `deps` covers (a function node itself is visited in its parent's walk, so its visit may
+ * read its decorators and enclosing class).
+ */
+export function walkSplittingFunctions<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, root: SyntaxNode, walk: FunctionSplitWalk<A>): A {
+  const acc = walk.fresh();
+  walkInto(file, memo, deps, [root], walk, acc);
+  return acc;
+}
+
+function walkInto<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, start: SyntaxNode[], walk: FunctionSplitWalk<A>, acc: A): void {
+  const stack = start;
+  const reverse = walk.order === 'reverse';
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    walk.visit(n, acc);
+    if (n.type === 'function_definition') {
+      walk.merge(acc, functionBody(file, memo, deps, n, walk));
+      continue;
+    }
+    if (reverse) for (const c of n.children) stack.push(c);
+    else for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
+  }
+}
+
+function functionBody<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, fn: SyntaxNode, walk: FunctionSplitWalk<A>): A {
+  return memo.get(file, fn, deps, () => {
+    const part = walk.fresh();
+    const children = walk.order === 'reverse' ? [...fn.children] : [...fn.children].reverse();
+    walkInto(file, memo, deps, children, walk, part);
+    return part;
+  });
+}

@@ -7,6 +7,7 @@ import { childByField, firstNamedChild, namedChildren, type SourceFile, type Syn
 import { callsNamed } from './calls';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
+import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 
 const MAX_DEPTH = 6;
 
@@ -72,36 +73,47 @@ export function returnsOf(def: SyntaxNode): SyntaxNode[] {
 }
 
 function unitFacts(file: SourceFile, unit: SyntaxNode): UnitFacts {
-  const targets = new Map<string, Target[]>();
-  const functions = new Map<string, SyntaxNode[]>();
-  const add = <T>(map: Map<string, T[]>, key: string, value: T): void => {
-    const list = map.get(key);
-    if (list === undefined) map.set(key, [value]);
-    else list.push(value);
+  return walkSplittingFunctions(file, functionFacts, '', unit, factsWalk(file));
+}
+
+/** Each function body's facts, so an edit in one method of a giant class re-walks that method only. */
+const functionFacts = new NodeMemo<UnitFacts>('values.functionFacts');
+
+function add<T>(map: Map<string, T[]>, key: string, values: readonly T[]): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [...values]);
+  else for (const v of values) list.push(v);
+}
+
+/** Targets and functions by name in document order (merging a function body's at its place keeps it). */
+function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
+  return {
+    order: 'document',
+    fresh: () => ({ targets: new Map(), functions: new Map() }),
+    merge: (acc, part) => {
+      for (const [key, list] of part.targets) add(acc.targets, key, list);
+      for (const [key, list] of part.functions) add(acc.functions, key, list);
+    },
+    visit: (n, acc) => {
+      if (n.type === 'function_definition') {
+        const name = childByField(n, 'name');
+        if (name !== null) add(acc.functions, file.textOf(name), [n]);
+        return;
+      }
+      if (n.type !== 'assignment') return;
+      const assign = n;
+      const left = childByField(assign, 'left');
+      if (left === null) return;
+      if (left.type === 'identifier') add(acc.targets, file.textOf(left), [{ assign, index: null, left }]);
+      else if (left.type === 'attribute') add(acc.targets, file.textOf(left).replace(/\s+/g, ''), [{ assign, index: null, left }]);
+      else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
+        const parts = namedChildren(left);
+        parts.forEach((p, index) => {
+          if (p.type === 'identifier') add(acc.targets, file.textOf(p), [{ assign, index, left: p }]);
+        });
+      }
+    },
   };
-  const stack = [unit];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
-    if (n.type === 'function_definition') {
-      const name = childByField(n, 'name');
-      if (name !== null) add(functions, file.textOf(name), n);
-      continue;
-    }
-    if (n.type !== 'assignment') continue;
-    const assign = n;
-    const left = childByField(assign, 'left');
-    if (left === null) continue;
-    if (left.type === 'identifier') add(targets, file.textOf(left), { assign, index: null, left });
-    else if (left.type === 'attribute') add(targets, file.textOf(left).replace(/\s+/g, ''), { assign, index: null, left });
-    else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
-      const parts = namedChildren(left);
-      parts.forEach((p, index) => {
-        if (p.type === 'identifier') add(targets, file.textOf(p), { assign, index, left: p });
-      });
-    }
-  }
-  return { targets, functions };
 }
 
 /** Parameter names of a def in order (empty string for splats and unnamed entries). */

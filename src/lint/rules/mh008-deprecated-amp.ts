@@ -4,7 +4,8 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
-import { KeyMemo, VersionMemo } from '../session';
+import { IndexDef, KeyMemo, NodeMemo, VersionMemo } from '../session';
+import { walkSplittingFunctions, type FunctionSplitWalk } from '../analysis/unitcache';
 import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
@@ -150,8 +151,7 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
   if (!allKnown) return null;
   const edits: TextEdit[] = [{ start: moduleNode.start, end: moduleNode.end, newText: 'torch.amp' }];
   const byLocal = new Map(names.map((n) => [n.local, n.d]));
-  const byText = identifiersByText(file);
-  const uses = [...byLocal.keys()].flatMap((local) => byText.get(local) ?? []).sort((a, b) => a.start - b.start);
+  const uses = [...byLocal.keys()].flatMap((local) => identifiersNamed(file, local)).sort((a, b) => a.start - b.start);
   for (const id of uses) {
     const d = byLocal.get(file.textOf(id))!;
     if (id.start >= stmt.start && id.end <= stmt.end) continue;
@@ -169,20 +169,35 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
   return merged === null ? null : { title: 'Switch to torch.amp (import and every use)', edits: merged };
 }
 
-const identifierIndex = new VersionMemo<ReadonlyMap<string, readonly SyntaxNode[]>>('MH008.identifiersByText');
+/** Identifiers by name, per top-level statement and within it per function body (see walkSplittingFunctions). */
+const unitIdentifiers = new NodeMemo<Map<string, SyntaxNode[]>>('MH008.unitIdentifiers');
+const functionIdentifiers = new NodeMemo<Map<string, SyntaxNode[]>>('MH008.functionIdentifiers');
+const identifierIndex = new IndexDef<SyntaxNode>('MH008.identifiers', (file, unit) => unitIdentifiers.get(file, unit, '', () => walkSplittingFunctions(file, functionIdentifiers, '', unit, identifierWalk(file))));
 
-/** The file's identifiers by name, in document order: one pass per version, not one per import. */
-function identifiersByText(file: SourceFile): ReadonlyMap<string, readonly SyntaxNode[]> {
-  return identifierIndex.get(file, (f) => {
-    const byText = new Map<string, SyntaxNode[]>();
-    for (const id of f.nodesOfType('identifier')) {
-      const text = f.textOf(id);
-      const list = byText.get(text);
-      if (list === undefined) byText.set(text, [id]);
-      else list.push(id);
-    }
-    return byText;
-  });
+function identifierWalk(file: SourceFile): FunctionSplitWalk<Map<string, SyntaxNode[]>> {
+  const add = (byText: Map<string, SyntaxNode[]>, text: string, ids: readonly SyntaxNode[]): void => {
+    const list = byText.get(text);
+    if (list === undefined) byText.set(text, [...ids]);
+    else for (const id of ids) list.push(id);
+  };
+  return {
+    order: 'document',
+    fresh: () => new Map(),
+    merge: (acc, part) => {
+      for (const [text, ids] of part) add(acc, text, ids);
+    },
+    visit: (n, acc) => {
+      if (n.type === 'identifier') add(acc, file.textOf(n), [n]);
+    },
+  };
+}
+
+/**
+ * The file's identifiers named `text`, in document order: merged per name from per-statement parts (a
+ * one-character edit re-walks the edited function, not the file).
+ */
+function identifiersNamed(file: SourceFile, text: string): readonly SyntaxNode[] {
+  return identifierIndex.get(file, text);
 }
 
 function findImport(node: SyntaxNode): boolean {
@@ -302,9 +317,8 @@ export const deprecatedAmp: Rule = {
       if (right !== null && (right.type === 'attribute' || right.type === 'identifier')) consider(right);
     }
     // The API used as a value: `partial(torch.cuda.amp.autocast, enabled=...)`, `Trainer(scaler_cls=GradScaler)`.
-    const byText = identifiersByText(file);
     for (const name of candidates) {
-      for (const id of byText.get(name) ?? []) {
+      for (const id of identifiersNamed(file, name)) {
         const node = id.parent?.type === 'attribute' && id.field === 'attribute' ? id.parent : id;
         if (isPassedAsValue(file, node)) consider(node);
       }

@@ -9,7 +9,7 @@
 // file: the attribute is indexed per sample in `__getitem__` (by its index parameter) or sized by `__len__`,
 // its value is built per sample from a listing/file/json/DataFrame, it is never turned into an array, and
 // the dataset reaches `DataLoader(..., num_workers=N)` with N > 0 in some configuration the file shows.
-import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction, positionalArguments } from '../analysis/context';
 import { datasetFacts, loadersOf, type DatasetClass } from '../analysis/datasets';
@@ -208,8 +208,12 @@ function perSampleAttributes(file: SourceFile, cls: DatasetClass): Set<string> {
 /** Assignments of `self.X` (`self.X = ...`) inside the class, in document order. */
 function assignmentsIn(file: SourceFile, cls: DatasetClass, key: string): SyntaxNode[] {
   const out: SyntaxNode[] = [];
-  for (const assign of file.nodesOfType('assignment')) {
-    if (assign.start < cls.node.start || assign.end > cls.node.end) continue;
+  // The file's assignments are in document order: scan the class's range only (a scan of the whole
+  // file per class and attribute made a long file quadratic).
+  const assigns = file.nodesOfType('assignment');
+  for (let i = firstStartingAtOrAfter(assigns, cls.node.start); i < assigns.length && assigns[i].start < cls.node.end; i++) {
+    const assign = assigns[i];
+    if (assign.end > cls.node.end) continue;
     const left = childByField(assign, 'left');
     if (left !== null && left.type === 'attribute' && file.textOf(left).replace(/\s+/g, '') === key) out.push(assign);
   }

@@ -75,7 +75,53 @@ def train(loader):
             p.grad = torch.zeros_like(p)
 `;
 
+/** One top-level class: its methods' parts are kept per method node (walkSplittingFunctions). */
+const CLASS = `import torch
+import torch.nn as nn
+
+
+class Trainer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Linear(4, 4)
+        self.losses = []
+
+    def evaluate(self, loader):
+        self.model.eval()
+        total = 0
+        for x in loader:
+            out = self.model(x)
+            total += out.sum()
+        return total
+
+    def record(self, loss):
+        self.losses.append(loss)
+
+    def step(self, loader, optimizer):
+        for x in loader:
+            loss = self.model(x).sum()
+            self.total_loss += loss
+            self.record(loss)
+            loss.backward()
+            optimizer.step()
+`;
+
 describe('per-statement rule caches follow edits elsewhere in the file', () => {
+  it('per-method parts of one class: edits to its header, a decorator, and other methods', async () => {
+    await checkEdits(CLASS, [
+      ['class Trainer(nn.Module):', 'class Trainer(object):'],
+      ['class Trainer(object):', 'class Trainer(nn.Module):'],
+      ['class Trainer(nn.Module):', 'class Runner(nn.Module):'],
+      ['    def evaluate(', '    @torch.no_grad()\n    def evaluate('],
+      ['    @torch.no_grad()\n', ''],
+      ['self.losses.append(loss)', 'self.losses.append(loss.item())'],
+      ['        self.model.eval()\n', '        torch.set_grad_enabled(False)\n        self.model.eval()\n'],
+      ['self.total_loss += loss', 'self.total_loss += loss.item()'],
+      ['loss.backward()', 'loss.sum()'],
+      ['import torch.nn as nn\n', ''],
+    ]);
+  });
+
   it('MH009: a loader defined in another statement (pin_memory, the name, the import)', async () => {
     await checkEdits(LOADER, [
       ['pin_memory=True', 'pin_memory=False'],

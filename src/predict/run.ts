@@ -17,8 +17,10 @@ export interface PredictOptions {
   readonly steps: number;
   readonly timeoutMs: number;
   readonly cwd?: string;
-  /** Predict rank 0 of a job of this many ranks on torch's fake process group (python/memhint_harness/predict/ranks.py). */
+  /** Predict one rank of a job of this many ranks on torch's fake process group (python/memhint_harness/predict/ranks.py). */
   readonly worldSize?: number | null;
+  /** Which rank of `worldSize` (0 when absent). */
+  readonly rank?: number | null;
 }
 
 export type PredictOutcome =
@@ -35,6 +37,7 @@ export function predictArgs(options: PredictOptions): string[] {
   if (options.checkpoint) args.push('--checkpoint', options.checkpoint);
   if (options.maxSplitSizeBytes !== null) args.push('--max-split-size', String(Math.floor(options.maxSplitSizeBytes)));
   if (options.worldSize !== undefined && options.worldSize !== null) args.push('--world-size', String(options.worldSize));
+  if (options.rank !== undefined && options.rank !== null) args.push('--rank', String(options.rank));
   return args;
 }
 

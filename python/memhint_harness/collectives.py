@@ -14,6 +14,7 @@ The wrappers look up nothing but frames and tensor sizes, and never change the c
 a call is written as the record's error, the collective runs as the user's code asked.
 """
 import json
+import os
 import sys
 
 # torch.distributed entry points FSDP (1 and 2) uses for its buffers, by operation. Older aliases call the
@@ -21,6 +22,9 @@ import sys
 # FSDP1 on CPU gathers into a list of views of its padded flat parameter (`all_gather(list, shard)`).
 _ALL_GATHER = ("all_gather_single", "all_gather_into_tensor", "_all_gather_base", "all_gather")
 _REDUCE_SCATTER = ("reduce_scatter_single", "reduce_scatter_tensor", "_reduce_scatter_base")
+
+
+_TORCH_DIR = os.sep + "torch" + os.sep
 
 
 def _nbytes(tensor):
@@ -96,6 +100,9 @@ class CollectiveLog:
         """The FSDP unit whose code issued the collective: the nearest frame holding a FlatParamHandle
         (FSDP1, as `self` or `handle`) or an FSDPParamGroup (FSDP2, as `self`)."""
         while frame is not None:
+            if _TORCH_DIR not in frame.f_code.co_filename:
+                frame = frame.f_back  # FSDP's frames are torch's: user objects are never probed
+                continue
             local = frame.f_locals
             for key in ("self", "handle"):
                 owner = local.get(key)

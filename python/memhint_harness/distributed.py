@@ -8,11 +8,14 @@ DIR/rank-R.ddp.jsonl (one JSON object per DistributedDataParallel constructed): 
 the size of its gradient buckets, which the CLI states next to that line. FSDP units are described in
 DIR/rank-R.fsdp.jsonl, one JSON object per unit (a FullyShardedDataParallel instance holding parameters, or
 one `fully_shard(module)` call): the line that sharded it, its parameters' full (gathered) bytes and this
-rank's shard bytes.
+rank's shard bytes. Every all-gather and reduce-scatter FSDP issues is described in DIR/rank-R.collectives.jsonl
+(collectives.py): its buffer's bytes, forward or backward, the user's line and the FSDP unit it serves.
 """
 import json
 import os
 import sys
+
+from .collectives import CollectiveLog
 
 
 def _rank():
@@ -36,7 +39,9 @@ def main(argv):
         handle.write(str(os.getpid()))
     fd = os.open(os.path.join(directory, "rank-%d.jsonl" % rank), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     _watch_ddp(os.path.join(directory, "rank-%d.ddp.jsonl" % rank))
-    _watch_fsdp(os.path.join(directory, "rank-%d.fsdp.jsonl" % rank))
+    collectives = CollectiveLog(os.path.join(directory, "rank-%d.collectives.jsonl" % rank), _caller_in_user_code)
+    collectives.install()
+    _watch_fsdp(os.path.join(directory, "rank-%d.fsdp.jsonl" % rank), collectives)
     from .cli import main as harness_main
 
     return harness_main(["--protocol-fd", str(fd)] + rest)
@@ -96,7 +101,7 @@ def _append(path, record):
         handle.write(json.dumps(record) + "\n")
 
 
-def _fsdp1_units(root, location):
+def _fsdp1_units(root, location, names):
     """One record per FullyShardedDataParallel instance under `root` that holds a flat parameter. Its full
     size is what FSDP all-gathers for the unit's forward and backward; the shard is what this rank keeps."""
     from torch.distributed.fsdp import FullyShardedDataParallel
@@ -111,9 +116,12 @@ def _fsdp1_units(root, location):
         shard = int(flat.numel())
         world = int(getattr(handle, "world_size", 1) or 1)
         sharded = bool(getattr(handle, "uses_sharded_strategy", world > 1))
+        inner = getattr(handle, "_fully_sharded_module", None)
         records.append({
             "api": "FullyShardedDataParallel", "location": location,
             "module": type(getattr(unit, "module", unit)).__name__,
+            # the unit's qualified name in the model, as the collectives' records name it
+            "name": names.get(id(inner)) if inner is not None else None,
             "strategy": getattr(getattr(unit, "sharding_strategy", None), "name", None),
             "parameters": len(getattr(flat, "_fqns", ()) or ()),
             "fullBytes": int(flat._unpadded_unsharded_size.numel()) * size,
@@ -126,7 +134,7 @@ def _fsdp1_units(root, location):
 
 def _fsdp2_unit(module, location, seen):
     """`fully_shard(module)`: its parameters not sharded by an earlier (inner) call are this unit's."""
-    full = shard = count = 0
+    full = shard = gathered = count = 0
     for param in module.parameters():
         if id(param) in seen or not hasattr(param, "to_local"):
             continue
@@ -134,14 +142,18 @@ def _fsdp2_unit(module, location, seen):
         count += 1
         size = param.element_size()
         full += param.numel() * size
-        shard += param.to_local().numel() * size
+        local = param.to_local()
+        shard += local.numel() * size
+        # FSDP2 pads dim 0 to a multiple of the world size: every rank's shard lives in a storage of the padded
+        # chunk (the last ranks' local tensors are narrower views of it), and the all-gather moves world x that.
+        gathered += local.untyped_storage().nbytes() * param.device_mesh.size()
     if count == 0:
         return None  # a root whose parameters all went to inner calls
     return {"api": "fully_shard", "location": location, "module": type(module).__name__, "strategy": None,
-            "parameters": count, "fullBytes": full, "gatheredBytes": full, "shardBytes": shard}
+            "parameters": count, "fullBytes": full, "gatheredBytes": gathered, "shardBytes": shard}
 
 
-def _watch_fsdp(path):
+def _watch_fsdp(path, collectives):
     """Wraps FullyShardedDataParallel.__init__ (the outermost instance describes its nested units when it is
     done) and torch.distributed.fsdp.fully_shard (each call one unit). Absent APIs are left alone."""
     try:
@@ -161,7 +173,8 @@ def _watch_fsdp(path):
         if location is None:
             return
         try:
-            records = _fsdp1_units(self, location)
+            collectives.name_fsdp1_units(self)
+            records = _fsdp1_units(self, location, collectives.names)
         except Exception as error:  # noqa: BLE001 - a description must never break the user's FSDP
             records = [{"api": "FullyShardedDataParallel", "location": location,
                         "error": "%s: %s" % (type(error).__name__, error)}]

@@ -37,8 +37,9 @@ options:
   --checkpoint PATTERN    checkpoint modules whose path or class matches (fnmatch, comma-separated)
   --max-batch ARG         largest value of setup argument ARG that fits --device-memory (bisection)
   --max-split-size SIZE   the allocator's max_split_size (PYTORCH_CUDA_ALLOC_CONF)
-  --world-sizes N,N,..    predict rank 0 of a torch.distributed job of each size (DDP) on torch's fake process
-                          group: per-rank peaks side by side and the smallest size that fits --device-memory
+  --world-sizes N,N,..    predict rank 0 and the last rank of a torch.distributed job of each size (DDP) on
+                          torch's fake process group: the worst rank's peaks side by side and the smallest
+                          size whose worst rank fits --device-memory
   --warmup N              calls before the predicted one (default 1: optimizer state exists; 2 with
                           --world-sizes: DDP rebuilds its buckets in its second iteration)
   --steps N               predicted calls (default 1; meta tensors are deterministic)

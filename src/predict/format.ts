@@ -3,7 +3,7 @@
 import { formatReport } from '../profiler/format';
 import { formatBytes } from '../profiler/units';
 import type { MaxBatchResult, VariantResult } from './run';
-import type { ModuleStats, PredictedReport, RanksPrediction } from './schema';
+import type { ModuleStats, PredictedReport, RankFigures, RanksPrediction, WorldSizePrediction } from './schema';
 
 export interface PredictionView {
   readonly report: PredictedReport;
@@ -61,9 +61,9 @@ export function formatPrediction(view: PredictionView): string {
 }
 
 function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] {
-  const rank = ranks.worldSizes.find((e) => e.error === null)?.rank ?? 0;
+  const shown = ranks.worldSizes.find((e) => e.worldSize === ranks.reportWorldSize);
   const out = [
-    `Per rank (rank ${rank} of each world size, torch's fake process group; the report above is world size ${ranks.reportWorldSize}):`,
+    `Per rank (the worst of rank 0 and the last rank of each world size, torch's fake process group; the report above is rank ${shown?.rank ?? 0} of world size ${ranks.reportWorldSize}):`,
     `  ${'ranks'.padStart(6)}  ${'max reserved'.padStart(12)}  ${'max allocated'.padStart(13)}  ${'raw peak'.padStart(10)}  gradient buckets`,
   ];
   for (const e of ranks.worldSizes) {
@@ -74,7 +74,7 @@ function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] 
     const buckets = e.gradientBuckets.length === 0 ? '-' : `${e.gradientBuckets.length} (${e.gradientBuckets.map((b) => formatBytes(b)).join(', ')})`;
     out.push(
       `  ${String(e.worldSize).padStart(6)}  ${formatBytes(e.maxReservedBytes ?? 0).padStart(12)}  ${formatBytes(e.maxAllocatedBytes ?? 0).padStart(13)}  ` +
-        `${formatBytes(e.rawPeakBytes ?? 0).padStart(10)}  ${buckets}${e.fits === false ? '  ✗' : ''}`,
+        `${formatBytes(e.rawPeakBytes ?? 0).padStart(10)}  ${buckets}${e.fits === false ? '  ✗' : ''}${rankNote(e)}`,
     );
   }
   if (capacity !== null) {
@@ -85,6 +85,17 @@ function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] 
     );
   }
   return out;
+}
+
+/** Which rank is worst and by how much, or that the ranks predicted are alike. */
+function rankNote(e: WorldSizePrediction): string {
+  const others = (e.ranksPredicted ?? []).filter((r) => r.rank !== e.rank && r.error === null);
+  if (others.length === 0) return '';
+  const alike = others.every((r) => r.maxReservedBytes === e.maxReservedBytes && r.maxAllocatedBytes === e.maxAllocatedBytes);
+  if (alike) return `  (ranks ${[e.rank, ...others.map((r) => r.rank)].sort((a, b) => a - b).join(', ')} alike)`;
+  const gap = (f: (r: RankFigures) => number | null): string =>
+    formatBytes(Math.min(...others.map((r) => (f(e) ?? 0) - (f(r) ?? 0))), { signed: true });
+  return `  (rank ${e.rank} worst: ${gap((r) => r.maxReservedBytes)} reserved, ${gap((r) => r.maxAllocatedBytes)} allocated vs rank ${others.map((r) => r.rank).join(', ')})`;
 }
 
 function formatMaxBatch(result: MaxBatchResult, capacity: number | null): string[] {

@@ -1,9 +1,9 @@
-// `memhint predict --world-sizes 1,2,8,64`: one prediction per world size (rank 0 of a job of that size on
-// torch's fake process group, python/memhint_harness/predict/ranks.py), the per-rank figures side by side,
-// and the smallest world size whose rank fits --device-memory.
+// `memhint predict --world-sizes 1,2,8,64`: per world size, rank 0 and the last rank of a job of that size
+// on torch's fake process group (python/memhint_harness/predict/ranks.py), the worst of them side by side
+// with the other world sizes, and the smallest world size whose worst rank fits --device-memory.
 import type { ProfileFailure } from '../profiler/launcher';
 import type { PredictOptions, PredictOutcome, Predictor } from './run';
-import type { PredictedReport, RanksPrediction, WorldSizePrediction } from './schema';
+import type { PredictedReport, RankFigures, RanksPrediction, WorldSizePrediction } from './schema';
 
 /** "1,2,8,64" → [1, 2, 8, 64] (sorted, unique); null when it is not a list of positive integers. */
 export function parseWorldSizes(text: string): number[] | null {
@@ -22,17 +22,50 @@ export function gradientBuckets(report: PredictedReport): number[] {
   return sizes;
 }
 
-function entry(worldSize: number, outcome: PredictOutcome): WorldSizePrediction {
+function figures(rank: number, outcome: PredictOutcome): RankFigures {
   const report = outcome.failure === null ? outcome.report : null;
   return {
-    worldSize,
-    rank: report?.prediction.world?.rank ?? 0,
+    rank,
     maxAllocatedBytes: report?.prediction.allocator.maxAllocatedBytes ?? null,
     maxReservedBytes: report?.prediction.allocator.maxReservedBytes ?? null,
     rawPeakBytes: report?.prediction.rawPeakBytes ?? null,
     fits: report?.prediction.fits ?? null,
-    gradientBuckets: report ? gradientBuckets(report) : [],
     error: outcome.failure?.message ?? null,
+  };
+}
+
+/** The ranks predicted for a world size: rank 0, and the last rank, where a split that is not even puts its
+ *  remainder or its padding (FSDP pads the last shard) in the usual conventions. Ranks in between get the
+ *  share of one of the two in those conventions, so they are not predicted (one child process per rank). */
+export function ranksToPredict(worldSize: number): number[] {
+  return worldSize > 1 ? [0, worldSize - 1] : [0];
+}
+
+/** The rank that needs the most memory: highest max reserved, then max allocated, then raw peak; the lower
+ *  rank on a tie (ranks that are alike are shown as rank 0). A rank that failed is worst of all: its error
+ *  is what the world size reports. */
+export function worstRank(ranks: readonly RankFigures[]): RankFigures {
+  const score = (r: RankFigures): number[] =>
+    r.error !== null ? [Infinity] : [r.maxReservedBytes ?? 0, r.maxAllocatedBytes ?? 0, r.rawPeakBytes ?? 0];
+  return ranks.reduce((worst, r) => {
+    const [a, b] = [score(r), score(worst)];
+    const i = a.findIndex((x, k) => x !== b[k]);
+    return i >= 0 && a[i] > (b[i] ?? 0) ? r : worst;
+  });
+}
+
+function entry(worldSize: number, ranks: readonly RankFigures[], worstReport: PredictedReport | undefined): WorldSizePrediction {
+  const worst = worstRank(ranks);
+  return {
+    worldSize,
+    rank: worst.rank,
+    maxAllocatedBytes: worst.maxAllocatedBytes,
+    maxReservedBytes: worst.maxReservedBytes,
+    rawPeakBytes: worst.rawPeakBytes,
+    fits: worst.fits,
+    gradientBuckets: worstReport ? gradientBuckets(worstReport) : [],
+    error: worst.error,
+    ranksPredicted: ranks,
   };
 }
 
@@ -41,9 +74,10 @@ export type WorldSizesOutcome =
   | { readonly report: null; readonly failure: ProfileFailure };
 
 /**
- * Predicts each world size in turn. The report returned is that of the smallest world size that fits (the
- * job the user would run), else of the largest that was predicted, with `prediction.ranks` added; a failure
- * only when no world size could be predicted (the first one's failure, which names the cause).
+ * Predicts each world size in turn, rank 0 and the last rank (ranksToPredict). The report returned is that
+ * of the worst rank of the smallest world size that fits (the job the user would run), else of the largest
+ * that was predicted, with `prediction.ranks` added; a failure only when no world size could be predicted
+ * (the first failure, which names the cause).
  */
 export async function predictWorldSizes(
   predictor: Predictor,
@@ -54,12 +88,19 @@ export async function predictWorldSizes(
   const reports = new Map<number, PredictedReport>();
   let firstFailure: ProfileFailure | null = null;
   for (const worldSize of worldSizes) {
-    const outcome = await predictor({ ...options, worldSize });
-    entries.push(entry(worldSize, outcome));
-    if (outcome.failure === null) reports.set(worldSize, outcome.report);
-    else firstFailure ??= outcome.failure;
-    // What this torch cannot predict (FSDP on meta) fails the same way at every world size.
-    if (outcome.failure?.kind === 'unsupported_torch') return { report: null, failure: outcome.failure };
+    const ranks: RankFigures[] = [];
+    const byRank = new Map<number, PredictedReport>();
+    for (const rank of ranksToPredict(worldSize)) {
+      const outcome = await predictor({ ...options, worldSize, rank });
+      ranks.push(figures(rank, outcome));
+      if (outcome.failure === null) byRank.set(rank, outcome.report);
+      else firstFailure ??= outcome.failure;
+      // What this torch cannot predict (FSDP on meta) fails the same way at every world size and rank.
+      if (outcome.failure?.kind === 'unsupported_torch') return { report: null, failure: outcome.failure };
+    }
+    const worst = byRank.get(worstRank(ranks).rank);
+    entries.push(entry(worldSize, ranks, worst));
+    if (worst !== undefined) reports.set(worldSize, worst);
   }
   const smallestFitting = entries.find((e) => e.fits === true)?.worldSize ?? null;
   const predicted = entries.filter((e) => e.error === null).map((e) => e.worldSize);

@@ -19,8 +19,10 @@ export interface PredictOptions {
   readonly steps: number;
   readonly timeoutMs: number;
   readonly cwd?: string;
-  /** Predict rank 0 of a job of this many ranks on torch's fake process group (python/memhint_harness/predict/ranks.py). */
+  /** Predict one rank of a job of this many ranks on torch's fake process group (python/memhint_harness/predict/ranks.py). */
   readonly worldSize?: number | null;
+  /** Which rank of `worldSize` (0 when absent). */
+  readonly rank?: number | null;
 }
 
 export type PredictOutcome =
@@ -38,6 +40,7 @@ export function predictArgs(options: PredictOptions): string[] {
   if (options.maxSplitSizeBytes !== null) args.push('--max-split-size', String(Math.floor(options.maxSplitSizeBytes)));
   if (options.computeCapability) args.push('--compute-capability', options.computeCapability);
   if (options.worldSize !== undefined && options.worldSize !== null) args.push('--world-size', String(options.worldSize));
+  if (options.rank !== undefined && options.rank !== null) args.push('--rank', String(options.rank));
   return args;
 }
 

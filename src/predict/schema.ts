@@ -56,6 +56,17 @@ export interface WorldPrediction {
 }
 
 /** One world size of `--world-sizes` (CLI): the predicted rank's figures in a job of that size. */
+/** One predicted rank of a world size. */
+export interface RankFigures {
+  readonly rank: number;
+  readonly maxAllocatedBytes: number | null;
+  readonly maxReservedBytes: number | null;
+  readonly rawPeakBytes: number | null;
+  readonly fits: boolean | null;
+  readonly error: string | null;
+}
+
+/** A world size: the figures are those of its worst predicted rank (`rank`), `ranksPredicted` has each. */
 export interface WorldSizePrediction {
   readonly worldSize: number;
   readonly rank: number;
@@ -66,6 +77,8 @@ export interface WorldSizePrediction {
   /** Gradient bucket bytes of every DDP in the rank, in the order built (rebuilt sizes where DDP rebuilt). */
   readonly gradientBuckets: readonly number[];
   readonly error: string | null;
+  /** Rank 0 and the last rank (absent in reports written before other ranks were predicted). */
+  readonly ranksPredicted?: readonly RankFigures[];
 }
 
 /** `--world-sizes` (CLI): per world size, and the smallest that fits --device-memory. */

@@ -4,6 +4,7 @@
 import * as fs from 'node:fs';
 import type { DdpInfo, DistributedOutcome, FsdpUnitInfo, RankOutcome, RankStatus } from './distributed';
 import type { ProfileReport, SourceLocation } from './report';
+import { collectiveErrors, collectiveSites, formatCollectives, type CollectiveSite } from './collectives';
 import { formatBytes } from './units';
 
 export const DISTRIBUTED_REPORT_VERSION = 1;
@@ -69,6 +70,8 @@ export interface DistributedReport {
   readonly ddp: readonly (DdpInfo & { readonly rank: number })[];
   /** FSDP units per rank (absent in reports written before FSDP was described). */
   readonly fsdp?: readonly (FsdpUnitInfo & { readonly rank: number })[];
+  /** FSDP's all-gather / reduce-scatter buffers per rank, line and unit (absent in older reports). */
+  readonly collectives?: readonly CollectiveSite[];
   readonly notes: readonly string[];
   /** Every rank's own report (null for a rank that sent none), by rank. */
   readonly reports: readonly (ProfileReport | null)[];
@@ -180,7 +183,8 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
   const ranks = outcome.ranks.map(summarize);
   const ddp = outcome.ranks.flatMap((r) => r.ddp.map((d) => ({ ...d, rank: r.rank })));
   const fsdp = outcome.ranks.flatMap((r) => (r.fsdp ?? []).map((u) => ({ ...u, rank: r.rank })));
-  const notes: string[] = [];
+  const collectives = collectiveSites(outcome.ranks);
+  const notes: string[] = [...collectiveErrors(outcome.ranks)];
   if (outcome.launcher === 'direct') {
     notes.push(
       `ranks started by memhint (env:// variables per rank), not torchrun${outcome.torchVersion ? ` (torch ${outcome.torchVersion})` : ''}`,
@@ -199,6 +203,15 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
         'shard); while a unit runs forward or backward its parameters are all-gathered to full size (the unit’s "gathered" ' +
         'bytes, allocated and freed through torch, so measured on the lines that run the unit), and gradients are ' +
         'reduce-scattered back to the shard.',
+    );
+  }
+  if (collectives.length > 0) {
+    notes.push(
+      'FSDP collectives: each all-gather’s gathered parameters and each reduce-scatter’s unsharded gradient are ' +
+        'allocated through torch and counted on the line listed with the collective (forward: the line that ran the ' +
+        'unit; backward: the backward call). With gloo on the CPU, each reduce-scatter also makes a copy of its input ' +
+        'through torch (measured: one more buffer of the listed size per call, on the backward line, freed when the ' +
+        'collective’s work is released); what NCCL allocates inside a collective is its own (see the note below).',
     );
   }
   if (fsdp.some((u) => u.api === 'fully_shard')) {
@@ -223,6 +236,7 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
     leaks: mergeLeaks(outcome.ranks),
     ddp,
     fsdp,
+    collectives,
     notes,
     reports: outcome.ranks.map((r) => r.report),
   };
@@ -298,6 +312,9 @@ export function formatDistributed(report: DistributedReport, readSource: (file: 
     }
   }
   if (report.fsdp?.length) out.push('', 'FSDP:', ...formatFsdp(report.fsdp));
+  if (report.collectives?.length) {
+    out.push('', 'FSDP collectives (buffer per call; calls over the whole run, warmup included):', ...formatCollectives(report.collectives, shortFile));
+  }
   out.push('', 'Notes:', ...report.notes.map((n) => `  - ${n}`), '');
   return out.join('\n');
 }

@@ -49,6 +49,8 @@ export interface FsdpUnitInfo {
   /** The user's line that wrapped the model (the outermost FSDP(...) or this fully_shard(...) call). */
   readonly location: SourceLocation | null;
   readonly module?: string;
+  /** FSDP1: the unit's qualified name in the model (as the collectives name it). */
+  readonly name?: string | null;
   readonly strategy?: string | null;
   readonly parameters?: number;
   /** The unit's parameters, unsharded: what FSDP all-gathers for its forward and backward. */
@@ -57,6 +59,21 @@ export interface FsdpUnitInfo {
   readonly gatheredBytes?: number;
   /** This rank's shard of the unit's parameters (between forward and backward, what stays). */
   readonly shardBytes?: number;
+  readonly error?: string;
+}
+
+/** One all-gather or reduce-scatter the rank issued (python/memhint_harness/collectives.py). */
+export interface CollectiveCall {
+  readonly op: 'all_gather' | 'reduce_scatter';
+  /** The full-size buffer: the gathered output of an all-gather, the unsharded input of a reduce-scatter. */
+  readonly bytes?: number;
+  /** This rank's side of it: the shard sent (all-gather) or received (reduce-scatter). */
+  readonly shardBytes?: number;
+  readonly phase?: 'forward' | 'backward';
+  /** The user's line that ran the collective's unit (`out = model(x)`, `loss.backward()`). */
+  readonly location?: SourceLocation | null;
+  /** The FSDP unit it served: its module's class and qualified name in the model. */
+  readonly unit?: { readonly module: string; readonly name: string | null } | null;
   readonly error?: string;
 }
 
@@ -84,6 +101,8 @@ export interface RankOutcome {
   readonly protocolError: string | null;
   readonly ddp: readonly DdpInfo[];
   readonly fsdp?: readonly FsdpUnitInfo[];
+  /** Every all-gather and reduce-scatter of the run (warmup included), in order. */
+  readonly collectives?: readonly CollectiveCall[];
   /** When the rank last wrote to its channel (epoch ms): orders failures, the first is the likely cause. */
   readonly lastWriteEpochMs: number | null;
 }
@@ -292,12 +311,13 @@ function readRank(dir: string, rank: number): RankOutcome {
   }
   const ddp = readRecords<DdpInfo>(path.join(dir, `rank-${rank}.ddp.jsonl`));
   const fsdp = readRecords<FsdpUnitInfo>(path.join(dir, `rank-${rank}.fsdp.jsonl`));
+  const collectives = readRecords<CollectiveCall>(path.join(dir, `rank-${rank}.collectives.jsonl`));
   let status: RankStatus;
   if (error) status = 'failed';
   else if (protocolError && !report) status = 'protocol';
   else if (report) status = 'ok';
   else status = 'crash';
-  return { rank, status, hello, report, error, lastProgress, protocolError, ddp, fsdp, lastWriteEpochMs };
+  return { rank, status, hello, report, error, lastProgress, protocolError, ddp, fsdp, collectives, lastWriteEpochMs };
 }
 
 /** The JSON lines the rank's harness appended (DDP/FSDP descriptions); none when the rank built none, or

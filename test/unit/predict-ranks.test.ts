@@ -2,11 +2,12 @@
 // group (torch 2.x), against hand-computed figures and against a real 2-rank gloo run on the CPU.
 import * as assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findHarnessRoot } from '../../src/profiler/launcher';
 import { reportProblem, type ProfileReport } from '../../src/profiler/report';
 import { formatPrediction } from '../../src/predict/format';
-import { parseWorldSizes, predictWorldSizes } from '../../src/predict/ranks';
+import { parseWorldSizes, predictWorldSizes, ranksToPredict, worstRank } from '../../src/predict/ranks';
 import { childPredictor, type PredictOptions } from '../../src/predict/run';
 import type { PredictedReport } from '../../src/predict/schema';
 import { runProfileCli } from './profile-cli-runner';
@@ -77,7 +78,7 @@ describe('predict --world-sizes: one rank of a DDP job on the fake process group
     assert.equal(shown.ddp[0].bucketBytes, PARAM_BYTES);
     assert.deepEqual(shown.ddp[0].bucketSizes, [PARAM_BYTES]); // built as one bucket (25 MiB cap) ...
     assert.deepEqual(shown.ddp[0].rebuiltBucketSizes, REBUILT_BUCKETS); // ... rebuilt in ready order
-    assert.equal(shown.ddp[0].location?.line, 21);
+    assert.equal(shown.ddp[0].location?.line, fs.readFileSync(FIXTURE, 'utf-8').split('\n').findIndex((l) => l.includes('ddp = DDP(')) + 1);
     const peak = predicted.peak;
     assert.ok(peak);
     // The step's peak is in AdamW's step: parameters, gradients, both moments (no 4-byte step counters: with
@@ -89,6 +90,47 @@ describe('predict --world-sizes: one rank of a DDP job on the fake process group
     // Fewer samples per rank, less activation memory: strictly decreasing raw peaks.
     const raw = ranks.worldSizes.map((e) => e.rawPeakBytes as number);
     assert.ok(raw[0] > raw[1] && raw[1] > raw[2], raw.join(' > '));
+  });
+
+  it('predicts rank 0 and the last rank; DDP with an even split: alike, shown as rank 0', () => {
+    const ranks = predicted.prediction.ranks;
+    assert.ok(ranks);
+    assert.deepEqual(ranks.worldSizes.map((e) => e.ranksPredicted?.map((r) => r.rank)), [[0], [0, 1], [0, 7]]);
+    for (const e of ranks.worldSizes) {
+      for (const r of e.ranksPredicted ?? []) assert.deepEqual([r.maxReservedBytes, r.maxAllocatedBytes, r.rawPeakBytes], [e.maxReservedBytes, e.maxAllocatedBytes, e.rawPeakBytes]);
+    }
+    const text = formatPrediction({ report: predicted, whatIf: null, advice: [], snapshotAdvice: [], maxBatch: null });
+    assert.match(text, /^ {7}8 .*\(ranks 0, 7 alike\)$/m);
+  });
+
+  it('a remainder left to the last rank: the last rank is predicted as the worst, by its extra samples', async () => {
+    // 260 samples over 8 ranks: 32 each, the last rank 32 + 4.
+    const uneven = { ...options, setupArgs: { global_batch: 260, remainder_to_last: true } };
+    const outcome = await predictWorldSizes(childPredictor(), uneven, [8]);
+    assert.equal(outcome.failure, null, outcome.failure?.message);
+    const entry = outcome.report.prediction.ranks?.worldSizes[0];
+    assert.ok(entry?.ranksPredicted);
+    assert.equal(entry.rank, 7);
+    const [first, last] = entry.ranksPredicted;
+    assert.ok((last.rawPeakBytes ?? 0) > (first.rawPeakBytes ?? 0), `${last.rawPeakBytes} > ${first.rawPeakBytes}`);
+    assert.equal(entry.rawPeakBytes, last.rawPeakBytes);
+    // the report shown is the last rank's: its inputs are 36 samples
+    assert.equal(outcome.report.prediction.world?.rank, 7);
+    assert.equal(outcome.report.peak?.byKind.input, 36 * (512 * 4 + 8));
+    const text = formatPrediction({ report: outcome.report, whatIf: null, advice: [], snapshotAdvice: [], maxBatch: null });
+    assert.match(text, /the report above is rank 7 of world size 8/);
+    assert.match(text, /\(rank 7 worst: \+?[\d.]+ \w+ reserved, \+[\d.]+ \w+ allocated vs rank 0\)/);
+  });
+
+  it('which ranks are predicted, and which is worst', () => {
+    assert.deepEqual(ranksToPredict(1), [0]);
+    assert.deepEqual(ranksToPredict(64), [0, 63]);
+    const r = (rank: number, reserved: number, allocated: number, error: string | null = null) =>
+      ({ rank, maxReservedBytes: reserved, maxAllocatedBytes: allocated, rawPeakBytes: allocated, fits: null, error });
+    assert.equal(worstRank([r(0, 10, 5), r(3, 10, 5)]).rank, 0, 'a tie is rank 0');
+    assert.equal(worstRank([r(0, 10, 5), r(3, 10, 6)]).rank, 3, 'reserved equal: allocated decides');
+    assert.equal(worstRank([r(0, 12, 5), r(3, 10, 9)]).rank, 0, 'reserved first');
+    assert.equal(worstRank([r(0, 12, 5), r(3, 0, 0, 'failed')]).rank, 3, 'a rank that failed');
   });
 
   it('names the smallest world size whose rank fits --device-memory, and shows its report', () => {

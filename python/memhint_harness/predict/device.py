@@ -275,7 +275,7 @@ class CudaStandIn:
             return list(original()) + ["meta"]
 
         self.saved.append((module, "_get_foreach_kernels_supported_devices", original))
-        module._get_foreach_kernels_supported_devices = with_meta
+        setattr(module, "_get_foreach_kernels_supported_devices", with_meta)
 
     def __exit__(self, *exc):
         for owner, name, value in reversed(self.saved):

@@ -23,7 +23,8 @@
 
   // A report in the page wins over a stale saved state (the page is rebuilt when the report changes).
   const initial = readInitial();
-  if (initial.model) state = { model: initial.model, sort: (vscode.getState() || initial).sort || initial.sort };
+  // The reader's other choices (open sections, table sorts, compared figures, scroll place) survive too.
+  if (initial.model) state = Object.assign({}, vscode.getState() || {}, { model: initial.model, sort: (vscode.getState() || initial).sort || initial.sort });
 
   const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   function bytes(n, signed) {
@@ -351,10 +352,11 @@
    * Rows with `file` and `line` reveal the line on click or Enter.
    */
   function sortableTable(id, columns, rows, defaultSort) {
-    const sort = (state.tableSort && state.tableSort[id]) || defaultSort;
+    // defaultSort null: the rows keep their order and no column sorts (a table read top to bottom).
+    const sort = (state.tableSort && state.tableSort[id]) || defaultSort || { key: null, descending: false };
     const col = columns.find((c) => c.key === sort.key) || columns[0];
     const value = (c, r) => (c.value ? c.value(r) : r[c.key]);
-    const sorted = rows.slice().sort((a, b) => {
+    const sorted = defaultSort === null ? rows.slice() : rows.slice().sort((a, b) => {
       const va = value(col, a);
       const vb = value(col, b);
       // Missing figures (null: not in that report) sort last either way.
@@ -364,9 +366,9 @@
       return sort.descending ? -c : c;
     });
     const head = h('tr', {}, columns.map((c) => {
-      const active = c.key === col.key;
+      const active = defaultSort !== null && c.key === col.key;
       return h('th', { class: c.num ? 'num' : '', scope: 'col', 'aria-sort': active ? (sort.descending ? 'descending' : 'ascending') : 'none' },
-        c.sortable === false ? c.label : h('button', { class: 'sort', 'data-table': id, 'data-key': c.key, onclick: () => setTableSort(id, c.key, active ? !sort.descending : !!c.num) }, c.label, active ? (sort.descending ? ' \u25bc' : ' \u25b2') : ''));
+        defaultSort === null ? c.label : h('button', { class: 'sort', 'data-table': id, 'data-key': c.key, onclick: () => setTableSort(id, c.key, active ? !sort.descending : !!c.num) }, c.label, active ? (sort.descending ? ' \u25bc' : ' \u25b2') : ''));
     }));
     const body = sorted.map((r) => {
       const cells = columns.map((c) => h('td', { class: [c.num ? 'num' : '', c.cls ? c.cls(r) : ''].filter(Boolean).join(' ') || null }, c.cell ? c.cell(r) : String(r[c.key])));
@@ -481,7 +483,7 @@
     if (!c) return null;
     const compare = Object.assign({ line: 'allocated', module: 'liveAtPeak' }, state.compare || {});
     const peakRows = c.peaks.map((p) => Object.assign({}, p, { fig: p }));
-    const peaks = sortableTable('compare-peaks', [{ key: 'label', label: 'Step peak', sortable: false, cell: (r) => r.label }].concat(pairColumns((r) => r.fig).map((col) => Object.assign({}, col, { sortable: false }))), peakRows, { key: 'label', descending: false });
+    const peaks = sortableTable('compare-peaks', [{ key: 'label', label: 'Step peak', cell: (r) => r.label }].concat(pairColumns((r) => r.fig)), peakRows, null);
     const lines = c.lines.length
       ? [figurePicker('compare-line-figure', COMPARE_LINE, compare.line, (k) => setCompare('line', k)),
         sortableTable('compare-lines', [

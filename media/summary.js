@@ -23,7 +23,8 @@
 
   // A report in the page wins over a stale saved state (the page is rebuilt when the report changes).
   const initial = readInitial();
-  if (initial.model) state = { model: initial.model, sort: (vscode.getState() || initial).sort || initial.sort };
+  // The reader's other choices (open sections, table sorts, compared figures, scroll place) survive too.
+  if (initial.model) state = Object.assign({}, vscode.getState() || {}, { model: initial.model, sort: (vscode.getState() || initial).sort || initial.sort });
 
   const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   function bytes(n, signed) {
@@ -331,6 +332,179 @@
       h('div', { class: 'scroll' }, h('table', { class: 'modules' }, h('thead', {}, head), h('tbody', {}, body))));
   }
 
+  // ---- collapsible sections and sortable tables (the sections after the per-module tree) -------------
+  /** A section whose body folds under its heading; open or closed as the reader left it (state.open). */
+  function collapsible(id, title, defaultOpen, ...body) {
+    const open = state.open && id in state.open ? state.open[id] : defaultOpen;
+    const details = h('details', { class: 'fold', open: open ? 'open' : null }, h('summary', {}, h('h2', { id: 'h-' + id }, title)), ...body);
+    // The toggle event also fires for the initial `open`: only a change from what was drawn is recorded.
+    details.addEventListener('toggle', () => {
+      if (details.open === (state.open && id in state.open ? state.open[id] : defaultOpen)) return;
+      state = Object.assign({}, state, { open: Object.assign({}, state.open || {}, { [id]: details.open }) });
+      vscode.setState(state);
+    });
+    return h('section', { id: 'section-' + id, 'aria-labelledby': 'h-' + id }, details);
+  }
+
+  /**
+   * A table sorted by any column on click (again: the other direction), its sort kept in
+   * state.tableSort[id]. Columns: {key, label, num, value(row) for sorting, cell(row), cls(row)}.
+   * Rows with `file` and `line` reveal the line on click or Enter.
+   */
+  function sortableTable(id, columns, rows, defaultSort) {
+    // defaultSort null: the rows keep their order and no column sorts (a table read top to bottom).
+    const sort = (state.tableSort && state.tableSort[id]) || defaultSort || { key: null, descending: false };
+    const col = columns.find((c) => c.key === sort.key) || columns[0];
+    const value = (c, r) => (c.value ? c.value(r) : r[c.key]);
+    const sorted = defaultSort === null ? rows.slice() : rows.slice().sort((a, b) => {
+      const va = value(col, a);
+      const vb = value(col, b);
+      // Missing figures (null: not in that report) sort last either way.
+      if (va === null || va === undefined) return vb === null || vb === undefined ? 0 : 1;
+      if (vb === null || vb === undefined) return -1;
+      const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
+      return sort.descending ? -c : c;
+    });
+    const head = h('tr', {}, columns.map((c) => {
+      const active = defaultSort !== null && c.key === col.key;
+      return h('th', { class: c.num ? 'num' : '', scope: 'col', 'aria-sort': active ? (sort.descending ? 'descending' : 'ascending') : 'none' },
+        defaultSort === null ? c.label : h('button', { class: 'sort', 'data-table': id, 'data-key': c.key, onclick: () => setTableSort(id, c.key, active ? !sort.descending : !!c.num) }, c.label, active ? (sort.descending ? ' \u25bc' : ' \u25b2') : ''));
+    }));
+    const body = sorted.map((r) => {
+      const cells = columns.map((c) => h('td', { class: [c.num ? 'num' : '', c.cls ? c.cls(r) : ''].filter(Boolean).join(' ') || null }, c.cell ? c.cell(r) : String(r[c.key])));
+      if (r.file === undefined) return h('tr', {}, cells);
+      return h('tr', { class: 'row', tabindex: 0, title: 'Go to ' + r.displayFile + ':' + r.line, onclick: () => reveal(r.file, r.line), onkeydown: (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), reveal(r.file, r.line)) }, cells);
+    });
+    return h('div', { class: 'scroll' }, h('table', { class: 'sortable ' + id, id: 'table-' + id }, h('thead', {}, head), h('tbody', {}, body)));
+  }
+
+  function setTableSort(id, key, descending) {
+    state = Object.assign({}, state, { tableSort: Object.assign({}, state.tableSort || {}, { [id]: { key, descending } }) });
+    render();
+  }
+
+  const locCell = (r) => r.displayFile + ':' + r.line;
+  // Sorts by file, then by line as a number (`:9` before `:10`).
+  const locValue = (r) => r.displayFile + ':' + String(r.line).padStart(8, '0');
+  const codeCell = (r) => h('code', {}, r.code);
+
+  // ---- DataLoader workers (report.dataLoaders) -----------------------------------------------------
+  function workersSection(model) {
+    if (!model.loaders || !model.loaders.length) return null;
+    const grows = model.loaders.some((l) => l.grows);
+    const loaders = model.loaders.map((l, i) => h('div', { class: 'loader' + (l.grows ? ' grows' : ''), 'data-loader': i },
+      h('p', {}, h('button', { class: 'link', onclick: () => reveal(l.file, l.line) }, l.displayFile + ':' + l.line), ' ', h('code', {}, l.code), ' \u2014 ' + l.datasetType + ', ' + l.numWorkers + ' worker' + (l.numWorkers === 1 ? '' : 's')),
+      h('p', { class: l.grows ? 'bad-text' : 'muted' },
+        (l.grows ? 'Grows ' : 'Changes ') + bytes(l.ussGrowthPerStep, true) + ' per step (USS, all workers)' + (l.grows ? ': copy-on-read of the Dataset\u2019s Python objects; keep samples in numpy arrays or tensors.' : '.'),
+        l.ussByStep.length ? ' At the end of each step: ' + l.ussByStep.map((v, k) => bytes(v) + ' (PSS ' + bytes(l.pssByStep[k]) + ')').join(', ') + '.' : ''),
+      l.workers.length ? sortableTable('workers-' + i, [
+        { key: 'worker', label: 'Worker', num: true },
+        { key: 'pid', label: 'PID', num: true },
+        { key: 'ussFirst', label: 'USS first', num: true, cell: (r) => bytes(r.ussFirst) },
+        { key: 'ussLast', label: 'USS last', num: true, cell: (r) => bytes(r.ussLast) },
+        { key: 'ussMax', label: 'USS max', num: true, cell: (r) => bytes(r.ussMax) },
+        { key: 'ussGrowth', label: 'USS growth', num: true, cell: (r) => bytes(r.ussGrowth, true), cls: (r) => (l.grows && r.ussGrowth > 0 ? 'bad' : '') },
+        { key: 'pssLast', label: 'PSS last', num: true, cell: (r) => bytes(r.pssLast) },
+        { key: 'samples', label: 'Samples', num: true },
+      ], l.workers, { key: 'worker', descending: false }) : h('p', { class: 'muted' }, 'No worker was sampled.')));
+    return collapsible('workers', 'DataLoader workers (their own memory: USS private, PSS with a share of shared pages; never RSS)', grows, loaders);
+  }
+
+  // ---- forward graphs no backward() used (report.noBackwardGraphs) ------------------------------------
+  function noGradSection(model) {
+    if (!model.noGrad || !model.noGrad.length) return null;
+    return collapsible('nograd', 'Graphs no backward() used (' + model.noGrad.length + ')', true,
+      h('p', { class: 'muted' }, 'These statements built an autograd graph in the step and nothing ran backward through it: the graph and the activations it saved stay alive while the result lives. Run them under torch.no_grad() or torch.inference_mode().'),
+      sortableTable('nograd', [
+        { key: 'location', label: 'Line', value: locValue, cell: locCell, cls: () => 'loc' },
+        { key: 'code', label: 'Code', cell: codeCell, cls: () => 'code' },
+        { key: 'bytesKeptPerStep', label: 'Saved activations/step', num: true, cell: (r) => bytes(r.bytesKeptPerStep), cls: (r) => (r.bytesKeptPerStep > 0 ? 'bad' : '') },
+        { key: 'nodesPerStep', label: 'Graph nodes/step', num: true },
+        { key: 'steps', label: 'Steps', num: true },
+      ], model.noGrad, { key: 'bytesKeptPerStep', descending: true }));
+  }
+
+  // ---- kernel workspaces (report.kernelWorkspaces) -------------------------------------------------
+  function kernelsSection(model) {
+    const k = model.kernels;
+    if (!k) return null;
+    const why = k.backend === 'cuda'
+      ? 'Their kernels allocate workspaces inside the op (convolution, cuDNN RNN): the tracked figures leave them out, the CUDA allocator\u2019s rise while the line ran includes them.'
+      : k.backend === 'meta'
+        ? 'Their kernels allocate workspaces inside the op (convolution, cuDNN RNN): the prediction leaves them out; on the GPU they come on top of these lines\u2019 figures.'
+        : 'Their kernels allocate workspaces inside the op (convolution, oneDNN RNN): on CPU these lines\u2019 allocation volume and peaks are under-counted (13\u201355% against torch.profiler on ResNet and LSTM).';
+    const columns = [
+      { key: 'location', label: 'Line', value: locValue, cell: locCell, cls: () => 'loc' },
+      { key: 'code', label: 'Code', cell: codeCell, cls: () => 'code' },
+      { key: 'ops', label: 'Ops', value: (r) => r.ops.join(' '), cell: (r) => r.ops.join(', ') },
+      { key: 'callsPerStep', label: 'Calls/step', num: true },
+      { key: 'trackedPerStep', label: 'Tracked alloc/step', num: true, cell: (r) => bytes(r.trackedPerStep) },
+    ];
+    if (k.lines.some((r) => r.cudaMaxRise !== null)) columns.push({ key: 'cudaMaxRise', label: 'CUDA max rise', num: true, cell: (r) => bytes(r.cudaMaxRise) });
+    return collapsible('kernels', 'Memory inside kernels (' + k.lines.length + ' line' + (k.lines.length === 1 ? '' : 's') + ')', false,
+      h('p', { class: 'muted' }, why),
+      sortableTable('kernels', columns, k.lines, { key: 'trackedPerStep', descending: true }));
+  }
+
+  // ---- predicted vs measured (a predict report and a profile of the same step) -------------------------
+  const COMPARE_LINE = [['allocated', 'Allocated/step'], ['peak', 'Peak'], ['savedForBackward', 'Saved for bwd'], ['backward', 'Backward'], ['liveAtPeak', 'Live at peak']];
+  const COMPARE_MODULE = [['liveAtPeak', 'Live at peak'], ['params', 'Params'], ['grads', 'Grads'], ['optimizer', 'Optimizer'], ['saved', 'Saved'], ['forwardAlloc', 'Forward'], ['backwardAlloc', 'Backward']];
+
+  /** "+12%" of the measured figure; '' when there is nothing to relate to. */
+  function relative(f) {
+    if (f.difference === null || !f.measured) return '';
+    return (f.difference > 0 ? '+' : '') + Math.round((f.difference / f.measured) * 100) + '%';
+  }
+  /** Off enough to matter: a fifth of the measured figure and at least 64 KiB (allocator rounding and
+   *  small temporaries differ between CPU and CUDA by design). */
+  function offCls(f) {
+    if (f.difference === null) return '';
+    return Math.abs(f.difference) >= 65536 && Math.abs(f.difference) >= 0.2 * Math.abs(f.measured || 0) ? 'bad' : '';
+  }
+  function pairColumns(pick) {
+    return [
+      { key: 'predicted', label: 'Predicted', num: true, value: (r) => pick(r).predicted, cell: (r) => bytes(pick(r).predicted) },
+      { key: 'measured', label: 'Measured', num: true, value: (r) => pick(r).measured, cell: (r) => bytes(pick(r).measured) },
+      { key: 'difference', label: 'Difference', num: true, value: (r) => pick(r).difference, cell: (r) => bytes(pick(r).difference, true), cls: (r) => offCls(pick(r)) },
+      { key: 'relative', label: '%', num: true, value: (r) => (pick(r).difference === null || !pick(r).measured ? null : pick(r).difference / pick(r).measured), cell: (r) => relative(pick(r)), cls: (r) => offCls(pick(r)) },
+    ];
+  }
+  function figurePicker(id, options, current, onPick) {
+    return h('label', { class: 'picker' }, 'Figure: ', h('select', { id: id, onchange: (e) => onPick(e.target.value) }, options.map(([k, label]) => h('option', { value: k, selected: k === current ? 'selected' : null }, label))));
+  }
+  function setCompare(part, key) {
+    const compare = Object.assign({ line: 'allocated', module: 'liveAtPeak' }, state.compare || {}, { [part]: key });
+    state = Object.assign({}, state, { compare });
+    render();
+  }
+
+  function comparisonSection(model) {
+    const c = model.comparison;
+    if (!c) return null;
+    const compare = Object.assign({ line: 'allocated', module: 'liveAtPeak' }, state.compare || {});
+    const peakRows = c.peaks.map((p) => Object.assign({}, p, { fig: p }));
+    const peaks = sortableTable('compare-peaks', [{ key: 'label', label: 'Step peak', cell: (r) => r.label }].concat(pairColumns((r) => r.fig)), peakRows, null);
+    const lines = c.lines.length
+      ? [figurePicker('compare-line-figure', COMPARE_LINE, compare.line, (k) => setCompare('line', k)),
+        sortableTable('compare-lines', [
+          { key: 'location', label: 'Line', value: locValue, cell: locCell, cls: () => 'loc' },
+          { key: 'code', label: 'Code', cell: codeCell, cls: () => 'code' },
+        ].concat(pairColumns((r) => r.figures[compare.line])), c.lines, { key: 'location', descending: false })]
+      : h('p', { class: 'muted' }, 'No line has figures in either report.');
+    const modules = c.modules.length
+      ? [figurePicker('compare-module-figure', COMPARE_MODULE, compare.module, (k) => setCompare('module', k)),
+        sortableTable('compare-modules', [
+          { key: 'id', label: 'Module', cell: (r) => h('code', {}, r.id) },
+          { key: 'type', label: 'Class', cls: () => 'muted' },
+        ].concat(pairColumns((r) => r.figures[compare.module])), c.modules, { key: 'difference', descending: true })]
+      : null;
+    return collapsible('compare', 'Predicted vs measured: ' + c.step, true,
+      h('p', { class: 'muted' }, 'The panel shows the ' + c.shown + ' report; beside it, the ' + (c.shown === 'measured' ? 'predicted' : 'measured') + ' one of the same step. Measured on ' + c.measuredOn + '; predicted for CUDA on meta tensors' + (c.whatIf ? ' (' + c.whatIf + ')' : '') + '. Per step; difference = predicted \u2212 measured, red where it is off by a fifth or more.'),
+      peaks,
+      h('h3', {}, 'Per line'), lines,
+      modules ? [h('h3', {}, 'Per module'), modules] : null);
+  }
+
   function predictionCallout(model) {
     const p = model.prediction;
     if (!p) return null;
@@ -406,7 +580,7 @@
     if (!model) {
       app.appendChild(h('div', { class: 'empty' }, h('h1', {}, 'No memory profile yet'), h('p', {}, 'Run “memhint: Profile This Step” (or the “Profile this step” CodeLens above a training step) to measure memory per line.')));
     } else {
-      const parts = [header(model), ...problems(model), ranksSection(model), timeline(model), peakSection(model), leaksSection(model), lineTable(model), modulesSection(model), cudaSection(model)].filter(Boolean);
+      const parts = [header(model), ...problems(model), ranksSection(model), comparisonSection(model), timeline(model), peakSection(model), leaksSection(model), noGradSection(model), lineTable(model), modulesSection(model), workersSection(model), kernelsSection(model), cudaSection(model)].filter(Boolean);
       for (const p of parts) {
         app.appendChild(p);
         if (p.tagName === 'SECTION') sections.push(p.id.replace('section-', ''));
@@ -425,7 +599,8 @@
     const msg = event.data;
     if (!msg || typeof msg.type !== 'string') return;
     if (msg.type === 'show') {
-      state = { model: msg.model, sort: state.sort, scrollY: state.scrollY };
+      // A new model keeps the reader's choices (sorts, open sections, compared figure), not the old model.
+      state = Object.assign({}, state, { model: msg.model });
       toast = null;
       render();
     } else if (msg.type === 'exported' || msg.type === 'error') {

@@ -72,6 +72,108 @@ export interface PredictionView {
   readonly seconds: number;
 }
 
+/** One multi-process DataLoader (report.dataLoaders) and its workers' own memory (USS/PSS, never RSS). */
+export interface LoaderView {
+  readonly file: string;
+  readonly displayFile: string;
+  readonly line: number;
+  readonly code: string;
+  readonly datasetType: string;
+  readonly numWorkers: number;
+  /** USS / PSS of all the loader's live workers at the end of each profiled step. */
+  readonly ussByStep: readonly number[];
+  readonly pssByStep: readonly number[];
+  /** Mean USS growth per profiled step, all workers; `grows` when the harness judged it copy-on-read. */
+  readonly ussGrowthPerStep: number;
+  readonly grows: boolean;
+  readonly workers: readonly WorkerRow[];
+}
+
+/** One worker process of a loader, from its sampled series (report.timeline.processes). */
+export interface WorkerRow {
+  readonly pid: number;
+  /** The worker's id within its iterator (0 .. numWorkers - 1); a new epoch's iterator reuses ids. */
+  readonly worker: number;
+  readonly samples: number;
+  readonly ussFirst: number;
+  readonly ussLast: number;
+  readonly ussMax: number;
+  readonly pssLast: number;
+  /** ussLast - ussFirst: what the worker took on while it lived. */
+  readonly ussGrowth: number;
+}
+
+/** A statement whose forward built an autograd graph no backward() used (report.noBackwardGraphs). */
+export interface NoGradRow {
+  readonly file: string;
+  readonly displayFile: string;
+  readonly line: number;
+  readonly code: string;
+  readonly nodesPerStep: number;
+  readonly bytesKeptPerStep: number;
+  readonly steps: number;
+}
+
+/** A line whose ops allocate workspaces inside their kernels (report.kernelWorkspaces). */
+export interface KernelRow {
+  readonly file: string;
+  readonly displayFile: string;
+  readonly line: number;
+  readonly code: string;
+  readonly ops: readonly string[];
+  /** Forward calls of those ops per step. */
+  readonly callsPerStep: number;
+  /** The line's tracked allocation per step (inclusive), the figure that leaves the workspaces out. */
+  readonly trackedPerStep: number | null;
+  /** The caching allocator's rise while the line ran (CUDA runs only), which includes them. */
+  readonly cudaMaxRise: number | null;
+}
+
+export interface KernelsView {
+  readonly backend: string;
+  readonly lines: readonly KernelRow[];
+}
+
+/** A predicted figure beside the measured one; difference = predicted - measured when both exist. */
+export interface ComparedFigure {
+  readonly predicted: number | null;
+  readonly measured: number | null;
+  readonly difference: number | null;
+}
+
+export type CompareLineKey = 'allocated' | 'peak' | 'savedForBackward' | 'backward' | 'liveAtPeak';
+export type CompareModuleKey = 'liveAtPeak' | 'params' | 'grads' | 'optimizer' | 'saved' | 'forwardAlloc' | 'backwardAlloc';
+
+export interface ComparedLine {
+  readonly file: string;
+  readonly displayFile: string;
+  readonly line: number;
+  readonly code: string;
+  readonly figures: Readonly<Record<CompareLineKey, ComparedFigure>>;
+}
+
+export interface ComparedModule {
+  /** `GPT/transformer.h.3.mlp`, as in ModuleRow. */
+  readonly id: string;
+  readonly type: string;
+  readonly figures: Readonly<Record<CompareModuleKey, ComparedFigure>>;
+}
+
+/** `memhint predict` and a measured profile of the same step, side by side (per step figures). */
+export interface ComparisonView {
+  /** `train.py::train_step`. */
+  readonly step: string;
+  /** Which of the two the rest of the panel shows. */
+  readonly shown: 'measured' | 'predicted';
+  /** How the measured run ran (`cpu backend, cpu`) and what the prediction assumed (`AMP bf16` or ''). */
+  readonly measuredOn: string;
+  readonly whatIf: string;
+  /** Step peak both ways: live tensors, then by kind at the peak, then the CUDA allocator's maxima. */
+  readonly peaks: readonly ({ readonly label: string } & ComparedFigure)[];
+  readonly lines: readonly ComparedLine[];
+  readonly modules: readonly ComparedModule[];
+}
+
 export interface SummaryViewModel {
   readonly title: string;
   readonly environment: { readonly python: string; readonly pythonVersion: string; readonly torchVersion: string; readonly backend: string; readonly device: string };
@@ -108,6 +210,14 @@ export interface SummaryViewModel {
   readonly ranks: RanksView | null;
   /** Why these figures are outdated (a later run failed), or null. */
   readonly stale: string | null;
+  /** DataLoader workers; empty when no multi-process loader ran. */
+  readonly loaders: readonly LoaderView[];
+  /** Forward graphs no backward() used (evaluation without no_grad). */
+  readonly noGrad: readonly NoGradRow[];
+  /** Lines whose kernels allocate memory the accounting cannot see; null when none. */
+  readonly kernels: KernelsView | null;
+  /** The other kind of report (predicted or measured) of the same step, side by side; null when none. */
+  readonly comparison: ComparisonView | null;
 }
 
 export type SortKey = 'location' | 'calls' | 'allocated' | 'net' | 'peak' | 'savedForBackward' | 'backward' | 'leakPerStep' | 'liveAtPeak';
@@ -118,6 +228,12 @@ export interface WebviewState {
   readonly sort: { readonly key: SortKey; readonly descending: boolean };
   /** The page's scroll offset, so a re-render (sort, export, a hidden panel shown again) keeps the place. */
   readonly scrollY?: number;
+  /** Collapsible sections the reader opened or closed (by section id); absent ones use their default. */
+  readonly open?: Readonly<Record<string, boolean>>;
+  /** Sort of each sortable table other than the per-line one, by table id. */
+  readonly tableSort?: Readonly<Record<string, { readonly key: string; readonly descending: boolean }>>;
+  /** The figure the predicted-vs-measured tables compare. */
+  readonly compare?: { readonly line: CompareLineKey; readonly module: CompareModuleKey };
 }
 
 export type ToWebview =

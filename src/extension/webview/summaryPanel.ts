@@ -21,6 +21,8 @@ export class MemorySummaryPanel implements vscode.Disposable {
   /** What the webview last said it rendered (for tests and diagnostics). */
   lastRendered: Extract<FromWebview, { type: 'rendered' }> | null = null;
   private report: ProfileReport | null;
+  /** The other kind of report of the same step (predicted or measured), shown side by side. */
+  private counterpart: ProfileReport | null;
   private readonly renderedEmitter = new vscode.EventEmitter<void>();
   readonly onDidRender = this.renderedEmitter.event;
 
@@ -32,11 +34,12 @@ export class MemorySummaryPanel implements vscode.Disposable {
   static show(extensionUri: vscode.Uri, reports: ReportStore, log: Logger): MemorySummaryPanel {
     if (MemorySummaryPanel.current !== undefined) {
       MemorySummaryPanel.current.panel.reveal(vscode.ViewColumn.Beside);
-      MemorySummaryPanel.current.update(reports.get()?.report ?? null);
+      MemorySummaryPanel.current.update(reports.get()?.report ?? null, reports.get()?.counterpart ?? null);
       return MemorySummaryPanel.current;
     }
     const panel = vscode.window.createWebviewPanel(VIEW_TYPE, 'memhint: Memory Summary', vscode.ViewColumn.Beside, MemorySummaryPanel.options(extensionUri));
-    MemorySummaryPanel.current = new MemorySummaryPanel(panel, extensionUri, reports, log, reports.get()?.report ?? null, null);
+    const stored = reports.get();
+    MemorySummaryPanel.current = new MemorySummaryPanel(panel, extensionUri, reports, log, stored?.report ?? null, stored?.counterpart ?? null, null);
     return MemorySummaryPanel.current;
   }
 
@@ -53,9 +56,12 @@ export class MemorySummaryPanel implements vscode.Disposable {
   static async revive(panel: vscode.WebviewPanel, state: unknown, extensionUri: vscode.Uri, reports: ReportStore, log: Logger): Promise<void> {
     panel.webview.options = MemorySummaryPanel.options(extensionUri);
     const saved = isState(state) ? state : null;
-    const report = reports.get()?.report ?? (await reports.loadPersisted());
+    const stored = reports.get();
+    const persisted = stored === null ? await reports.loadPersisted() : null;
+    const report = stored?.report ?? persisted?.report ?? null;
+    const counterpart = stored?.counterpart ?? persisted?.counterpart ?? null;
     MemorySummaryPanel.current?.dispose();
-    MemorySummaryPanel.current = new MemorySummaryPanel(panel, extensionUri, reports, log, report, saved);
+    MemorySummaryPanel.current = new MemorySummaryPanel(panel, extensionUri, reports, log, report, counterpart, saved);
   }
 
   private constructor(
@@ -64,9 +70,11 @@ export class MemorySummaryPanel implements vscode.Disposable {
     private readonly reports: ReportStore,
     private readonly log: Logger,
     report: ProfileReport | null,
+    counterpart: ProfileReport | null,
     saved: WebviewState | null,
   ) {
     this.report = report;
+    this.counterpart = counterpart;
     panel.iconPath = vscode.Uri.joinPath(extensionUri, 'media', 'icon.svg');
     panel.webview.html = this.html(saved);
     this.disposables.push(
@@ -74,13 +82,14 @@ export class MemorySummaryPanel implements vscode.Disposable {
       panel.onDidDispose(() => this.dispose()),
       panel.webview.onDidReceiveMessage((m: unknown) => void this.receive(m)),
       reports.onDidChange((stored) => {
-        if (stored !== null) this.update(stored.report);
+        if (stored !== null) this.update(stored.report, stored.counterpart);
       }),
     );
   }
 
-  update(report: ProfileReport | null): void {
+  update(report: ProfileReport | null, counterpart: ProfileReport | null): void {
     this.report = report;
+    this.counterpart = counterpart;
     void this.post({ type: 'show', model: this.model() });
   }
 
@@ -89,7 +98,7 @@ export class MemorySummaryPanel implements vscode.Disposable {
     const stored = this.reports.get();
     const stale = stored !== null && stored.report === this.report && stored.stale !== null ? `These figures are from an earlier run: the latest run failed (${stored.stale.reason}).` : null;
     const ranks = stored !== null && stored.report === this.report ? stored.ranks : null;
-    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale, ranks });
+    return buildViewModel(this.report, { roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), stale, ranks, counterpart: this.counterpart });
   }
 
   private post(message: ToWebview): Thenable<boolean> {

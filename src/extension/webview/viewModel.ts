@@ -1,12 +1,17 @@
 // Builds what the summary webview renders from a profile report: per-step figures, a downsampled
 // timeline on one clock, display paths. Pure; no `vscode` here.
 import * as path from 'node:path';
-import type { PredictionInfo } from '../../predict/schema';
-import { MEMORY_KINDS, type BytesByKind, type ModuleStats, type ProfileReport, type SourceLocation } from '../../profiler/report';
-import { perStep, profiledSteps } from '../../profiler/units';
+import { MEMORY_KINDS, type BytesByKind, type ProfileReport } from '../../profiler/report';
 import { stepPeak } from '../hints/model';
 import type { RanksView } from '../ranks/ranksView';
-import type { KindSlice, LineRow, ModuleRow, PredictionView, SummaryViewModel, TimelineView } from './messages';
+import { comparisonView } from './comparison';
+import { moduleRows } from './moduleRows';
+import { predictionView } from './predictionView';
+import { kernelsView, noGradRows } from './findingsView';
+import { lineRows } from './lineRows';
+import type { KindSlice, SummaryViewModel, TimelineView } from './messages';
+import { displayPath, displayWhere } from './paths';
+import { loaderViews } from './workersView';
 
 export const MAX_TIMELINE_POINTS = 2000;
 
@@ -18,15 +23,12 @@ export interface ViewModelOptions {
   readonly stale?: string | null;
   /** A multi-rank run: every rank's peak (the report is the shown rank's). */
   readonly ranks?: RanksView | null;
+  /** The other kind of report (measured for a predicted one, or the reverse); compared only when it is
+   *  of the same step. */
+  readonly counterpart?: ProfileReport | null;
 }
 
-export function displayPath(file: string, roots: readonly string[]): string {
-  for (const root of roots) {
-    const rel = path.relative(root, file);
-    if (rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel)) return rel.split(path.sep).join('/');
-  }
-  return file;
-}
+export { displayPath, moduleRows };
 
 function slices(byKind: BytesByKind): KindSlice[] {
   return MEMORY_KINDS.filter((k) => byKind[k] > 0)
@@ -108,67 +110,6 @@ function timelineView(report: ProfileReport, max: number): TimelineView {
   };
 }
 
-function where(loc: SourceLocation | null, roots: readonly string[]): string | null {
-  return loc === null ? null : `${displayPath(loc.file, roots)}:${loc.line}`;
-}
-
-/**
- * The module tree as rows: ids made unique across root models, each row's parent the nearest listed
- * ancestor (a module that never ran is not listed, its children hang under the next one up).
- */
-export function moduleRows(modules: readonly ModuleStats[]): ModuleRow[] {
-  const ids = new Set<string>();
-  const rows: ModuleRow[] = [];
-  for (const m of modules) {
-    const id = m.path === '' ? m.root : `${m.root}/${m.path}`;
-    if (ids.has(id)) continue;
-    let parent: string | null = null;
-    if (m.path !== '') {
-      const parts = m.path.split('.');
-      for (let k = parts.length - 1; k >= 0 && parent === null; k--) {
-        const candidate = k === 0 ? m.root : `${m.root}/${parts.slice(0, k).join('.')}`;
-        if (ids.has(candidate)) parent = candidate;
-      }
-    }
-    const depth = parent === null ? 0 : (rows.find((r) => r.id === parent)?.depth ?? 0) + 1;
-    ids.add(id);
-    rows.push({
-      id,
-      parent,
-      depth,
-      name: m.path === '' ? m.root : m.path.slice(m.path.lastIndexOf('.') + 1),
-      type: m.type,
-      calls: m.calls,
-      params: m.params,
-      grads: m.grads,
-      optimizer: m.optimizer,
-      // The harness already divides these by the profiled steps.
-      saved: m.saved,
-      forwardAlloc: m.forward_alloc,
-      backwardAlloc: m.backward_alloc,
-      liveAtPeak: m.live_at_peak,
-    });
-  }
-  return rows;
-}
-
-function predictionView(report: ProfileReport, roots: readonly string[]): PredictionView | null {
-  if ((report as { mode?: unknown }).mode !== 'predicted') return null;
-  const p = (report as { prediction?: PredictionInfo }).prediction;
-  if (p === undefined) return null;
-  const whatIf = [p.amp ? `AMP ${p.amp}` : '', p.checkpoint ? `checkpoint ${p.checkpoint}` : '', ...Object.entries(p.setupArgs).map(([k, v]) => `${k}=${JSON.stringify(v)}`)].filter(Boolean).join(', ');
-  return {
-    maxAllocated: p.allocator.maxAllocatedBytes,
-    maxReserved: p.allocator.maxReservedBytes,
-    rawPeak: p.rawPeakBytes,
-    deviceMemory: p.deviceMemoryBytes,
-    fits: p.fits,
-    firstExceeded: where(p.firstExceeded, roots),
-    whatIf,
-    seconds: p.seconds,
-  };
-}
-
 function median(values: readonly number[]): number | null {
   if (values.length === 0) return null;
   const s = [...values].sort((a, b) => a - b);
@@ -178,30 +119,7 @@ function median(values: readonly number[]): number | null {
 
 export function buildViewModel(report: ProfileReport, options: ViewModelOptions): SummaryViewModel {
   const roots = options.roots;
-  const steps = profiledSteps(report);
-  const key = (file: string, line: number): string => `${file}\n${line}`;
-  const leakAt = new Map(report.leaks.map((l) => [key(l.file, l.line), l]));
-  const liveAt = new Map<string, number>();
-  for (const l of report.peak?.byLine ?? []) liveAt.set(key(l.file, l.line), (liveAt.get(key(l.file, l.line)) ?? 0) + l.bytes);
-  const per = (n: number): number => perStep(n, steps);
-
-  const lines: LineRow[] = report.lines.map((l) => ({
-    file: l.file,
-    displayFile: displayPath(l.file, roots),
-    line: l.line,
-    code: l.code.trim(),
-    function: l.function ?? null,
-    calls: Math.round((l.calls / steps) * 100) / 100,
-    allocated: per(l.inclusive.allocated),
-    freed: per(l.inclusive.freed),
-    net: per(l.inclusive.net),
-    peak: l.inclusive.peak,
-    selfNet: per(l.self.net),
-    savedForBackward: per(l.savedForBackward),
-    backward: per(l.backward.allocated),
-    leakPerStep: leakAt.get(key(l.file, l.line))?.bytesPerStep ?? 0,
-    liveAtPeak: liveAt.get(key(l.file, l.line)) ?? 0,
-  }));
+  const lines = lineRows(report, roots);
 
   const leakTotal = report.leaks.reduce((s, l) => s + l.bytesPerStep, 0);
   const cuda = report.cuda
@@ -256,15 +174,19 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
     })),
     cuda,
     oom: report.oom
-      ? { message: report.oom.message, where: where(report.oom.location, roots), requestedBytes: report.oom.requestedBytes, advice: [...report.oom.advice] }
+      ? { message: report.oom.message, where: displayWhere(report.oom.location, roots), requestedBytes: report.oom.requestedBytes, advice: [...report.oom.advice] }
       : null,
     budget: report.budget
-      ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: where(report.budget.firstExceeded, roots) }
+      ? { budgetBytes: report.budget.budgetBytes, exceeded: report.budget.exceeded, where: displayWhere(report.budget.firstExceeded, roots) }
       : null,
     hasSnapshot: report.cuda?.snapshotPath != null,
     modules: moduleRows(report.modules ?? []),
     prediction: predictionView(report, roots),
     ranks: options.ranks ?? null,
     stale: options.stale ?? null,
+    loaders: loaderViews(report, roots),
+    noGrad: noGradRows(report, roots),
+    kernels: kernelsView(report, roots),
+    comparison: options.counterpart ? comparisonView(report, options.counterpart, roots) : null,
   };
 }

@@ -74,6 +74,34 @@ describe('memory summary webview', function () {
     assert.equal(await vscode.commands.executeCommand<boolean>('memhint.openReport', vscode.Uri.file(file)), false);
     assert.equal(api.state().report?.lines, 1);
   });
+
+  it('puts a prediction of the same step beside the measured report, and none of another step', async () => {
+    // Opens a report and returns what the panel drew last once it settled (a render of the report
+    // opened before may still be on its way when the next one opens).
+    const sectionsAfter = async (file: string): Promise<readonly string[]> => {
+      const before = api.state().webview.rendered;
+      assert.equal(await vscode.commands.executeCommand<boolean>('memhint.openReport', vscode.Uri.file(file)), true);
+      await waitFor('the webview to render the opened report', () => api.state().webview.rendered !== before, 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      return api.state().webview.rendered!.sections;
+    };
+    const measured = path.join(workspaceRoot(), 'measured.memhint.json');
+    fs.writeFileSync(measured, JSON.stringify(report));
+    assert.ok(!(await sectionsAfter(measured)).includes('compare'), 'a measured report alone');
+    const predicted = (target: ProfileReport['target']): string => {
+      const file = path.join(workspaceRoot(), `predicted-${target.function}.memhint.json`);
+      const prediction = {
+        allocator: { allocatedBytes: 0, reservedBytes: 0, maxAllocatedBytes: 4 << 20, maxReservedBytes: 8 << 20, requestedBytes: 0, segments: 1, allocRetries: 0, ooms: 0, model: 'native', maxSplitSize: null },
+        rawPeakBytes: 3 << 20, deviceMemoryBytes: null, fits: null, firstExceeded: null, amp: null, checkpoint: null, setupArgs: {}, seconds: 0.1,
+      };
+      fs.writeFileSync(file, JSON.stringify({ ...report, target, mode: 'predicted', prediction, modules: report.modules ?? [] }));
+      return file;
+    };
+    assert.ok((await sectionsAfter(predicted(report.target))).includes('compare'), 'a prediction of train_step beside its measurement');
+    assert.ok(!(await sectionsAfter(predicted({ ...report.target, function: 'evaluate' }))).includes('compare'), 'another step: nothing to compare');
+    // Leave the measured report loaded, as the suites after this one expect.
+    assert.ok(!(await sectionsAfter(measured)).includes('compare'), 'the last prediction is of another step');
+  });
 });
 
 function MemorySummaryClose(): void {

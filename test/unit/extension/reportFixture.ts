@@ -94,3 +94,55 @@ export function predictedReport(partial: Partial<PredictedReport['prediction']> 
   };
 }
 
+
+const MiB = 1024 ** 2;
+
+/**
+ * The newer report sections: one DataLoader with two sampled workers (and one that left no samples), two
+ * statements whose graphs no backward() used, and a convolution line with kernel workspaces.
+ */
+export function sectionsReport(): ProfileReport {
+  return report({
+    lines: [line(30, 'y = self.conv(x)', { inclusive: counters(9 * MiB, 9 * MiB, 3 * MiB) })],
+    dataLoaders: [
+      { file: FILE, line: 5, function: 'main', code: '  loader = DataLoader(ds, num_workers=2)  ', datasetType: 'PathsDataset', numWorkers: 2, pids: [101, 102, 103], ussByStep: [10 * MiB, 14 * MiB, 18 * MiB], pssByStep: [20 * MiB, 24 * MiB, 28 * MiB], ussGrowthPerStep: 4 * MiB, grows: true },
+    ],
+    timeline: {
+      originEpochMs: 0,
+      allocator: [],
+      steps: [],
+      processes: [
+        { pid: 102, role: 'dataloader_worker', loader: 0, worker: 1, t: [0, 10, 20], ussBytes: [MiB, 3 * MiB, 6 * MiB], pssBytes: [2 * MiB, 4 * MiB, 7 * MiB] },
+        { pid: 101, role: 'dataloader_worker', loader: 0, worker: 0, t: [0, 10], ussBytes: [2 * MiB, 2 * MiB], pssBytes: [5 * MiB, 5 * MiB] },
+        { pid: 103, role: 'dataloader_worker', loader: 0, worker: 0, t: [], ussBytes: [], pssBytes: [] },
+        { pid: 201, role: 'dataloader_worker', loader: 1, worker: 0, t: [0], ussBytes: [MiB], pssBytes: [MiB] },
+      ],
+    },
+    noBackwardGraphs: [
+      { file: FILE, line: 40, function: 'evaluate', code: '  out = model(x_val)', nodesPerStep: 12, bytesKeptPerStep: 8 * MiB, steps: 3 },
+      { file: FILE, line: 9, function: 'evaluate', code: 'score = head(out)', nodesPerStep: 30, bytesKeptPerStep: MiB, steps: 3 },
+    ],
+    kernelWorkspaces: [
+      { file: FILE, line: 30, function: 'forward', code: 'y = self.conv(x)', ops: ['aten.convolution.default'], calls: 6 },
+      { file: FILE, line: 31, function: 'forward', code: 'h, _ = self.lstm(y)', ops: ['aten.lstm.input', 'aten.mkldnn_rnn_layer.default'], calls: 3 },
+    ],
+  });
+}
+
+/**
+ * A measured profile of predictedReport()'s step (train.py::train_step, three steps): line 20 allocates
+ * 2.5 MiB per step (predicted 2 MiB), line 21 only here; two of the four predicted modules ran.
+ */
+export function measuredOfPredicted(): ProfileReport {
+  return report({
+    lines: [
+      line(20, 'out = model(x)', { inclusive: counters(7.5 * MiB, 7.5 * MiB, 2 * MiB) }),
+      line(21, 'loss.backward()', { backward: counters(3 * MiB, 3 * MiB, MiB) }),
+    ],
+    peak: { bytes: 2.5 * MiB, step: 1, atMs: 150, location: { file: FILE, line: 20 }, phase: 'forward', byKind: kinds({ activation: 1.5 * MiB, parameter: MiB }), byLine: [] },
+    modules: [
+      { root: 'MLP', path: '', type: 'MLP', calls: 1, params: 4096, grads: 4096, optimizer: 8192, saved: 2048, forward_alloc: 2560, backward_alloc: 4096, live_at_peak: 2500 },
+      { root: 'MLP', path: 'net.0', type: 'Linear', calls: 1, params: 3072, grads: 3072, optimizer: 6144, saved: 512, forward_alloc: 1024, backward_alloc: 3072, live_at_peak: 2000 },
+    ],
+  });
+}

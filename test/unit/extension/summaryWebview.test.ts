@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { SummaryViewModel, WebviewState } from '../../../src/extension/webview/messages';
 import { buildViewModel } from '../../../src/extension/webview/viewModel';
-import { counters, FILE, kinds, line, predictedReport, report } from './reportFixture';
+import { counters, FILE, kinds, line, measuredOfPredicted, predictedReport, report, sectionsReport } from './reportFixture';
 
 const root = path.resolve(__dirname, '../../../..');
 const chromiumPath = process.env.MEMHINT_CHROMIUM ?? '/usr/bin/chromium';
@@ -63,7 +63,8 @@ async function load(page: Page, state: WebviewState, saved: WebviewState | null)
     if (url.pathname === '/index.html') return route.fulfill({ contentType: 'text/html', body: html });
     const file = path.join(root, url.pathname);
     if (!url.pathname.startsWith('/media/') || !fs.existsSync(file)) return route.fulfill({ status: 404 });
-    return route.fulfill({ contentType: file.endsWith('.css') ? 'text/css' : 'text/javascript', body: fs.readFileSync(file) });
+    // UTF-8 as VS Code serves webview resources (the script writes `—` for a missing figure).
+    return route.fulfill({ contentType: (file.endsWith('.css') ? 'text/css' : 'text/javascript') + '; charset=utf-8', body: fs.readFileSync(file) });
   });
   await page.goto(`${ORIGIN}/index.html`);
   await page.waitForFunction(() => (globalThis as unknown as { __posted?: unknown[] }).__posted?.length);
@@ -241,6 +242,69 @@ describe('media/summary.js in chromium', function () {
       { type: 'reveal', file: FILE, line: 12 },
       { type: 'export', what: 'json' },
     ]);
+  });
+
+  it('draws DataLoader workers, graphs without backward and kernel workspaces as collapsible, sortable sections kept across a reload', async () => {
+    const m = buildViewModel(sectionsReport(), { roots: ['/work/project'] });
+    await load(page, { model: m, sort: { key: 'peak', descending: true } }, null);
+    const sections = (await posted()).find((x) => x.type === 'rendered')?.sections as string[];
+    assert.deepEqual(sections.filter((x) => ['nograd', 'workers', 'kernels'].includes(x)), ['nograd', 'workers', 'kernels']);
+    const isOpen = (id: string): Promise<boolean> => page.locator(`#section-${id} > details`).evaluate((d) => (d as unknown as { open: boolean }).open);
+    // Open where there is something to act on (a growing loader, graphs to put under no_grad); the
+    // kernel caveat folded until asked for.
+    assert.deepEqual([await isOpen('workers'), await isOpen('nograd'), await isOpen('kernels')], [true, true, false]);
+    const workers = await page.locator('#section-workers').innerText();
+    assert.match(workers, /train\.py:5\s+loader = DataLoader\(ds, num_workers=2\) — PathsDataset, 2 workers/);
+    assert.match(workers, /Grows \+4 MiB per step \(USS, all workers\): copy-on-read/);
+    assert.match(workers, /At the end of each step: 10 MiB \(PSS 20 MiB\), 14 MiB \(PSS 24 MiB\), 18 MiB \(PSS 28 MiB\)/);
+    const pids = (): Promise<string[]> => page.locator('#table-workers-0 tbody tr td:nth-child(2)').allInnerTexts();
+    assert.deepEqual(await pids(), ['101', '102'], 'by worker id first');
+    await page.click('button.sort[data-table="workers-0"][data-key="ussGrowth"]');
+    assert.deepEqual(await pids(), ['102', '101'], 'largest growth first');
+    assert.deepEqual(await page.locator('#table-workers-0 tbody td.bad').allInnerTexts(), ['+5 MiB'], 'the growing worker flagged');
+    const noGradLines = (): Promise<string[]> => page.locator('#table-nograd tbody td.loc').allInnerTexts();
+    assert.deepEqual(await noGradLines(), ['train.py:40', 'train.py:9'], 'most saved activations first');
+    await page.click('button.sort[data-table="nograd"][data-key="location"]');
+    assert.deepEqual(await noGradLines(), ['train.py:9', 'train.py:40'], 'by line as a number');
+    await page.click('#section-kernels summary');
+    assert.equal(await isOpen('kernels'), true);
+    assert.match(await page.locator('#section-kernels').innerText(), /under-counted \(13–55% against torch\.profiler/);
+    assert.deepEqual(await page.locator('#table-kernels tbody td.loc').allInnerTexts(), ['train.py:30', 'train.py:31'], 'the tracked figure first, a line without one last');
+    await page.click('#table-kernels tbody tr:nth-child(2)');
+    assert.deepEqual((await posted()).filter((x) => x.type === 'reveal').pop(), { type: 'reveal', file: FILE, line: 31 });
+    await page.click('#section-workers summary');
+    const state = await saved();
+    assert.deepEqual(state?.open, { kernels: true, workers: false });
+    assert.deepEqual(state?.tableSort, { 'workers-0': { key: 'ussGrowth', descending: true }, nograd: { key: 'location', descending: false } });
+    // A reload (the page rebuilt with the state the webview saved) draws the same choices.
+    await load(page, { model: m, sort: { key: 'peak', descending: true } }, state);
+    assert.deepEqual([await isOpen('workers'), await isOpen('kernels')], [false, true]);
+    assert.deepEqual(await noGradLines(), ['train.py:9', 'train.py:40']);
+  });
+
+  it('puts predicted and measured figures side by side with the difference, per line, per module and for the step peak', async () => {
+    const m = buildViewModel(measuredOfPredicted(), { roots: ['/work/project'], counterpart: predictedReport() });
+    await load(page, { model: m, sort: { key: 'peak', descending: true } }, null);
+    const text = await page.locator('#section-compare').innerText();
+    assert.match(text, /Predicted vs measured: train\.py::train_step/);
+    assert.match(text, /shows the measured report; beside it, the predicted one of the same step\. Measured on cpu backend, cpu, torch 1\.13\.1; predicted for CUDA on meta tensors \(AMP bf16, batch=64\)/);
+    const peakRows = await page.locator('#table-compare-peaks tbody tr').allInnerTexts();
+    assert.deepEqual(peakRows[0].split('\t').map((x) => x.trim()), ['peak live tensors', '3 MiB', '2.5 MiB', '+512 KiB', '+20%']);
+    assert.deepEqual(peakRows[3].split('\t').map((x) => x.trim()), ['CUDA max allocated', '3 MiB', '—', '—', '']);
+    const lineRow = async (n: number): Promise<string[]> => (await page.locator('#table-compare-lines tbody tr').nth(n).locator('td').allInnerTexts()).map((x) => x.trim());
+    assert.deepEqual(await lineRow(0), ['train.py:20', 'out = model(x)', '2 MiB', '2.5 MiB', '-512 KiB', '-20%']);
+    assert.deepEqual(await page.locator('#table-compare-lines tbody tr:nth-child(1) td.bad').allInnerTexts(), ['-512 KiB', '-20%'], 'off by a fifth: flagged');
+    await page.selectOption('#compare-line-figure', 'backward');
+    assert.deepEqual(await lineRow(1), ['train.py:21', 'loss.backward()', '—', '1 MiB', '—', '']);
+    const modules = (): Promise<string[]> => page.locator('#table-compare-modules tbody td:first-child').allInnerTexts();
+    assert.deepEqual(await modules(), ['MLP', 'MLP/net.0', 'MLP/net', 'MLP/net.2'], 'largest difference first, modules missing from the measured run last');
+    await page.selectOption('#compare-module-figure', 'saved');
+    await page.click('button.sort[data-table="compare-modules"][data-key="difference"]');
+    assert.deepEqual((await modules()).slice(0, 2), ['MLP', 'MLP/net.0'], 'ascending: the most under-predicted first');
+    const state = await saved();
+    assert.deepEqual(state?.compare, { line: 'backward', module: 'saved' });
+    const sections = (await posted()).filter((x) => x.type === 'rendered').pop()?.sections as string[];
+    assert.equal(sections[0], 'compare', JSON.stringify(sections));
   });
 
   it('renders a report the extension posts, and keeps the saved sort after a reload', async () => {

@@ -303,14 +303,7 @@ export class DiagnosticsController implements vscode.Disposable {
     const cells = nb.getCells();
     const published = new Set<string>();
     try {
-      const inputs: CellInput[] = cells.map((c) => ({
-        index: c.index,
-        isCode: c.kind === vscode.NotebookCellKind.Code,
-        languageId: c.document.languageId,
-        text: c.document.getText(),
-        ...(c.executionSummary?.executionOrder === undefined ? {} : { executionOrder: c.executionSummary.executionOrder }),
-      }));
-      const program = buildNotebookProgram(inputs);
+      const program = buildNotebookProgram(cellInputsOf(nb));
       const settings = this.settingsFor(nb);
       const doc = this.linter.open(program.text);
       let findings: readonly Finding[];
@@ -477,6 +470,17 @@ export class DiagnosticsController implements vscode.Disposable {
     this.cellResults.clear();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** What notebookProgram.ts needs of each cell. */
+export function cellInputsOf(nb: vscode.NotebookDocument): CellInput[] {
+  return nb.getCells().map((c) => ({
+    index: c.index,
+    isCode: c.kind === vscode.NotebookCellKind.Code,
+    languageId: c.document.languageId,
+    text: c.document.getText(),
+    ...(c.executionSummary?.executionOrder === undefined ? {} : { executionOrder: c.executionSummary.executionOrder }),
+  }));
 }
 
 /** The open notebook that holds a cell document (a cell's URI is its notebook's path plus a fragment). */

@@ -86,6 +86,12 @@ interface ProfileTarget {
   readonly notebook?: { readonly uri: vscode.Uri; readonly program: NotebookProgram };
 }
 
+/** Where a notebook's kernel would start: its folder; an untitled notebook's, the workspace (else the script's). */
+function notebookCwd(notebook: vscode.Uri, script: string | null): string {
+  if (notebook.scheme === 'file') return path.dirname(notebook.fsPath);
+  return vscode.workspace.getWorkspaceFolder(notebook)?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? path.dirname(script ?? os.tmpdir());
+}
+
 /** The program in a temporary folder of its own, named after the notebook (tracebacks and the summary show it). */
 function writeNotebookScript(program: NotebookProgram, notebook: vscode.Uri): { dir: string; script: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-notebook-'));
@@ -194,7 +200,7 @@ export class ProfileController {
       maxSeconds: config.maxSeconds,
       timeoutSeconds: config.timeoutSeconds,
       // A notebook's kernel starts in the notebook's folder: relative data paths resolve from there.
-      cwd: notebook !== null && notebook.uri.scheme === 'file' ? path.dirname(notebook.uri.fsPath) : (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)),
+      cwd: notebook === null ? (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)) : notebookCwd(notebook.uri, exportedScript),
       nprocPerNode: config.nprocPerNode,
     };
     const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);

@@ -317,9 +317,9 @@ export class DiagnosticsController implements vscode.Disposable {
         const cell = cells[segment.cell];
         const cellFindings = byCell.filter((f) => f.cell === segment.cell).map((f) => f.finding);
         // The cell's own parse: quick fixes ("Ignore for this line") and the step finder work in cell offsets.
-        const cellDoc = this.linter.open(cell.document.getText());
-        const source = cellDoc.source;
-        cellDoc.dispose();
+        // An unchanged cell keeps its last one (an edit re-lints the notebook but changes one cell).
+        const previous = this.cellResults.get(cell.document.uri.toString());
+        const source = previous !== undefined && previous.version === cell.document.version && previous.source.text === cell.document.getText() ? previous.source : parseOnce(this.linter, cell.document.getText());
         const diagnostics = cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set()));
         const cellKey = cell.document.uri.toString();
         this.cellResults.set(cellKey, { version: cell.document.version, source, findings: cellFindings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics });
@@ -469,6 +469,16 @@ export class DiagnosticsController implements vscode.Disposable {
     this.notebooks.clear();
     this.cellResults.clear();
     for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** A one-off parse (the SourceFile mirror stays valid after its tree is freed, see sourceOf.ts). */
+function parseOnce(linter: Linter, text: string): SourceFile {
+  const doc = linter.open(text);
+  try {
+    return doc.source;
+  } finally {
+    doc.dispose();
   }
 }
 

@@ -10,6 +10,7 @@ import { RunningTorch } from './lint/runningTorch';
 import { Logger } from './logger';
 import { StepCodeLensProvider } from './profile/codeLens';
 import { ProfileController } from './profile/controller';
+import { NotebookExports } from './profile/notebookExports';
 import { openReport } from './profile/openReport';
 import { runProfileRequest } from './profile/run';
 import { PredictController } from './predict/controller';
@@ -36,9 +37,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
   const runningTorch = new RunningTorch(log);
   const diagnostics = new DiagnosticsController(linter, reports, log, context.extensionUri, runningTorch);
   const actions = new MemhintCodeActions(diagnostics, linter);
-  const hints = new HintsController(reports, log);
+  // The last notebook profile's cell map: the profile controller records it, the hints read it.
+  const notebookExports = new NotebookExports();
+  const hints = new HintsController(reports, log, notebookExports);
   const codeLens = new StepCodeLensProvider(diagnostics, linter);
-  const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log);
+  const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log, notebookExports);
   const predictor = new PredictController(runPrediction, reports, diagnostics, linter, context.workspaceState, log);
   const python = { language: 'python' };
 

@@ -7,6 +7,9 @@ import { filePathsOf } from '../paths';
 import type { ReportStore, StoredReport } from '../reportStore';
 import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
 import { ranksLine } from '../ranks/ranksView';
+import { notebookOf } from '../lint/diagnostics';
+import { hintsForCell } from '../profile/notebookScript';
+import type { NotebookExports } from '../profile/notebookExports';
 import { realign } from './lineShift';
 import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
 
@@ -35,6 +38,7 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
   constructor(
     private readonly reports: ReportStore,
     private readonly log: Logger,
+    private readonly notebookExports: NotebookExports,
   ) {
     this.config = this.readConfig();
     this.statusItem.name = 'memhint peak memory';
@@ -113,8 +117,18 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
 
   private computeFor(document: vscode.TextDocument): void {
     const stored = this.cleared ? null : this.reports.get();
-    if (stored === null || document.uri.scheme !== 'file' || this.byDocument.has(document.uri.toString())) return;
-    let hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds, this.config.colorBy);
+    if (stored === null || this.byDocument.has(document.uri.toString())) return;
+    let hints: LineHint[];
+    if (document.uri.scheme === 'vscode-notebook-cell') {
+      // A notebook's profile ran its cells as a temporary script: the script's lines go back to their cells.
+      const nb = notebookOf(document);
+      const exported = nb === undefined ? null : this.notebookExports.forNotebook(nb.uri.toString());
+      const cell = nb?.getCells().find((c) => c.document === document);
+      if (exported === null || cell === undefined) return;
+      hints = hintsForCell(hintsForFile(stored.report, [exported.script], this.config.thresholds, this.config.colorBy), exported.program, cell.index);
+    } else if (document.uri.scheme === 'file') {
+      hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds, this.config.colorBy);
+    } else return;
     // After a failed run the figures are an earlier run's: say so on every hint, in the quiet colour.
     if (stored.stale !== null) hints = hints.map((h) => ({ ...h, text: `${h.text} (stale)`, size: 'small' }));
     // A file edited since it was profiled keeps only the hints whose line still reads the same.

@@ -26,6 +26,7 @@ import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore } from '../reportStore';
 import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings';
+import { buildNotebookProgram, findingsByCell, type CellInput } from './notebookProgram';
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { profileFindings } from './profileFindings';
 import { ruleDocUri } from './ruleDocs';
@@ -47,6 +48,16 @@ interface Tracked {
   result: LintResult | null;
 }
 
+/** A notebook's pending re-lint and the cells it published to (to clear those that were deleted). */
+interface TrackedNotebook {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  cells: Set<string>;
+}
+
+export function isNotebookCell(document: { readonly uri: vscode.Uri }): boolean {
+  return document.uri.scheme === 'vscode-notebook-cell';
+}
+
 export function isLintable(document: vscode.TextDocument): boolean {
   return document.languageId === 'python' && (document.uri.scheme === 'file' || document.uri.scheme === 'untitled' || document.uri.scheme === 'vscode-notebook-cell');
 }
@@ -54,6 +65,10 @@ export function isLintable(document: vscode.TextDocument): boolean {
 export class DiagnosticsController implements vscode.Disposable {
   private readonly collection = vscode.languages.createDiagnosticCollection('memhint');
   private readonly tracked = new Map<string, Tracked>();
+  /** Notebooks are linted as one program (cells in execution order); keyed by the notebook's URI. */
+  private readonly notebooks = new Map<string, TrackedNotebook>();
+  /** Each notebook cell's share of its notebook's last lint, keyed by the cell's URI. */
+  private readonly cellResults = new Map<string, LintResult>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reported = new Set<string>();
   private readonly linted = new vscode.EventEmitter<vscode.Uri>();
@@ -84,6 +99,11 @@ export class DiagnosticsController implements vscode.Disposable {
       vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
       vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
       vscode.workspace.onDidCloseTextDocument((d) => this.close(d.uri)),
+      // Cells added, removed, moved or run (a new execution count changes the program's order).
+      vscode.workspace.onDidChangeNotebookDocument((e) => {
+        if (e.contentChanges.length > 0 || e.cellChanges.some((c) => c.executionSummary !== undefined)) this.scheduleNotebook(e.notebook, this.config.delayMs);
+      }),
+      vscode.workspace.onDidCloseNotebookDocument((nb) => this.closeNotebook(nb)),
       this.pyprojects,
       // A changed pyproject.toml may change every file's settings.
       this.pyprojects.onDidChange(() => this.projectConfigChanged()),
@@ -123,12 +143,19 @@ export class DiagnosticsController implements vscode.Disposable {
 
   /** The last lint of a document, or null when it is not tracked / not linted yet. */
   result(uri: vscode.Uri): LintResult | null {
-    return this.tracked.get(uri.toString())?.result ?? null;
+    const key = uri.toString();
+    return this.tracked.get(key)?.result ?? this.cellResults.get(key) ?? null;
   }
 
   /** Lints now (cancelling a pending debounce) and returns the result. */
   lintNow(document: vscode.TextDocument): LintResult | null {
     if (!isLintable(document)) return null;
+    if (isNotebookCell(document)) {
+      const nb = notebookOf(document);
+      if (nb === undefined || !this.config.enable) return null;
+      this.runNotebook(nb);
+      return this.cellResults.get(document.uri.toString()) ?? null;
+    }
     let t = this.tracked.get(document.uri.toString());
     if (t === undefined) {
       this.open(document);
@@ -140,7 +167,7 @@ export class DiagnosticsController implements vscode.Disposable {
   }
 
   /** Settings for one document: [tool.memhint] from the nearest pyproject.toml, overridden by VS Code settings. */
-  settingsFor(document: vscode.TextDocument): LintSettings | null {
+  settingsFor(document: { readonly uri: vscode.Uri }): LintSettings | null {
     const overrides = {
       ...(this.config.select !== null ? { select: this.config.select } : {}),
       ignore: this.config.ignore,
@@ -179,6 +206,12 @@ export class DiagnosticsController implements vscode.Disposable {
 
   private open(document: vscode.TextDocument): void {
     if (!this.config.enable || !isLintable(document)) return;
+    if (isNotebookCell(document)) {
+      // Opening a notebook opens all its cells: one lint of the whole program after the last.
+      const nb = notebookOf(document);
+      if (nb !== undefined) this.scheduleNotebook(nb, 0);
+      return;
+    }
     const key = document.uri.toString();
     if (this.tracked.has(key)) return;
     let doc: PythonDocument;
@@ -195,6 +228,11 @@ export class DiagnosticsController implements vscode.Disposable {
 
   private changed(e: vscode.TextDocumentChangeEvent): void {
     if (e.contentChanges.length === 0) return;
+    if (isNotebookCell(e.document)) {
+      const nb = notebookOf(e.document);
+      if (nb !== undefined && this.config.enable && isLintable(e.document)) this.scheduleNotebook(nb, this.config.delayMs);
+      return;
+    }
     const t = this.tracked.get(e.document.uri.toString());
     if (t === undefined) {
       this.open(e.document);
@@ -211,12 +249,95 @@ export class DiagnosticsController implements vscode.Disposable {
 
   private close(uri: vscode.Uri): void {
     const key = uri.toString();
+    if (this.cellResults.delete(key)) this.collection.delete(uri);
     const t = this.tracked.get(key);
     if (t === undefined) return;
     if (t.timer !== undefined) clearTimeout(t.timer);
     t.doc.dispose();
     this.tracked.delete(key);
     this.collection.delete(uri);
+  }
+
+  private scheduleNotebook(nb: vscode.NotebookDocument, delayMs: number): void {
+    const key = nb.uri.toString();
+    let t = this.notebooks.get(key);
+    if (t === undefined) {
+      t = { timer: undefined, cells: new Set() };
+      this.notebooks.set(key, t);
+    }
+    if (t.timer !== undefined) clearTimeout(t.timer);
+    t.timer = setTimeout(() => {
+      t.timer = undefined;
+      if (!nb.isClosed && this.config.enable) this.runNotebook(nb);
+    }, delayMs);
+  }
+
+  private closeNotebook(nb: vscode.NotebookDocument): void {
+    const t = this.notebooks.get(nb.uri.toString());
+    if (t === undefined) return;
+    if (t.timer !== undefined) clearTimeout(t.timer);
+    for (const cell of t.cells) {
+      this.cellResults.delete(cell);
+      this.collection.delete(vscode.Uri.parse(cell));
+    }
+    this.notebooks.delete(nb.uri.toString());
+  }
+
+  /**
+   * Lints the notebook's Python cells as one program (a model built in one cell, evaluated in another)
+   * and publishes each finding on its cell. A full parse each time: cells have no incremental document,
+   * and a notebook's program is small.
+   */
+  private runNotebook(nb: vscode.NotebookDocument): void {
+    const key = nb.uri.toString();
+    let t = this.notebooks.get(key);
+    if (t === undefined) {
+      t = { timer: undefined, cells: new Set() };
+      this.notebooks.set(key, t);
+    }
+    if (t.timer !== undefined) {
+      clearTimeout(t.timer);
+      t.timer = undefined;
+    }
+    const started = performance.now();
+    const cells = nb.getCells();
+    const published = new Set<string>();
+    try {
+      const program = buildNotebookProgram(cellInputsOf(nb));
+      const settings = this.settingsFor(nb);
+      const doc = this.linter.open(program.text);
+      let findings: readonly Finding[];
+      try {
+        findings = settings === null ? [] : lintAndLog(doc.source, settings, this.ruleFailures, nb.uri.fsPath);
+      } finally {
+        doc.dispose();
+      }
+      const byCell = findingsByCell(program, findings);
+      for (const segment of program.segments) {
+        const cell = cells[segment.cell];
+        const cellFindings = byCell.filter((f) => f.cell === segment.cell).map((f) => f.finding);
+        // The cell's own parse: quick fixes ("Ignore for this line") and the step finder work in cell offsets.
+        // An unchanged cell keeps its last one (an edit re-lints the notebook but changes one cell).
+        const previous = this.cellResults.get(cell.document.uri.toString());
+        const source = previous !== undefined && previous.version === cell.document.version && previous.source.text === cell.document.getText() ? previous.source : parseOnce(this.linter, cell.document.getText());
+        const diagnostics = cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set()));
+        const cellKey = cell.document.uri.toString();
+        this.cellResults.set(cellKey, { version: cell.document.version, source, findings: cellFindings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics });
+        this.collection.set(cell.document.uri, diagnostics);
+        published.add(cellKey);
+      }
+      this.log.debug(`linted notebook ${nb.uri.fsPath} (${program.segments.length} cells): ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
+    } catch (err) {
+      this.log.error(`lint failed for notebook ${nb.uri.fsPath}`, err);
+    }
+    // Cells deleted, made markdown or another language since the last lint lose their diagnostics.
+    for (const old of t.cells) {
+      if (published.has(old)) continue;
+      this.cellResults.delete(old);
+      this.collection.delete(vscode.Uri.parse(old));
+    }
+    t.cells = published;
+    for (const c of cells) if (published.has(c.document.uri.toString())) this.linted.fire(c.document.uri);
   }
 
   private run(document: vscode.TextDocument, t: Tracked): void {
@@ -318,6 +439,7 @@ export class DiagnosticsController implements vscode.Disposable {
     for (const d of vscode.workspace.textDocuments) {
       if (!isLintable(d)) continue;
       if (!this.config.enable) this.close(d.uri);
+      else if (isNotebookCell(d)) this.open(d);
       else if (this.tracked.has(d.uri.toString())) this.run(d, this.tracked.get(d.uri.toString())!);
       else this.open(d);
     }
@@ -343,8 +465,38 @@ export class DiagnosticsController implements vscode.Disposable {
       t.doc.dispose();
     }
     this.tracked.clear();
+    for (const t of this.notebooks.values()) if (t.timer !== undefined) clearTimeout(t.timer);
+    this.notebooks.clear();
+    this.cellResults.clear();
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** A one-off parse (the SourceFile mirror stays valid after its tree is freed, see sourceOf.ts). */
+function parseOnce(linter: Linter, text: string): SourceFile {
+  const doc = linter.open(text);
+  try {
+    return doc.source;
+  } finally {
+    doc.dispose();
+  }
+}
+
+/** What notebookProgram.ts needs of each cell. */
+export function cellInputsOf(nb: vscode.NotebookDocument): CellInput[] {
+  return nb.getCells().map((c) => ({
+    index: c.index,
+    isCode: c.kind === vscode.NotebookCellKind.Code,
+    languageId: c.document.languageId,
+    text: c.document.getText(),
+    ...(c.executionSummary?.executionOrder === undefined ? {} : { executionOrder: c.executionSummary.executionOrder }),
+  }));
+}
+
+/** The open notebook that holds a cell document (a cell's URI is its notebook's path plus a fragment). */
+export function notebookOf(cell: { readonly uri: vscode.Uri }): vscode.NotebookDocument | undefined {
+  const key = cell.uri.toString();
+  return vscode.workspace.notebookDocuments.find((nb) => nb.uri.path === cell.uri.path && nb.getCells().some((c) => c.document.uri.toString() === key));
 }
 
 /** A diagnostic of what the profile measured (no lint rule), over the text of 1-based `lineNumber`. */

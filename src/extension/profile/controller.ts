@@ -2,12 +2,16 @@
 // workspace trust, resolves the interpreter, runs the profiler with a cancellable progress notification
 // (Cancel kills the child) and hands the report to the store.
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Linter } from '../../lint';
 import type { ProfileFailure } from '../../profiler/launcher';
 import type { ProfileReport } from '../../profiler/report';
-import type { DiagnosticsController } from '../lint/diagnostics';
+import { cellInputsOf, notebookOf, type DiagnosticsController } from '../lint/diagnostics';
+import { buildNotebookProgram, type NotebookProgram } from '../lint/notebookProgram';
+import type { NotebookExports } from './notebookExports';
+import { errorInCells, whyNotExportable } from './notebookScript';
 import { sourceOf } from '../lint/sourceOf';
 import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
@@ -75,6 +79,27 @@ export interface ProfileCommandResult {
   readonly error?: string;
 }
 
+interface ProfileTarget {
+  readonly document: vscode.TextDocument;
+  readonly function: string | null;
+  /** Set when the document is a notebook cell: the notebook and its cells' program. */
+  readonly notebook?: { readonly uri: vscode.Uri; readonly program: NotebookProgram };
+}
+
+/** Where a notebook's kernel would start: its folder; an untitled notebook's, the workspace (else the script's). */
+function notebookCwd(notebook: vscode.Uri, script: string | null): string {
+  if (notebook.scheme === 'file') return path.dirname(notebook.fsPath);
+  return vscode.workspace.getWorkspaceFolder(notebook)?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? path.dirname(script ?? os.tmpdir());
+}
+
+/** The program in a temporary folder of its own, named after the notebook (tracebacks and the summary show it). */
+function writeNotebookScript(program: NotebookProgram, notebook: vscode.Uri): { dir: string; script: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-notebook-'));
+  const script = path.join(dir, `${path.basename(notebook.path).replace(/\.ipynb$/i, '') || 'notebook'}.py`);
+  fs.writeFileSync(script, program.text);
+  return { dir, script };
+}
+
 export class ProfileController {
   private running: AbortController | null = null;
   private last: ProfileCommandResult | null = null;
@@ -87,6 +112,7 @@ export class ProfileController {
     private readonly diagnostics: DiagnosticsController,
     private readonly linter: Linter,
     private readonly log: Logger,
+    private readonly notebookExports: NotebookExports,
   ) {}
 
   get lastOutcome(): ProfileCommandResult | null {
@@ -141,7 +167,22 @@ export class ProfileController {
     if (target === null) return { status: 'no-target' };
     if ('refused' in target) return { status: 'no-target', error: target.refused };
     const document = target.document;
-    if (document.isDirty) await document.save();
+    const notebook = target.notebook ?? null;
+    // A notebook's step runs from its code exported to a temporary script, removed after the run.
+    const exported = notebook === null ? null : writeNotebookScript(notebook.program, notebook.uri);
+    try {
+      if (exported !== null) {
+        this.notebookExports.record({ notebook: notebook!.uri.toString(), script: exported.script, program: notebook!.program });
+        this.log.info(`notebook ${notebook!.uri.fsPath}: ${notebook!.program.segments.length} Python cells exported to ${exported.script} (cells in execution order, IPython magics as comments)`);
+      } else if (document.isDirty) await document.save();
+      return await this.runTarget(abort, document, target.function, loopLine, exported?.script ?? null, notebook);
+    } finally {
+      if (exported !== null) fs.rmSync(exported.dir, { recursive: true, force: true });
+    }
+  }
+
+  private async runTarget(abort: AbortController, document: vscode.TextDocument, functionName: string | null, loopLine: number | undefined, exportedScript: string | null, notebook: { uri: vscode.Uri; program: NotebookProgram } | null): Promise<ProfileCommandResult> {
+    const target = { function: functionName };
 
     const problems: string[] = [];
     const config = readProfileConfig(document.uri, problems);
@@ -150,7 +191,7 @@ export class ProfileController {
     const folder = vscode.workspace.getWorkspaceFolder(document.uri);
     const request: ProfileRequest = {
       python: interpreter.path,
-      script: document.uri.fsPath,
+      script: exportedScript ?? document.uri.fsPath,
       function: target.function,
       loopLine: target.function === null ? (loopLine ?? null) : null,
       warmup: config.warmup,
@@ -158,7 +199,8 @@ export class ProfileController {
       backend: config.backend,
       maxSeconds: config.maxSeconds,
       timeoutSeconds: config.timeoutSeconds,
-      cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+      // A notebook's kernel starts in the notebook's folder: relative data paths resolve from there.
+      cwd: notebook === null ? (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)) : notebookCwd(notebook.uri, exportedScript),
       nprocPerNode: config.nprocPerNode,
     };
     const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
@@ -198,7 +240,7 @@ export class ProfileController {
         this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
         for (const note of report.notes) this.log.info(`note: ${note}`);
       }
-      if (result.error !== null) return this.failed(result.error, result.failure, result.report);
+      if (result.error !== null) return this.failed(notebook === null || exportedScript === null ? result.error : errorInCells(result.error, exportedScript, notebook.program), result.failure, result.report);
       if (result.report === null) return this.failed('no report', null, null);
       this.announcePartial(result.report, what);
       return { status: 'done', report: result.report };
@@ -244,19 +286,29 @@ export class ProfileController {
   }
 
   /** The document and step to profile; null when the user dismissed the choice, `refused` when the document cannot be run. */
-  private async pickTarget(uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<{ document: vscode.TextDocument; function: string | null } | { refused: string } | null> {
+  private async pickTarget(uri: vscode.Uri | undefined, functionName: string | null | undefined): Promise<ProfileTarget | { refused: string } | null> {
     const editor = vscode.window.activeTextEditor;
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
-    const refusal = whyNotRunnable(document, 'profile', vscode.window.activeNotebookEditor !== undefined);
+    let refusal = whyNotRunnable(document, 'profile', vscode.window.activeNotebookEditor !== undefined, true);
+    let notebook: ProfileTarget['notebook'];
+    if (refusal === null && document !== undefined && document.uri.scheme === 'vscode-notebook-cell') {
+      const nb = notebookOf(document);
+      const cells = nb === undefined ? [] : cellInputsOf(nb);
+      const program = buildNotebookProgram(cells);
+      const cell = nb?.getCells().find((c) => c.document === document);
+      refusal = nb === undefined || cell === undefined ? 'cannot find the notebook of this cell.' : whyNotExportable(cells, program, cell.index, 'profile');
+      if (nb !== undefined) notebook = { uri: nb.uri, program };
+    }
     if (refusal !== null || document === undefined) {
       refuse(refusal ?? '', document);
       return { refused: refusal ?? '' };
     }
-    if (functionName !== undefined) return { document, function: functionName };
+    const withNotebook = notebook === undefined ? {} : { notebook };
+    if (functionName !== undefined) return { document, function: functionName, ...withNotebook };
     const source = sourceOf(document, this.diagnostics, this.linter);
     if (editor !== undefined && editor.document === document) {
       const at = functionAt(source, document.offsetAt(editor.selection.active));
-      if (at !== null) return { document, function: at.name };
+      if (at !== null) return { document, function: at.name, ...withNotebook };
     }
     // Cursor outside any top-level function: let the user choose, step-like functions first.
     const candidates = topLevelFunctions(source).sort((a, b) => Number(b.stepReason !== null) - Number(a.stepReason !== null));
@@ -267,6 +319,6 @@ export class ProfileController {
       { label: '$(file-code) Whole script', description: `runs it as __main__ for up to ${config.maxSeconds} s`, fn: null },
     ];
     const choice = await vscode.window.showQuickPick(items, { title: 'memhint: which step to profile?', placeHolder: 'Each call of the function is one step' });
-    return choice === undefined ? null : { document, function: choice.fn };
+    return choice === undefined ? null : { document, function: choice.fn, ...withNotebook };
   }
 }

@@ -17,6 +17,12 @@ describe('which documents memhint can run (profile / predict)', () => {
     assert.match(whyNotRunnable(doc('vscode-notebook-cell'), 'predict') ?? '', /cannot predict a step in a notebook/);
   });
 
+  it('a Python notebook cell can be profiled (from the exported cells); a notebook without a cell asks for one', () => {
+    assert.equal(whyNotRunnable(doc('vscode-notebook-cell'), 'profile', false, true), null);
+    assert.equal(whyNotRunnable(undefined, 'profile', true, true), 'put the cursor in the notebook cell that defines the step to profile.');
+    assert.match(whyNotRunnable(doc('vscode-notebook-cell', 'markdown'), 'profile', false, true) ?? '', /in a notebook/);
+  });
+
   it('with no text editor, a focused notebook gets the notebook answer; nothing focused asks for a file', () => {
     assert.match(whyNotRunnable(undefined, 'profile', true) ?? '', /in a notebook/);
     assert.equal(whyNotRunnable(undefined, 'profile', false), 'open a Python file and put the cursor in the training step to profile.');

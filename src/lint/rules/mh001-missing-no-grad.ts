@@ -10,9 +10,8 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
-import { callsMatching } from '../analysis/calls';
-import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isInferenceName, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
-import { externalInference, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type ExternalInference, type HelperForward } from '../analysis/indirect';
+import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -236,8 +235,10 @@ const findingsCache = new ScopeFindingsMemo('MH001');
 
 function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);
-  // No forward pass in the file, and no inference routine of another file called (`beam_search(src, model)`).
-  if (calls.size === 0 && callsMatching(file, isInferenceName).length === 0) return [];
+  // No forward pass in the file. An inference routine of another file handed a module (`beam_search(src, model)`,
+  // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
+  // accuracy corpus such calls were fine more often than not (2 of 6 were real).
+  if (calls.size === 0) return [];
   const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), indirectSignature(file)]);
   return checkScopes(file, findingsCache, signature, (scope) => scopeFindings(file, scope));
 }
@@ -254,23 +255,17 @@ interface Candidate {
   readonly call: SyntaxNode;
   readonly receiver: string;
   readonly helper: HelperForward | null;
-  /** The forward pass is (presumably) in an inference routine of another file. */
-  readonly external: ExternalInference | null;
 }
 
 function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   const out: Candidate[] = [];
   for (const call of callsByScope(file).get(scope)?.forwards ?? []) {
     const receiver = forwardReceiver(file, call);
-    if (receiver !== null) out.push({ call, receiver, helper: null, external: null });
+    if (receiver !== null) out.push({ call, receiver, helper: null });
   }
   for (const call of helperForwardCalls(file, scope)) {
     const helper = helperForward(file, call);
-    if (helper !== null) out.push({ call, receiver: helper.receiver, helper, external: null });
-  }
-  for (const call of callsInScope(file, scope)) {
-    const external = externalInference(file, call);
-    if (external !== null) out.push({ call, receiver: external.receiver, helper: null, external });
+    if (helper !== null) out.push({ call, receiver: helper.receiver, helper });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }
@@ -308,7 +303,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const { call, receiver, helper, external } of forwards) {
+  for (const { call, receiver, helper } of forwards) {
     if (scope.type === 'function_definition' && findings.length > 0) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
@@ -321,14 +316,14 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;
-      findings.push(finding(file, scope, call, receiver, why, where, crossFile, helper, external));
+      findings.push(finding(file, scope, call, receiver, why, where, crossFile, helper));
       continue;
     }
     const inference = inferenceContext(file, scope, call);
     if (inference === null) continue;
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
-    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper, external));
+    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper));
   }
   return findings;
 }
@@ -342,16 +337,15 @@ function finding(
   where: string,
   crossFile: string,
   helper: HelperForward | null,
-  external: ExternalInference | null,
 ): RuleFinding {
-  const subject = external === null ? `\`${receiver}(…)\` runs` : `\`${external.callee}(…)\` presumably runs \`${receiver}\``;
+  const subject = `\`${receiver}(…)\` runs`;
   const route = helper === null ? '' : ` (${throughHelpers(file, helper)})`;
   return {
     start: call.start,
     end: call.end,
     message:
       `${subject} ${why}${route} while autograd is recording, so every intermediate activation stays allocated for a backward pass that never comes. ` +
-      `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).${crossFile}${otherFile(helper)}${externalNote(external)}`,
+      `Run it under \`with torch.no_grad():\` (or decorate ${where} with \`@torch.no_grad()\`).${crossFile}${otherFile(helper)}`,
     fix: noGradFix(file, scope, call),
   };
 }
@@ -371,19 +365,6 @@ function otherFile(helper: HelperForward | null): string {
   return ` (The helper hands the module or its output to \`${helper.external}\` from another file: if that backpropagates it, this is part of a training step.)`;
 }
 
-/** The verdict rests on an inference routine this file cannot show. */
-function externalNote(external: ExternalInference | null): string {
-  if (external === null) return '';
-  return ` (\`${external.callee}\` is defined in another file: if it already runs under no_grad/inference_mode, this is fine.)`;
-}
-
-/** Calls whose nearest scope is `scope`. */
-function callsInScope(file: SourceFile, scope: SyntaxNode): SyntaxNode[] {
-  const calls = file.nodesOfType('call');
-  const out: SyntaxNode[] = [];
-  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) if (scopeOf(calls[i]) === scope) out.push(calls[i]);
-  return out;
-}
 
 export const missingNoGrad: Rule = {
   code: 'MH001',

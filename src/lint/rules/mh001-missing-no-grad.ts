@@ -270,6 +270,30 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   return out.sort((a, b) => a.call.start - b.call.start);
 }
 
+const STORING_METHODS = new Set(['append', 'extend', 'insert', 'add', 'appendleft', 'update', 'put', 'push']);
+
+/** A function on the helper path stores something: a container method call or an attribute/subscript assignment. */
+function helperStores(file: SourceFile, helper: HelperForward): boolean {
+  for (const node of helper.path.slice(1)) {
+    const fn = scopeOf(node);
+    if (fn === null || fn.type !== 'function_definition') continue;
+    const stack = [fn];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n !== fn && (n.type === 'function_definition' || n.type === 'class_definition')) continue;
+      for (const c of n.children) stack.push(c);
+      if (n.type === 'call') {
+        const callee = childByField(n, 'function');
+        if (callee?.type === 'attribute' && STORING_METHODS.has(file.textOf(childByField(callee, 'attribute') ?? callee))) return true;
+      } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+        const left = childByField(n, 'left');
+        if (left?.type === 'attribute' || left?.type === 'subscript') return true;
+      }
+    }
+  }
+  return false;
+}
+
 /** A function on the helper path reports this forward itself (its own evaluation context): one finding per path. */
 function reportedInHelper(file: SourceFile, helper: HelperForward): boolean {
   return helper.path.slice(1).some((node) => {
@@ -283,6 +307,7 @@ const INFERENCE_WHY: Record<InferenceKind, string> = {
   'no-backward-loop': 'in a loop that never reaches backward() or an optimizer step (inference)',
   'after-training': 'after the training steps, for prediction only (nothing backpropagates it)',
   'after-step': "inside the training loop after this iteration's backward/step, for testing or sampling only",
+  rollout: 'in a rollout loop that keeps none of its history for the update that follows (acting only)',
 };
 
 /**
@@ -321,6 +346,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     }
     const inference = inferenceContext(file, scope, call);
     if (inference === null) continue;
+    // A rollout's history can also leave through the helper's own side effects (REINFORCE's
+    // `policy.saved_log_probs.append(m.log_prob(a))` inside `select_action`).
+    if (inference.kind === 'rollout' && helper !== null && helperStores(file, helper)) continue;
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
     findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper));

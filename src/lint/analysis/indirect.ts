@@ -310,39 +310,7 @@ export function helperForwardCalls(file: SourceFile, scope: SyntaxNode): readonl
 
 const scopeHelperCalls = new VersionMemo<readonly SyntaxNode[]>('indirect.scopeCalls');
 
-// ---- Inference in another file ---------------------------------------------------------------------
-
-/** An inference routine of another file handed a module of this one, or called on it. */
-export interface ExternalInference {
-  /** The module it runs, in the caller's terms. */
-  readonly receiver: string;
-  /** The routine (`beam_search`, `self.policy.sample`). */
-  readonly callee: string;
-}
-
-/**
- * `beam_search(src, model, ...)` imported from a project module, `self.policy.sample(state)` on a module
- * whose class this file does not define: inference-named routines of another file that run the module.
- * Whether they already disable grad is not visible here. Hugging Face's `generate()` is left out: it
- * runs under no_grad itself.
- */
-export function externalInference(file: SourceFile, call: SyntaxNode): ExternalInference | null {
-  const fn = childByField(call, 'function');
-  if (fn === null || forwardReceiver(file, call) !== null || localCallee(file, call) !== null) return null;
-  if (fn.type === 'identifier') {
-    const name = file.textOf(fn);
-    const binding = importBindings(file).get(name);
-    if (binding === undefined || LIBRARY.test(binding.qualified) || !isInferenceName(name)) return null;
-    const model = [...positionalArguments(call), ...keywordValues(call)].map((a) => keyOf(file, a)).find((k) => k !== null && isModelKey(file, k));
-    return model === undefined || model === null ? null : { receiver: model, callee: name };
-  }
-  if (fn.type !== 'attribute') return null;
-  const method = file.textOf(childByField(fn, 'attribute') ?? fn);
-  const object = keyOf(file, childByField(fn, 'object'));
-  if (object === null || object === 'self' || method === 'generate' || !isInferenceName(method) || !isModelKey(file, object)) return null;
-  return { receiver: object, callee: `${object}.${method}` };
-}
-
+/** The values of a call's keyword arguments (`f(x, model=net)` -> [net]). */
 function keywordValues(call: SyntaxNode): SyntaxNode[] {
   const args = childByField(call, 'arguments');
   return (args?.children ?? []).filter((a) => a.type === 'keyword_argument').map((a) => childByField(a, 'value')).filter((v) => v !== null);

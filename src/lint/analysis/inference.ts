@@ -14,7 +14,7 @@ import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
 
-export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step';
+export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
 
 const INFERENCE_NAME_TOKENS = new Set(['translate', 'sample', 'sampling', 'generate', 'generation', 'greedy', 'beam', 'decode', 'decoding', 'decoder', 'caption', 'synthesize', 'inference', 'infer', 'predict', 'prediction']);
 const ACTION_VERBS = new Set(['choose', 'select', 'get', 'pick', 'take', 'act']);
@@ -122,6 +122,11 @@ function isStepOrBackward(file: SourceFile, call: SyntaxNode): boolean {
 
 const PURE_BUILTINS = new Set(['print', 'len', 'float', 'int', 'bool', 'str', 'repr', 'round', 'abs', 'max', 'min', 'sum', 'list', 'tuple', 'zip', 'enumerate', 'sorted', 'reversed', 'isinstance', 'format', 'range', 'map', 'iter', 'next', 'dict', 'set']);
 const PURE_MODULES = /^(torch|numpy|np|math|F)\./;
+/**
+ * `to_numpy(actor(state))` (a utility of another file, as in most RL repositories): a conversion to numpy
+ * must detach first (`.numpy()` refuses a tensor that requires grad), so no history gets through it.
+ */
+const NUMPY_CONVERSION = /^(to_?numpy|to_?np|tensor_?to_?(numpy|np)|tensor2(numpy|np))$/i;
 const LOCAL_CONTAINER_METHODS = new Set(['append', 'extend', 'insert', 'add']);
 const LOSS_NAME = /(^|_)(loss|losses|criterion|crit|metric|metrics|accuracy|acc)(_|$|fn|func)/i;
 
@@ -161,6 +166,85 @@ function historyEscapes(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode, fr
   return false;
 }
 
+/** Methods whose result carries no history (`dist.sample()`, `x.item()`, `x.detach()`). */
+const HISTORY_CUTS = new Set(['item', 'tolist', 'numpy', 'detach', 'sample', 'argmax', 'argmin']);
+
+/** The expression uses the forward call or a name derived from it, other than through a history cut. */
+function refsHistory(file: SourceFile, expr: SyntaxNode, forward: SyntaxNode, derived: ReadonlySet<string>): boolean {
+  const stack = [expr];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n === forward) return true;
+    if (n.type === 'identifier' && derived.has(file.textOf(n))) return true;
+    if (n.type === 'call') {
+      const fn = childByField(n, 'function');
+      if (fn?.type === 'attribute' && HISTORY_CUTS.has(file.textOf(childByField(fn, 'attribute') ?? fn))) continue;
+    }
+    if (n.type === 'attribute' && file.textOf(childByField(n, 'attribute') ?? n) === 'data') continue;
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
+}
+
+function boundNames(file: SourceFile, target: SyntaxNode, out: Set<string>): void {
+  if (target.type === 'identifier') out.add(file.textOf(target));
+  else if (target.type === 'pattern_list' || target.type === 'tuple_pattern' || target.type === 'list_pattern' || target.type === 'tuple' || target.type === 'list') {
+    for (const c of target.children) if (c.named) boundNames(file, c, out);
+  }
+}
+
+/**
+ * Nothing derived from the forward's output in `region` outlives it (syntactically: names assigned from
+ * it, except through `.item()`/`.detach()`/`dist.sample()`...): no such value is put in a container
+ * (`log_probs.append(dist.log_prob(a))`), handed to a call made for its effect (`memory.push(s, a, log_prob)`)
+ * or stored through a subscript, and no name bound to one is read
+ * anywhere else in the scope, where a later backward could reach it. Calls out of the file and attribute
+ * stores are historyEscapes' concern.
+ */
+function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, forward: SyntaxNode): boolean {
+  const nodes: SyntaxNode[] = [];
+  const stack = [region];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    nodes.push(n);
+    for (const c of n.children) stack.push(c);
+  }
+  nodes.sort((x, y) => x.start - y.start);
+  const derived = new Set<string>();
+  // Twice: a name derived late in a loop body is read early in the next iteration.
+  for (let pass = 0; pass < 2; pass++) {
+    for (const n of nodes) {
+      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
+    }
+  }
+  for (const n of nodes) {
+    if (n.type === 'call') {
+      const fn = childByField(n, 'function');
+      const method = fn?.type === 'attribute' ? file.textOf(childByField(fn, 'attribute') ?? fn) : null;
+      const args = childByField(n, 'arguments');
+      if (args === null || !refsHistory(file, args, forward, derived)) continue;
+      if (method !== null && LOCAL_CONTAINER_METHODS.has(method)) return false;
+      // Called for its effect with the history in hand (`memory.push(s, a, log_prob)`, `buffer.store(...)`): it may keep it.
+      if (n.parent?.type === 'expression_statement') return false;
+    } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left?.type === 'subscript' && right !== null && refsHistory(file, right, forward, derived)) return false;
+    }
+  }
+  if (derived.size === 0) return true;
+  const body = scope.type === 'module' ? scope : (childByField(scope, 'body') ?? scope);
+  const ids = file.nodesOfType('identifier');
+  for (let i = firstStartingAtOrAfter(ids, body.start); i < ids.length && ids[i].start < body.end; i++) {
+    if (!contains(region, ids[i]) && derived.has(file.textOf(ids[i]))) return false;
+  }
+  return true;
+}
+
 function isLocalName(file: SourceFile, node: SyntaxNode | null, params: ReadonlySet<string>): boolean {
   return node?.type === 'identifier' && !params.has(file.textOf(node));
 }
@@ -182,7 +266,7 @@ function isPureConsumer(file: SourceFile, flow: ScopeFlow, call: SyntaxNode, par
   if (fn === null) return false;
   if (fn.type === 'identifier') {
     const name = file.textOf(fn);
-    if (PURE_BUILTINS.has(name) || LOSS_NAME.test(name)) return true;
+    if (PURE_BUILTINS.has(name) || LOSS_NAME.test(name) || NUMPY_CONVERSION.test(name)) return true;
     // A function of this file that trains nothing: whatever it returns flows on as taint.
     const defs = reach.functionsNamed(name);
     if (defs !== undefined) return !defs.some((d) => reach.functionReaches(d));
@@ -252,9 +336,15 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   let end = scope.end;
   if (trainingLoop !== null) {
     // Inside the training loop: a test/sample forward after this iteration's backward/step.
-    if (!stepsBefore(trainingLoop, true)) return null;
-    kind = 'after-step';
-    end = trainingLoop.end;
+    if (stepsBefore(trainingLoop, true)) {
+      kind = 'after-step';
+      end = trainingLoop.end;
+    } else if (loops.some((l) => contains(region, l) || l === region) && historyDiesIn(file, scope, region, call)) {
+      // Before the update: an RL rollout loop that acts (`a = dist.sample().item()`) and keeps no history
+      // for the update that follows (REINFORCE's `log_probs.append(...)` does, and stays unreported).
+      kind = 'rollout';
+      end = region.end;
+    } else return null;
   } else if (named) kind = 'inference-name';
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
   else if (stepsBefore(scope)) kind = 'after-training';

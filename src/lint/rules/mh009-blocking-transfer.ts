@@ -4,7 +4,7 @@
 //  (b) a DataLoader whose batches a training loop moves to CUDA, built without `pin_memory`: every copy
 //      goes through a pageable staging buffer and cannot be asynchronous at all.
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
-import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
 import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
@@ -32,6 +32,28 @@ const COMPREHENSIONS = new Set(['list_comprehension', 'dictionary_comprehension'
 const DTYPE = /^torch\.(float|half|bfloat|double|int|long|short|uint|bool|complex|cfloat|chalf)\w*$/;
 /** `x.type(torch.cuda.FloatTensor)`: a copy to the current CUDA device. */
 const CUDA_TENSOR_TYPE = /^(torch\.cuda\.\w+Tensor|['"]torch\.cuda\.\w+Tensor['"])$/;
+
+/**
+ * A CUDA tensor type: the literal, `torch.cuda.FloatTensor if cuda else torch.FloatTensor` (CUDA whenever
+ * there is one, like `torch.device("cuda" if ... else "cpu")`), or a name such as `Tensor` bound to one of
+ * those (the YOLO idiom `Tensor = torch.cuda.FloatTensor if ...; x.type(Tensor)`).
+ */
+function isCudaTensorType(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
+  if (depth > MAX_DEPTH) return false;
+  if (CUDA_TENSOR_TYPE.test(file.textOf(arg))) return true;
+  if (arg.type === 'parenthesized_expression') {
+    const inner = firstNamedChild(arg);
+    return inner !== null && isCudaTensorType(file, inner, depth + 1);
+  }
+  if (arg.type === 'conditional_expression') {
+    // Named children: the value, the condition, the alternative.
+    const [value, , alternative] = namedChildren(arg);
+    return [value, alternative].some((b) => b !== undefined && isCudaTensorType(file, b, depth + 1));
+  }
+  if (arg.type !== 'identifier' && arg.type !== 'attribute') return false;
+  const values = valuesOf(file, arg);
+  return values !== null && values.some((v) => isCudaTensorType(file, v, depth + 1));
+}
 const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track|[\w.]+\.log_every)$/;
 
 type Pinned = 'yes' | 'no' | 'unknown';
@@ -648,7 +670,7 @@ function isTransferOf(file: SourceFile, expr: SyntaxNode): boolean {
     if (n.type === 'call') {
       const m = calleeMethod(file, n);
       if ((m === 'to' || m === 'cuda') && childByField(n, 'function')?.type === 'attribute') return !DTYPE.test(file.textOf(positionalArguments(n)[0] ?? n));
-      if (m === 'type' && childByField(n, 'function')?.type === 'attribute') return CUDA_TENSOR_TYPE.test(file.textOf(positionalArguments(n)[0] ?? n));
+      if (m === 'type' && childByField(n, 'function')?.type === 'attribute') return isCudaTensorType(file, positionalArguments(n)[0] ?? n);
     }
     n = viewBase(file, n);
   }
@@ -751,7 +773,7 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     let cuda: boolean | null;
     if (method === 'type') {
       // `x.type(torch.cuda.FloatTensor)`: a copy to the current CUDA device (`Tensor.type` takes `non_blocking` too).
-      if (positional.length !== 1 || !CUDA_TENSOR_TYPE.test(file.textOf(positional[0]))) return;
+      if (positional.length !== 1 || !isCudaTensorType(file, positional[0])) return;
       cuda = true;
     } else if (method === 'cuda') {
       if (positional.length > 1) return;

@@ -125,21 +125,42 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
       const [measured, predicted] = await Promise.all([measure(c.script, c.setupArgs), predict(c.script, c.setupArgs)]);
       assert.equal(predicted.mode, 'predicted');
       assert.equal(predicted.environment.device, 'cuda (predicted)');
-      assert.ok(compareLines(measured, predicted) >= 3);
       const mPeak = measured.peak;
       const pPeak = predicted.peak;
       assert.ok(mPeak && pPeak);
+      // Adam/AdamW: CUDA runs the foreach implementation (so does the prediction), the CPU the per-parameter
+      // loop. Foreach allocates one list of denominators, one tensor per parameter tensor (measured on an
+      // H200: 1x the parameters' bytes for GPT-2 small); the loop two temporaries per parameter, one at a time.
+      const step = (report: ProfileReport) => report.lines.find((l) => l.code === 'opt.step()');
+      const [mStep, pStep] = [step(measured), step(predicted)];
+      assert.ok(mStep && pStep);
+      const skip = new Set<number>();
+      if (c.adamParams > 0) {
+        assert.equal(pStep.self.allocated, pPeak.byKind.parameter, 'foreach: one denominator per parameter');
+        assert.equal(pStep.self.allocations, c.adamParams);
+        assert.equal(pStep.self.freed, pStep.self.allocated);
+        assert.equal(mStep.self.allocated, 2 * pPeak.byKind.parameter, 'the CPU loop: two temporaries per parameter');
+        skip.add(mStep.line);
+      }
+      assert.ok(compareLines(measured, predicted, skip) >= 3);
       const hostSteps = 4 * c.adamParams;
-      for (const kind of ['parameter', 'gradient', 'activation', 'input', 'temporary'] as const) {
+      // Where the optimizer differs (foreach predicted, the loop measured) and these small models peak inside
+      // opt.step(), the peaks differ by the temporaries each keeps alive there (foreach: every parameter's
+      // denominator at once; the loop: two temporaries of one parameter), either way round.
+      const sameOptimizer = c.adamParams === 0;
+      const kinds = sameOptimizer ? (['parameter', 'gradient', 'activation', 'input', 'temporary'] as const) : (['parameter', 'input'] as const);
+      for (const kind of kinds) {
         assert.equal(pPeak.byKind[kind], mPeak.byKind[kind], `${kind} at the peak`);
       }
       assert.equal(mPeak.byKind.optimizer_state - pPeak.byKind.optimizer_state, hostSteps, 'optimizer state: the host step counters');
-      assert.equal(mPeak.bytes - pPeak.bytes, hostSteps);
+      if (sameOptimizer) assert.equal(mPeak.bytes - pPeak.bytes, hostSteps);
       // The step's allocations differ by the host scalars the lines differ by, and nothing else.
-      const lineDiff = measured.lines.reduce((sum, l) => sum + l.self.allocated, 0) - predicted.lines.reduce((sum, l) => sum + l.self.allocated, 0);
+      const total = (report: ProfileReport) => report.lines.filter((l) => !skip.has(l.line)).reduce((sum, l) => sum + l.self.allocated, 0);
+      const lineDiff = total(measured) - total(predicted);
       assert.ok(lineDiff >= 0 && lineDiff <= 8, `host scalars: ${lineDiff} bytes`);
-      assert.equal(measured.steps[0].allocated - predicted.steps[0].allocated, lineDiff);
-      assert.equal(measured.steps[0].peakLive - predicted.steps[0].peakLive, hostSteps);
+      const stepDiff = skip.size === 0 ? 0 : mStep.self.allocated - pStep.self.allocated;
+      assert.equal(measured.steps[0].allocated - predicted.steps[0].allocated, lineDiff + stepDiff);
+      if (sameOptimizer) assert.equal(measured.steps[0].peakLive - predicted.steps[0].peakLive, hostSteps);
       // The per-module breakdown's root holds the model's parameters and optimizer state, once each.
       const root = predicted.modules.find((m) => m.path === '');
       assert.ok(root);
@@ -196,7 +217,10 @@ describe('predict: equals the CPU measurement byte for byte (torch 2)', function
     const backward = measured.lines.find((l) => l.code === 'loss.backward()');
     assert.ok(forward && backward);
     const lstmLines = measured.lines.filter((l) => l.code.startsWith('h, _ = self.rnn(')).map((l) => l.line);
-    compareLines(measured, predicted, new Set([forward.line, backward.line, ...lstmLines]));
+    const step = measured.lines.find((l) => l.code === 'opt.step()');
+    assert.ok(step);
+    // opt.step(): Adam's foreach implementation on CUDA (predicted) vs the CPU's loop, as in the cases above.
+    compareLines(measured, predicted, new Set([forward.line, backward.line, step.line, ...lstmLines]));
     assert.ok(measured.peak && predicted.peak);
     assert.equal(predicted.peak.byKind.parameter, measured.peak.byKind.parameter);
     assert.equal(predicted.peak.byKind.gradient, measured.peak.byKind.gradient);

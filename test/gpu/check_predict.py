@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+from step_runs import harness_report
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "test", "fixtures", "predict")
 CASES = [
@@ -57,26 +59,11 @@ def capability():
 
 
 def predict(script, setup_args, setup, amp=""):
-    read, write = os.pipe()
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--predict",
-                             "--script", script, "--function", "train_step", "--setup", setup, "--warmup", "1",
-                             "--steps", "1", "--setup-args", json.dumps(setup_args),
-                             "--compute-capability", "%d.%d" % capability()] + (["--amp", amp] if amp else []),
-                            pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    os.close(write)
-    with os.fdopen(read) as handle:
-        data = handle.read()
-    stderr = proc.communicate(timeout=600)[1]
-    for line in data.splitlines():
-        message = json.loads(line)
-        if message["type"] == "result":
-            allocator = message["report"]["prediction"]["allocator"]
-            return {"allocated": allocator["maxAllocatedBytes"], "reserved": allocator["maxReservedBytes"],
-                    "seconds": message["report"]["prediction"]["seconds"]}
-        if message["type"] == "error":
-            raise RuntimeError(message["message"])
-    raise RuntimeError("no result: " + stderr[-2000:])
+    extra = ["--predict", "--compute-capability", "%d.%d" % capability()] + (["--amp", amp] if amp else [])
+    report = harness_report(script, setup, setup_args, extra)
+    allocator = report["prediction"]["allocator"]
+    return {"allocated": allocator["maxAllocatedBytes"], "reserved": allocator["maxReservedBytes"],
+            "seconds": report["prediction"]["seconds"]}
 
 
 def run_case(case):

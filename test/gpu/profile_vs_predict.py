@@ -15,28 +15,14 @@ import os
 import subprocess
 import sys
 
+from step_runs import harness_report
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT_DIR = os.environ.get("OUT") or os.path.join(REPO, ".gpu-out")
 
 
 def harness(extra, script, setup, setup_args, steps=1):
-    read, write = os.pipe()
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    proc = subprocess.Popen([sys.executable, "-m", "memhint_harness", "--protocol-fd", str(write), "--script", script,
-                             "--function", "train_step", "--setup", setup, "--warmup", "1", "--steps", str(steps),
-                             "--setup-args", json.dumps(setup_args), *extra],
-                            pass_fds=(write,), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    os.close(write)
-    with os.fdopen(read) as handle:
-        data = handle.read()
-    stderr = proc.communicate(timeout=600)[1]
-    for line in data.splitlines():
-        message = json.loads(line)
-        if message["type"] == "result":
-            return message["report"]
-        if message["type"] == "error":
-            raise RuntimeError("%s: %s" % (message.get("kind"), message["message"]))
-    raise RuntimeError("no result: " + stderr[-2000:])
+    return harness_report(script, setup, setup_args, extra, steps=steps)
 
 
 PLAIN = r"""

@@ -11,6 +11,7 @@ import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -239,7 +240,7 @@ function check(file: SourceFile): RuleFinding[] {
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
   // accuracy corpus such calls were fine more often than not (2 of 6 were real).
   if (calls.size === 0) return [];
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), indirectSignature(file)]);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), indirectSignature(file), flagPathsSignature(file)]);
   return checkScopes(file, findingsCache, signature, (scope) => scopeFindings(file, scope));
 }
 
@@ -335,6 +336,23 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
+    // Shared by training and evaluation (`if train: loss.backward()`), and called with `train=False` with
+    // autograd on: the forward of the evaluation path records a graph nobody backpropagates.
+    const flagPath = findings.length === 0 ? flagSelectedEval(file, scope) : null;
+    if (flagPath !== null && guardingFlag(file, scope, call) !== flagPath.flag) {
+      const site = shorten(file.textOf(flagPath.site));
+      // No fix: decorating or wrapping here would switch off the training path too.
+      findings.push({
+        start: call.start,
+        end: call.end,
+        message:
+          `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is False: no backward follows), ` +
+          `so every intermediate activation stays allocated for a backward pass that never comes. Make that call under \`with torch.no_grad():\`, ` +
+          `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.flag}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
+        fix: null,
+      });
+      break;
+    }
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
     const context = evalContext(file, info, call, receiver);
@@ -377,6 +395,11 @@ function onEarlyExitBranch(earlier: SyntaxNode, call: SyntaxNode): boolean {
     if (last?.type === 'return_statement' || last?.type === 'raise_statement') return true;
   }
   return false;
+}
+
+function shorten(text: string): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > 60 ? `${line.slice(0, 57)}...` : line;
 }
 
 function finding(

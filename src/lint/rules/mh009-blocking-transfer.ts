@@ -139,8 +139,23 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return base === null ? null : loaderOf(file, base, depth + 1);
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
-  const values = valuesOf(file, v);
+  const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
   return values === null ? null : loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * `def train(loader, ...): loader = tqdm(loader)`: the `loader` wrapped on the right is the parameter,
+ * whose values come from the call sites. Looked up by name it would be the assignment it sits in (a
+ * cycle that ends in "unknown"). Null when `name` is not such a self-rebinding of a parameter.
+ */
+function rebuiltParameterValues(file: SourceFile, name: SyntaxNode): SyntaxNode[] | null {
+  let p = name.parent;
+  while (p !== null && (p.type === 'argument_list' || p.type === 'call')) p = p.parent;
+  const left = p?.type === 'assignment' ? childByField(p, 'left') : null;
+  if (left === null || left === name || file.textOf(left) !== file.textOf(name)) return null;
+  const scope = enclosingFunction(name);
+  if (scope === null || !parameterNames(file, scope).includes(file.textOf(name))) return null;
+  return parameterValuesOf(file, scope, file.textOf(name));
 }
 
 /** The loaders of every value merged, or null when any of them is not (known to be) a loader. */

@@ -88,6 +88,23 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
   return false;
 }
 
+/**
+ * The module is an instance of a class of this file that wraps a feature network (`self.feature =
+ * nn.Sequential(*list(netVGG.features.children())[:-1])`, `models.vgg19(pretrained=True).features`): a
+ * perceptual-loss network under another name.
+ */
+function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
+  const call = innermostCall(value);
+  if (call.type !== 'call') return false;
+  const name = calleeMethod(file, call) ?? '';
+  for (const cls of file.nodesOfType('class_definition')) {
+    const n = childByField(cls, 'name');
+    const body = childByField(cls, 'body');
+    if (n !== null && body !== null && file.textOf(n) === name) return FEATURE_NETWORK.test(file.textOf(body));
+  }
+  return false;
+}
+
 /** The call records a graph in a scope that trains. */
 function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {
   return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && computesGradients(file, scope);
@@ -157,7 +174,7 @@ function check(file: SourceFile): RuleFinding[] {
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '');
+    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
     if (!named && !copies.has(key)) continue;
     // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
     if (!named && viaHelper.has(key)) continue;

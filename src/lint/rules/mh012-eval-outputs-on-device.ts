@@ -6,7 +6,7 @@ import { childByField, contains, type SourceFile, type SyntaxNode } from '../syn
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { computesGradients, forwardReceiver, keyOf, scopeOf } from '../analysis/models';
+import { computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
@@ -55,6 +55,10 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, 
             // A tensor method (`out.argmax(1)`, `out.detach()`, `out.max(1)`): follows its receiver.
             const object = childByField(fn, 'object');
             if (object !== null) stack.push(object);
+            // A model's post-processing method fed its outputs (`model.detect_objects(locs, scores)`, defined
+            // in another file): a module's methods compute on its device, so their result stays there.
+            const receiver = keyOf(file, object);
+            if (receiver !== null && isModelKey(file, receiver)) pushArguments(n, stack);
           }
         } else if (fn?.type === 'identifier' && (calleeName(file, n) ?? '').startsWith('torch.')) pushArguments(n, stack);
         continue;

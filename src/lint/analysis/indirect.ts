@@ -320,7 +320,7 @@ function keywordValues(call: SyntaxNode): SyntaxNode[] {
 export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {
   return callSitesMemo.get(file, () => {
     const out = new Map<SyntaxNode, SyntaxNode[]>();
-    for (const call of file.nodesOfType('call')) {
+    for (const call of resolvableCalls(file)) {
       const callee = localCallee(file, call);
       if (callee === null) continue;
       const list = out.get(callee);
@@ -329,6 +329,21 @@ export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly Sy
     }
     return out;
   });
+}
+
+/**
+ * The calls localCallee can resolve, in document order: it resolves a call by its callee's last segment
+ * to a function of that name, so only calls named like a function of the file can run one. Read through
+ * callsNamed (grouped per function body and reused across versions), not by resolving every call of the
+ * file on every edit.
+ */
+function resolvableCalls(file: SourceFile): SyntaxNode[] {
+  const { moduleLevel, classes, nested } = fileFunctions(file);
+  const names = new Set<string>(moduleLevel.keys());
+  for (const c of classes.values()) for (const m of c.methods.keys()) names.add(m);
+  for (const byName of nested.values()) for (const n of byName.keys()) names.add(n);
+  // Document order as nodesOfType gives it: by start, and an enclosing call (ending later) first.
+  return [...names].flatMap((name) => callsNamed(file, name)).sort((a, b) => a.start - b.start || b.end - a.end);
 }
 
 const callSitesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.callSites');
@@ -441,8 +456,9 @@ const functionTokens = new NodeMemo<string>('indirect.functionToken');
 export function indirectSignature(file: SourceFile): string {
   return signatureMemo.get(file, () => {
     const parts: string[] = [];
+    const mayReach = mayReachForward(file);
     for (const fn of file.nodesOfType('function_definition')) {
-      if (frameOf(file, fn, MAX_HELPER_DEPTH - 1) === null) continue;
+      if (!mayReach.has(fn) || frameOf(file, fn, MAX_HELPER_DEPTH - 1) === null) continue;
       parts.push(functionTokens.get(file, fn, '', () => intern(file, file.textOf(fn))));
     }
     // What calls resolve to: the names of functions, classes, methods and closures, and the instances.
@@ -458,3 +474,30 @@ export function indirectSignature(file: SourceFile): string {
 }
 
 const signatureMemo = new VersionMemo<string>('indirect.signature');
+
+/**
+ * The functions for which frameOf(fn, MAX_HELPER_DEPTH - 1) can be non-null: those with a forward pass of
+ * their own, and the scopes of calls that localCallee resolves to one of them, MAX_HELPER_DEPTH - 1 levels
+ * up (frameOf follows exactly such calls, one level per depth). A superset, so only the functions near a
+ * forward pass are framed on each version instead of every function of the file.
+ */
+function mayReachForward(file: SourceFile): ReadonlySet<SyntaxNode> {
+  const reached = new Set<SyntaxNode>();
+  let level: SyntaxNode[] = [];
+  for (const [scope, calls] of callsByScope(file)) if (scope.type === 'function_definition' && calls.forwards.length > 0) level.push(scope);
+  for (const fn of level) reached.add(fn);
+  const sites = callSites(file);
+  for (let depth = 1; depth < MAX_HELPER_DEPTH && level.length > 0; depth++) {
+    const next: SyntaxNode[] = [];
+    for (const fn of level) {
+      for (const call of sites.get(fn) ?? []) {
+        const caller = scopeOf(call);
+        if (caller === null || caller.type !== 'function_definition' || reached.has(caller)) continue;
+        reached.add(caller);
+        next.push(caller);
+      }
+    }
+    level = next;
+  }
+  return reached;
+}

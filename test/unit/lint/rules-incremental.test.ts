@@ -199,6 +199,22 @@ def step(batch, device):
     ]);
   });
 
+  it('MH001: a forward pass reached through a helper that another edit changes (per-scope helper texts)', async () => {
+    // MH001 keeps each scope's findings while the helpers it reaches are unchanged: an edit to a helper
+    // (its receiver, no_grad around its forward, a backward in it) must re-check the scopes calling it.
+    const text = fs.readFileSync(path.join(root, 'lint', 'MH001', 'positive_forward_through_helper.py'), 'utf8');
+    await checkEdits(text, [
+      ['logits = self.model(x.to(device))', 'logits = self.model.encoder(x.to(device))'],
+      ['def forward_batch(model, x):\n    return model(x.to(device))', 'def forward_batch(model, x):\n    with torch.no_grad():\n        return model(x.to(device))'],
+      ['    out = model(x)\n    log_batch(out)', '    out = model(x)\n    out.sum().backward()\n    log_batch(out)'],
+      ['    out = model(x)\n    out.sum().backward()\n', '    out = model(x)\n'],
+      ['def forward_batch(model, x):', 'def forward_batch2(model, x):'],
+      ['    log_batch(out)\n', '    print(out)\n'],
+      ['    print(out)\n', '    log_batch(out)\n'],
+      ['log_batch(out)', 'log_batch(x)'],
+    ]);
+  });
+
   it('MH002: which position of a tuple returned by a function of the file carries history (#13)', async () => {
     const text = `import torch.nn as nn
 

@@ -320,7 +320,7 @@ function keywordValues(call: SyntaxNode): SyntaxNode[] {
 export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {
   return callSitesMemo.get(file, () => {
     const out = new Map<SyntaxNode, SyntaxNode[]>();
-    for (const call of file.nodesOfType('call')) {
+    for (const call of resolvableCalls(file)) {
       const callee = localCallee(file, call);
       if (callee === null) continue;
       const list = out.get(callee);
@@ -329,6 +329,21 @@ export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly Sy
     }
     return out;
   });
+}
+
+/**
+ * The calls localCallee can resolve, in document order: it resolves a call by its callee's last segment
+ * to a function of that name, so only calls named like a function of the file can run one. Read through
+ * callsNamed (grouped per function body and reused across versions), not by resolving every call of the
+ * file on every edit.
+ */
+function resolvableCalls(file: SourceFile): SyntaxNode[] {
+  const { moduleLevel, classes, nested } = fileFunctions(file);
+  const names = new Set<string>(moduleLevel.keys());
+  for (const c of classes.values()) for (const m of c.methods.keys()) names.add(m);
+  for (const byName of nested.values()) for (const n of byName.keys()) names.add(n);
+  // Document order as nodesOfType gives it: by start, and an enclosing call (ending later) first.
+  return [...names].flatMap((name) => callsNamed(file, name)).sort((a, b) => a.start - b.start || b.end - a.end);
 }
 
 const callSitesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.callSites');
@@ -432,19 +447,19 @@ export function frozenOnlyInOtherFunctions(file: SourceFile, key: string, scope:
 
 const functionTokens = new NodeMemo<string>('indirect.functionToken');
 
+function functionToken(file: SourceFile, fn: SyntaxNode): string {
+  return functionTokens.get(file, fn, '', () => intern(file, file.textOf(fn)));
+}
+
 /**
- * Changes whenever what helpers reach may change: the text of every function that reaches a forward
- * pass (kept per function node, so unchanged functions cost nothing), the names calls resolve to
- * (functions, classes and their methods, closures, instances of the file's classes), and the keys
- * frozen through helpers. Per-scope results that follow helpers depend on these.
+ * What calls resolve to (the names of functions, classes and their methods, closures, instances of the
+ * file's classes) and the keys frozen through helpers. With helperTextsSignature(file, scope) (the texts
+ * of the functions the scope reaches that reach a forward pass) it covers what one scope's results read
+ * through helpers, so an edit in one method re-checks only the scopes that can reach it.
  */
-export function indirectSignature(file: SourceFile): string {
-  return signatureMemo.get(file, () => {
+export function resolutionSignature(file: SourceFile): string {
+  return resolutionMemo.get(file, () => {
     const parts: string[] = [];
-    for (const fn of file.nodesOfType('function_definition')) {
-      if (frameOf(file, fn, MAX_HELPER_DEPTH - 1) === null) continue;
-      parts.push(functionTokens.get(file, fn, '', () => intern(file, file.textOf(fn))));
-    }
     // What calls resolve to: the names of functions, classes, methods and closures, and the instances.
     const { moduleLevel, classes, instances, nested } = fileFunctions(file);
     parts.push([...moduleLevel.keys()].join(','));
@@ -457,4 +472,83 @@ export function indirectSignature(file: SourceFile): string {
   });
 }
 
-const signatureMemo = new VersionMemo<string>('indirect.signature');
+const resolutionMemo = new VersionMemo<string>('indirect.resolution');
+
+/** The functions of the file each scope's own calls run (by localCallee), from callSites. */
+function calleesByScope(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {
+  return calleesMemo.get(file, () => {
+    const out = new Map<SyntaxNode, SyntaxNode[]>();
+    for (const [callee, calls] of callSites(file)) {
+      for (const call of calls) {
+        const scope = scopeOf(call);
+        if (scope === null) continue;
+        const list = out.get(scope);
+        if (list === undefined) out.set(scope, [callee]);
+        else if (!list.includes(callee)) list.push(callee);
+      }
+    }
+    return out;
+  });
+}
+
+const calleesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.callees');
+
+/**
+ * The texts (as tokens) of the functions that reach a forward pass among those `scope` can run through
+ * calls of this file, at any depth, and those enclosing it (a closure reads its outer function): the
+ * part of what one scope's helper results depend on beyond resolutionSignature, so it changes only when an edit
+ * touches a function the scope reaches (or the scope itself).
+ */
+export function helperTextsSignature(file: SourceFile, scope: SyntaxNode): string {
+  return scopeTextsMemo.keyed(file, scope, () => {
+    const edges = calleesByScope(file);
+    const seen = new Set<SyntaxNode>();
+    const stack: SyntaxNode[] = [];
+    for (let s: SyntaxNode | null = scope; s !== null; s = s.parent) {
+      if (s !== scope && s.type !== 'function_definition') continue;
+      seen.add(s);
+      stack.push(s);
+    }
+    while (stack.length > 0) {
+      for (const callee of edges.get(stack.pop()!) ?? []) {
+        if (seen.has(callee)) continue;
+        seen.add(callee);
+        stack.push(callee);
+      }
+    }
+    const mayReach = mayReachForward(file);
+    const reaching = [...seen].filter((fn) => fn.type === 'function_definition' && mayReach.has(fn) && frameOf(file, fn, MAX_HELPER_DEPTH - 1) !== null);
+    // Document order (only the relative order: the tokens hold no offsets).
+    reaching.sort((a, b) => a.start - b.start);
+    return intern(file, reaching.map((fn) => functionToken(file, fn)).join(','));
+  });
+}
+
+const scopeTextsMemo = new VersionMemo<string>('indirect.scopeTexts');
+
+/**
+ * The functions for which frameOf(fn, MAX_HELPER_DEPTH - 1) can be non-null: those with a forward pass of
+ * their own, and the scopes of calls that localCallee resolves to one of them, MAX_HELPER_DEPTH - 1 levels
+ * up (frameOf follows exactly such calls, one level per depth). A superset, so only the functions near a
+ * forward pass are framed on each version instead of every function of the file.
+ */
+function mayReachForward(file: SourceFile): ReadonlySet<SyntaxNode> {
+  const reached = new Set<SyntaxNode>();
+  let level: SyntaxNode[] = [];
+  for (const [scope, calls] of callsByScope(file)) if (scope.type === 'function_definition' && calls.forwards.length > 0) level.push(scope);
+  for (const fn of level) reached.add(fn);
+  const sites = callSites(file);
+  for (let depth = 1; depth < MAX_HELPER_DEPTH && level.length > 0; depth++) {
+    const next: SyntaxNode[] = [];
+    for (const fn of level) {
+      for (const call of sites.get(fn) ?? []) {
+        const caller = scopeOf(call);
+        if (caller === null || caller.type !== 'function_definition' || reached.has(caller)) continue;
+        reached.add(caller);
+        next.push(caller);
+      }
+    }
+    level = next;
+  }
+  return reached;
+}

@@ -13,6 +13,7 @@ import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, is
 import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
+import { unitCallGroups } from './calls';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
 
@@ -366,14 +367,15 @@ export function calledInFile(file: SourceFile, fn: SyntaxNode): boolean {
 
 const calledNameSets = new VersionMemo<ReadonlySet<string>>('inference.calledNames');
 
-/** The last names of every callee in the file (one pass per version, not one per function). */
+/**
+ * The last names of every callee in the file (one pass per version, not one per function): the names of
+ * the per-statement call groups (calls.ts groups by the same last name, kept per function body across
+ * edits), so a version reads each statement's names instead of every call of the file.
+ */
 function calledNames(file: SourceFile): ReadonlySet<string> {
   return calledNameSets.get(file, (f) => {
     const called = new Set<string>();
-    for (const c of f.nodesOfType('call')) {
-      const name = calleeLastName(f, c);
-      if (name !== null) called.add(name);
-    }
+    for (const unit of f.root.children) for (const name of unitCallGroups(f, unit).keys()) called.add(name);
     return called;
   });
 }

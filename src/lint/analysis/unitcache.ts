@@ -110,11 +110,19 @@ export class ScopeFindingsMemo {
  * node, the module scope's while its own code is unchanged (see ModuleCodeCache), both under
  * `signature`, which must cover every file-wide input of the check.
  */
-export function checkScopes(file: SourceFile, cache: ScopeFindingsMemo, signature: string, check: (scope: SyntaxNode) => RuleFinding[]): RuleFinding[] {
+export function checkScopes(
+  file: SourceFile,
+  cache: ScopeFindingsMemo,
+  signature: string,
+  check: (scope: SyntaxNode) => RuleFinding[],
+  scopeDeps?: (scope: SyntaxNode) => string,
+): RuleFinding[] {
   const out: RuleFinding[] = [];
   for (const scope of scopesOf(file)) {
-    if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, signature, () => toRelativeByUnit(file, check(scope)))));
-    else out.push(...fromRelative(cache.functions.get(file, scope, signature, () => toRelative(scope, check(scope)))));
+    // scopeDeps: inputs that differ per scope (the helpers it reaches), so an edit re-checks only the scopes that read it.
+    const deps = scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`;
+    if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, deps, () => toRelativeByUnit(file, check(scope)))));
+    else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
   }
   out.sort((a, b) => a.start - b.start);
   return out;

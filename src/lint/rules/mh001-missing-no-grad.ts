@@ -12,7 +12,7 @@ import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
-import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, indirectSignature, type HelperForward } from '../analysis/indirect';
+import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -240,8 +240,16 @@ function check(file: SourceFile): RuleFinding[] {
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
   // accuracy corpus such calls were fine more often than not (2 of 6 were real).
   if (calls.size === 0) return [];
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), indirectSignature(file), flagPathsSignature(file)]);
-  return checkScopes(file, findingsCache, signature, (scope) => scopeFindings(file, scope));
+  // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
+  // re-checks the scopes that can reach it, not every scope of the file.
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file)]);
+  return checkScopes(
+    file,
+    findingsCache,
+    signature,
+    (scope) => scopeFindings(file, scope),
+    (scope) => helperTextsSignature(file, scope),
+  );
 }
 
 const scopeFindingsMemo = new VersionMemo<RuleFinding[]>('MH001.scopeFindings');

@@ -9,7 +9,7 @@ import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
 import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
-import { importSignature, unitsOf } from '../analysis/unitcache';
+import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { callsIndexStamp } from '../analysis/calls';
 import { valuesIndexStamp } from '../analysis/values';
@@ -904,6 +904,74 @@ function copyAcrossEnd(file: SourceFile, body: SyntaxNode): boolean {
 
 const helperCopies = new NodeMemo<boolean>('MH009.callsCopyingHelper');
 
+const defHelperFacts = new NodeMemo<string>('MH009.defHelperFacts');
+
+/**
+ * What callsCopyingHelper reads of one def from its own subtree: its name, whether its body copies, and
+ * the helpers its calls with arguments can name (`f(...)` and `self.f(...)`; nested scopes aside, as there).
+ */
+function helperFactsOf(file: SourceFile, def: SyntaxNode): string {
+  return defHelperFacts.get(file, def, '', () => {
+    const name = childByField(def, 'name');
+    const body = childByField(def, 'body');
+    if (name === null || body === null) return `${name === null ? '' : file.textOf(name)}:-`;
+    const callees = new Set<string>();
+    const stack = [body];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      for (const c of n.children) if (!SCOPES.has(c.type)) stack.push(c);
+      if (n.type !== 'call' || positionalArguments(n).length + (argumentNodes(n)?.length ?? 0) === 0) continue;
+      const fn = childByField(n, 'function');
+      if (fn?.type === 'identifier') callees.add(`f.${file.textOf(fn)}`);
+      else if (fn?.type === 'attribute') {
+        const obj = childByField(fn, 'object');
+        const attr = childByField(fn, 'attribute');
+        if (obj !== null && attr !== null && file.textOf(obj) === 'self') callees.add(`s.${file.textOf(attr)}`);
+      }
+    }
+    return `${file.textOf(name)}:${copyInside(file, body) ? 1 : 0}:${[...callees].sort().join(',')}`;
+  });
+}
+
+interface HelperGraph {
+  /** Every def's helper facts with its class (by position among the classes holding defs). */
+  readonly signature: string;
+  readonly classIds: ReadonlyMap<SyntaxNode, number>;
+}
+
+const helperGraphs = new VersionMemo<HelperGraph>('MH009.helperGraph');
+
+/**
+ * Everything callsCopyingHelper reads outside the loop body it is asked about (localCallee resolves by
+ * name and class among the file's defs; each def's copy text and calls are in its facts), so its result
+ * for a reused body holds while this signature and the body's class are unchanged. Per-def facts are
+ * kept on the def nodes, so an edit inside one method of a giant class recomputes that method's only.
+ */
+function helperGraph(file: SourceFile): HelperGraph {
+  return helperGraphs.get(file, () => {
+    const classIds = new Map<SyntaxNode, number>();
+    const parts: string[] = [];
+    for (const def of file.nodesOfType('function_definition')) {
+      const cls = classOf(def);
+      let id = -1;
+      if (cls !== null) {
+        id = classIds.get(cls) ?? classIds.size;
+        classIds.set(cls, id);
+      }
+      parts.push(`${id}/${helperFactsOf(file, def)}`);
+    }
+    return { signature: intern(file, parts.join('|')), classIds };
+  });
+}
+
+/** The deps of callsCopyingHelper(body): the helper graph and the class whose `self.f(...)` the body's calls name. */
+function helperCopiesDeps(file: SourceFile, body: SyntaxNode, signature: string): string {
+  const graph = helperGraph(file);
+  const caller = enclosingFunction(body);
+  const cls = caller === null ? null : classOf(caller);
+  return `${signature}|${cls === null ? -1 : (graph.classIds.get(cls) ?? -2)}|${graph.signature}`;
+}
+
 /** Whether `body` calls a helper of this file (up to HELPER_DEPTH calls deep) whose text copies something. */
 function callsCopyingHelper(file: SourceFile, body: SyntaxNode, depth: number): boolean {
   const stack = [body];
@@ -937,8 +1005,8 @@ const loopCache = new NodeMemo<LoopResult>('MH009.loop');
 function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signature: string): LoopResult {
   // Cheap text test before any name resolution: the body must copy something (its text is the node's).
   const inside = copies.get(file, body, '', () => copyInside(file, body));
+  if (!inside && !copyAcrossEnd(file, body) && !helperCopies.get(file, body, helperCopiesDeps(file, body, signature), () => callsCopyingHelper(file, body, 0))) return NO_RESULT;
   const deps = `${signature}|${valuesIndexStamp(file)}|${callsIndexStamp(file)}`;
-  if (!inside && !copyAcrossEnd(file, body) && !helperCopies.get(file, body, deps, () => callsCopyingHelper(file, body, 0))) return NO_RESULT;
   return loopCache.get(file, loop, deps, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
     // Without a loader in the header, only `next(it)` in the body can fetch batches.

@@ -144,6 +144,77 @@ describe('per-statement rule caches follow edits elsewhere in the file', () => {
     ]);
   });
 
+  it('MH009: a loop whose copies are all in helpers (another method gains, loses or renames its copy)', async () => {
+    // The loop bodies copy nothing themselves: whether they reach a helper that copies is kept per body
+    // across versions, keyed by the file's helper graph, so edits in other methods must reach it.
+    const text = `import torch
+from torch.utils.data import DataLoader
+
+
+def move(x, device):
+    return x.to(device)
+
+
+class Trainer:
+    def __init__(self, dataset):
+        self.loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+
+    def _run_batch(self, source, targets):
+        source = source.cuda(0)
+        loss = self.model(source).sum()
+        loss.backward()
+
+    def fit(self):
+        for source, targets in self.loader:
+            self._run_batch(source, targets)
+
+    def fit_moved(self):
+        for source, targets in self.loader:
+            self.prepare(source, targets)
+
+    def prepare(self, source, targets):
+        return source
+
+
+def train(model, dataset, device):
+    loader = DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)
+    for batch in loader:
+        y = model(step(batch, device)).sum()
+        y.backward()
+
+
+def step(batch, device):
+    return batch
+`;
+    await checkEdits(text, [
+      ['source = source.cuda(0)', 'source = source'],
+      ['source = source\n', 'source = source.cuda(0)\n'],
+      ['def prepare(self, source, targets):\n        return source', 'def prepare(self, source, targets):\n        return source.to(0)'],
+      ['def _run_batch(', 'def _run_batch2('],
+      ['def _run_batch2(', 'def _run_batch('],
+      ['def step(batch, device):\n    return batch', 'def step(batch, device):\n    return move(batch, device)'],
+      ['def move(x, device):\n    return x.to(device)', 'def move(x, device):\n    return x'],
+      ['def move(x, device):\n    return x\n', 'def move(x, device):\n    return x.cuda()\n'],
+      ['class Trainer:', 'class Trainer:\n    def prepare(self, source, targets):\n        return source.cuda()\n'],
+    ]);
+  });
+
+  it('MH001: a forward pass reached through a helper that another edit changes (per-scope helper texts)', async () => {
+    // MH001 keeps each scope's findings while the helpers it reaches are unchanged: an edit to a helper
+    // (its receiver, no_grad around its forward, a backward in it) must re-check the scopes calling it.
+    const text = fs.readFileSync(path.join(root, 'lint', 'MH001', 'positive_forward_through_helper.py'), 'utf8');
+    await checkEdits(text, [
+      ['logits = self.model(x.to(device))', 'logits = self.model.encoder(x.to(device))'],
+      ['def forward_batch(model, x):\n    return model(x.to(device))', 'def forward_batch(model, x):\n    with torch.no_grad():\n        return model(x.to(device))'],
+      ['    out = model(x)\n    log_batch(out)', '    out = model(x)\n    out.sum().backward()\n    log_batch(out)'],
+      ['    out = model(x)\n    out.sum().backward()\n', '    out = model(x)\n'],
+      ['def forward_batch(model, x):', 'def forward_batch2(model, x):'],
+      ['    log_batch(out)\n', '    print(out)\n'],
+      ['    print(out)\n', '    log_batch(out)\n'],
+      ['log_batch(out)', 'log_batch(x)'],
+    ]);
+  });
+
   it('MH002: which position of a tuple returned by a function of the file carries history (#13)', async () => {
     const text = `import torch.nn as nn
 

@@ -1,6 +1,6 @@
 // MH001 missing-no-grad: a forward pass in evaluation/inference code while autograd records. Every
 // intermediate activation is then kept for a backward pass that never comes.
-import { childByField, firstNamedChild, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
@@ -334,11 +334,14 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;
+  /** The forwards already reported. */
+  const reported: SyntaxNode[] = [];
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
   for (const { call, receiver, helper } of forwards) {
-    if (scope.type === 'function_definition' && findings.length > 0) break;
+    // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
+    if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // Shared by training and evaluation (`if train: loss.backward()`), and called with `train=False` with
@@ -362,11 +365,12 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
     const context = evalContext(file, info, call, receiver);
     if (context !== null) {
-      if (evalFound) continue;
+      if (evalFound && !reported.every((r) => onEarlyExitBranch(r, call))) continue;
       if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
       if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;
+      reported.push(call);
       findings.push(finding(file, scope, call, receiver, why, where, crossFile, helper));
       continue;
     }
@@ -377,9 +381,28 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (inference.kind === 'rollout' && helper !== null && helperStores(file, helper)) continue;
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
+    reported.push(call);
     findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper));
   }
+  // Separate paths of one function: a decorator would fix them all at once, so each fix wraps its own statement.
+  if (scope.type === 'function_definition' && findings.length > 1) return findings.map((f, i) => ({ ...f, fix: wrapFix(file, scope, reported[i]) }));
   return findings;
+}
+
+/**
+ * The earlier forward runs in an `if` branch that ends by leaving the function (`if name: ...; return`)
+ * and `call` comes after that `if`: two separate paths through the function (a single prediction, then
+ * the evaluation loop), each its own evaluation code.
+ */
+function onEarlyExitBranch(earlier: SyntaxNode, call: SyntaxNode): boolean {
+  for (let n: SyntaxNode | null = earlier.parent; n !== null && n.type !== 'function_definition'; n = n.parent) {
+    if (n.type !== 'block' || n.parent?.type !== 'if_statement' || childByField(n.parent, 'consequence') !== n) continue;
+    if (call.start < n.parent.end || !contains(n.parent.parent ?? n.parent, call)) continue;
+    const statements = namedChildren(n).filter((c) => c.type !== 'comment');
+    const last = statements[statements.length - 1];
+    if (last?.type === 'return_statement' || last?.type === 'raise_statement') return true;
+  }
+  return false;
 }
 
 function shorten(text: string): string {

@@ -118,9 +118,13 @@ export function checkScopes(
   scopeDeps?: (scope: SyntaxNode) => string,
 ): RuleFinding[] {
   const out: RuleFinding[] = [];
+  // A reused node keeps its text, not its column: a fix that re-indents or decorates reads the indentation
+  // before the node (outside it), so the findings of a scope are kept only while its code's columns are too.
+  const column = (n: SyntaxNode): number => n.start - file.lineStarts[file.lineOf(n.start)];
   for (const scope of scopesOf(file)) {
     // scopeDeps: inputs that differ per scope (the helpers it reaches), so an edit re-checks only the scopes that read it.
-    const deps = scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`;
+    const columns = scope.type === 'module' ? moduleCode(file).map(column).join(',') : String(column(scope));
+    const deps = `${scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`}|@${columns}`;
     if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, deps, () => toRelativeByUnit(file, check(scope)))));
     else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
   }

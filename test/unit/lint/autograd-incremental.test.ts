@@ -56,3 +56,25 @@ describe('MH001/MH002/MH004 incremental re-lint matches a fresh lint', () => {
     });
   }
 });
+
+describe('a reused statement whose column changed', () => {
+  // Found by the random edits above (positive_early_exit_paths.py, edit 8): while typing, a statement at
+  // module level after broken code is reused with its text unchanged but one more space before it; the
+  // wrap fix re-indents from the line start, so a cached fix was one character off with the old indent.
+  it('gets fixes built from its new indentation, as a fresh lint does', async () => {
+    const linter = await getLinter();
+    const oracle = await getOracle();
+    let text = "# One evaluation function, t(wo separate p\naths: a single prediction that returns early, then the evaluation\n# loop. Each path runs its own forward pass with autograd on, so each gets its finding.\nimport torch\nfrom torch import nn\n\ndevice = torch.device(\"cuda\")\nclassifier = nn.Linear(16, 4).to(device)\n\n\ndef test(test_loader, sample=None):\n    if sample is not None:\n        output = classifier(sample.to(device))  # expect: MH001\n        print(output.argmax(1).item())\n        re\nimport t\nh as th\nn\n    correct = 0\n    for x, y in test_loader:\n\n  output = classifier(x.to(device))  # expect: MH001\n        correct += (output.argmax(1) == y.to(device)).sum\n().item()\n    print(correct)\n";
+    const doc = linter.open(text);
+    try {
+      const before = view(lintFile(doc.source, settings));
+      assert.ok(before.some((f) => f.includes('Wrap this statement')), before.join('\n'));
+      const at = text.indexOf('    for x, y in test_loader');
+      doc.update([{ rangeOffset: at, rangeLength: 0, text: ' ' }]);
+      text = text.slice(0, at) + ' ' + text.slice(at);
+      assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)));
+    } finally {
+      doc.dispose();
+    }
+  });
+});

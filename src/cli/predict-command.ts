@@ -7,7 +7,7 @@ import type { ProfileFailure } from '../profiler/launcher';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { scanArgs, UsageError } from './step-args';
 import { formatPrediction, type PredictionView } from '../predict/format';
-import { findGpu, knownGpuNames } from '../predict/gpus';
+import { findGpu, gpuFamilies } from '../predict/gpus';
 import { parseWorldSizes, predictWorldSizes } from '../predict/ranks';
 import {
   adviceVariants,
@@ -93,7 +93,7 @@ export function parsePredictArgs(args: readonly string[]): ParsedPredict {
   const maxBatchArg = scanned.string('--max-batch');
   const gpuName = scanned.string('--gpu');
   const gpu = gpuName === null ? null : findGpu(gpuName);
-  if (gpuName !== null && gpu === null) throw new UsageError(`--gpu ${gpuName}: not a GPU memhint knows (${knownGpuNames().filter((n) => !/\d+GB$/.test(n)).join(', ')})`);
+  if (gpuName !== null && gpu === null) throw new UsageError(`--gpu ${gpuName}: not a GPU memhint knows (${gpuFamilies()})`);
   const capability = scanned.string('--compute-capability') ?? gpu?.computeCapability ?? null;
   if (capability !== null && !/^\d+\.\d+$/.test(capability)) throw new UsageError(`--compute-capability ${capability}: not MAJOR.MINOR (e.g. 9.0)`);
   const deviceMemoryBytes = scanned.size('--device-memory') ?? gpu?.bytes ?? null;

@@ -47,6 +47,11 @@ export function knownGpuNames(): string[] {
   return GPUS.map(([name]) => name);
 }
 
+/** The GPU families for an error message ("H200, H100, A100, ..."): names without a memory-size variant. */
+export function gpuFamilies(): string {
+  return knownGpuNames().filter((n) => !/\d+GB$/.test(n)).join(', ');
+}
+
 /** The GPU a name means, or null. */
 export function findGpu(text: string): Gpu | null {
   const wanted = normalise(text.trim());

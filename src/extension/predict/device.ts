@@ -1,6 +1,6 @@
 // The device a prediction is checked against: `memhint.predict.device` as a size ("80GB", "24 GiB") or a
 // GPU name ("A100 80GB", "RTX 4090"). Pure; no `vscode` here.
-import { findGpu, knownGpuNames } from '../../predict/gpus';
+import { findGpu, gpuFamilies } from '../../predict/gpus';
 import { parseByteSize } from '../../profiler/units';
 
 export interface DeviceMemory {
@@ -28,6 +28,6 @@ export function parseDeviceMemory(text: string): DeviceMemory | { readonly error
     return { bytes: gpu.bytes, label: `${gpu.name} (${(gpu.bytes / 1024 ** 2).toLocaleString('en-US')} MiB)`, computeCapability: gpu.computeCapability };
   }
   return {
-    error: `memhint.predict.device "${trimmed}" is neither a size (80GB, 24 GiB) nor a GPU memhint knows (${knownGpuNames().filter((n) => !/\d+GB$/.test(n)).join(', ')})`,
+    error: `memhint.predict.device "${trimmed}" is neither a size (80GB, 24 GiB) nor a GPU memhint knows (${gpuFamilies()})`,
   };
 }

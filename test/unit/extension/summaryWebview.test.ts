@@ -273,6 +273,8 @@ describe('media/summary.js in chromium', function () {
     await page.click('#table-kernels tbody tr:nth-child(2)');
     assert.deepEqual((await posted()).filter((x) => x.type === 'reveal').pop(), { type: 'reveal', file: FILE, line: 31 });
     await page.click('#section-workers summary');
+    // <details> fires 'toggle' as a task after the click returns: wait for the page to have saved it.
+    await page.waitForFunction(() => (globalThis as unknown as { __saved: WebviewState | null }).__saved?.open?.workers === false);
     const state = await saved();
     assert.deepEqual(state?.open, { kernels: true, workers: false });
     assert.deepEqual(state?.tableSort, { 'workers-0': { key: 'ussGrowth', descending: true }, nograd: { key: 'location', descending: false } });

@@ -10,11 +10,8 @@ import { lintKeepingLineEndings, textForAnalysis } from './line-endings';
 import type { FileFindings } from './report';
 import { findSyntaxErrors } from './syntax-errors';
 
-/**
- * Files above this are skipped: a 10 MB (10^7 bytes) file still lints, while one of 50 MB
- * exhausted V8's heap after minutes. `[tool.memhint] max-file-size` or `--max-file-size` change it.
- */
-export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+/** The default size limit, shared with the editor (see src/lint/regular-file.ts). */
+export { DEFAULT_MAX_FILE_SIZE } from '../lint';
 
 /** Where --fix may write: inside the real paths of the arguments (a file argument's own folder). */
 export class FixTargets {

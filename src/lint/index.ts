@@ -28,6 +28,7 @@ export { ConfigError, findProjectConfig, isExcluded, settingsForFile, type Proje
 export { fixUntilStable } from './fix';
 export { findTorchPin, TorchPinCache, type TorchPin } from './torch-pin';
 export { parseNoqa, noqaCodesEnd } from './noqa';
+export { DEFAULT_MAX_FILE_SIZE, oversizeMessage } from './regular-file';
 export { calleeMethod } from './analysis/imports';
 
 export class Linter {

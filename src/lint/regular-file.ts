@@ -51,6 +51,17 @@ export function formatSize(bytes: number): string {
   return `${bytes} bytes`;
 }
 
+/**
+ * Files above this are skipped: a 10 MB (10^7 bytes) file still lints, while one of 50 MB exhausted
+ * V8's heap after minutes. `[tool.memhint] max-file-size` (CLI and editor) or `--max-file-size` change it.
+ */
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+/** The one line for a file of `size` over `limit` (the CLI and the editor say the same). */
+export function oversizeMessage(size: number, limit: number): string {
+  return `${formatSize(size)}, over the ${formatSize(limit)} size limit; skipped`;
+}
+
 export interface ReadResult {
   readonly bytes: Buffer;
   readonly stat: fs.Stats;
@@ -101,5 +112,5 @@ export function readRegularFile(file: string, maxBytes: number): ReadResult {
 
 function check(stat: fs.Stats, limit: number): void {
   if (!stat.isFile()) throw new UnreadableFile(`${describeKind(stat)}, not a regular file; skipped`, 'not-regular');
-  if (stat.size > limit) throw new UnreadableFile(`${formatSize(stat.size)}, over the ${formatSize(limit)} size limit; skipped`, 'too-large');
+  if (stat.size > limit) throw new UnreadableFile(oversizeMessage(stat.size, limit), 'too-large');
 }

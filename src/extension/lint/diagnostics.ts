@@ -29,6 +29,7 @@ import { readLintConfig, onSettingsChanged, type LintConfig } from '../settings'
 import { buildNotebookProgram, findingsByCell, type CellInput } from './notebookProgram';
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { profileFindings } from './profileFindings';
+import { oversizeReason, sizeLimitOf } from './sizeLimit';
 import { ruleDocUri } from './ruleDocs';
 import type { RunningTorch } from './runningTorch';
 
@@ -175,13 +176,7 @@ export class DiagnosticsController implements vscode.Disposable {
     };
     if (document.uri.scheme !== 'file') return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
     try {
-      const dir = path.dirname(document.uri.fsPath);
-      let project = this.projectConfigs.get(dir);
-      if (project === undefined) {
-        // A pyproject.toml that is a FIFO, device or directory is skipped with a warning (also in Restricted Mode).
-        project = findProjectConfig(document.uri.fsPath, (m) => this.warnOnce(m));
-        this.projectConfigs.set(dir, project);
-      }
+      const project = this.projectOf(document.uri);
       if (isExcluded(project, document.uri.fsPath)) return null;
       const settings = settingsForFile(project, document.uri.fsPath, overrides);
       if (settings.targetTorch !== null) return settings;
@@ -196,6 +191,36 @@ export class DiagnosticsController implements vscode.Disposable {
       this.warnOnce(`${err.message} (using the editor settings only)`);
       return { select: this.config.select, ignore: this.config.ignore, targetTorch: this.config.targetTorch };
     }
+  }
+
+  /** [tool.memhint] of a file's folder (cached per folder); throws ConfigError for an invalid one. */
+  private projectOf(uri: vscode.Uri): ProjectConfig {
+    const dir = path.dirname(uri.fsPath);
+    let project = this.projectConfigs.get(dir);
+    if (project === undefined) {
+      // A pyproject.toml that is a FIFO, device or directory is skipped with a warning (also in Restricted Mode).
+      project = findProjectConfig(uri.fsPath, (m) => this.warnOnce(m));
+      this.projectConfigs.set(dir, project);
+    }
+    return project;
+  }
+
+  /**
+   * Why a document is too long to lint (logged once per document and size), or null. Its length comes
+   * from its last line's end, not getText(), so checking a huge document on every change costs nothing.
+   */
+  private tooLarge(document: vscode.TextDocument): string | null {
+    let project: ProjectConfig | null = null;
+    if (document.uri.scheme === 'file') {
+      try {
+        project = this.projectOf(document.uri);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // Reported by settingsFor; the default limit applies meanwhile.
+      }
+    }
+    const length = document.offsetAt(document.lineAt(document.lineCount - 1).range.end);
+    return oversizeReason(length, sizeLimitOf(project));
   }
 
   private projectConfigChanged(): void {
@@ -214,6 +239,12 @@ export class DiagnosticsController implements vscode.Disposable {
     }
     const key = document.uri.toString();
     if (this.tracked.has(key)) return;
+    const tooLarge = this.tooLarge(document);
+    if (tooLarge !== null) {
+      this.warnOnce(`${document.uri.fsPath}: ${tooLarge}`);
+      this.collection.delete(document.uri);
+      return;
+    }
     let doc: PythonDocument;
     try {
       doc = this.linter.open(document.getText());
@@ -346,6 +377,14 @@ export class DiagnosticsController implements vscode.Disposable {
       t.timer = undefined;
     }
     const started = performance.now();
+    const tooLarge = this.tooLarge(document);
+    if (tooLarge !== null) {
+      // Grew past the limit while open: stop tracking it (a later change that shrinks it opens it again).
+      this.warnOnce(`${document.uri.fsPath}: ${tooLarge}`);
+      this.close(document.uri);
+      this.linted.fire(document.uri);
+      return;
+    }
     try {
       const text = document.getText();
       let source: SourceFile;

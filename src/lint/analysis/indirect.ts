@@ -533,6 +533,13 @@ const scopeTextsMemo = new VersionMemo<string>('indirect.scopeTexts');
  * forward pass are framed on each version instead of every function of the file.
  */
 function mayReachForward(file: SourceFile): ReadonlySet<SyntaxNode> {
+  // Once per version: every scope's helperTextsSignature reads it (per scope, it made a file's cost quadratic).
+  return mayReachMemo.get(file, () => computeMayReachForward(file));
+}
+
+const mayReachMemo = new VersionMemo<ReadonlySet<SyntaxNode>>('indirect.mayReach');
+
+function computeMayReachForward(file: SourceFile): ReadonlySet<SyntaxNode> {
   const reached = new Set<SyntaxNode>();
   let level: SyntaxNode[] = [];
   for (const [scope, calls] of callsByScope(file)) if (scope.type === 'function_definition' && calls.forwards.length > 0) level.push(scope);

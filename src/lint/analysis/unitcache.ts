@@ -85,12 +85,15 @@ export function scopesOf(file: SourceFile): SyntaxNode[] {
 function toRelativeByUnit(file: SourceFile, findings: readonly RuleFinding[]): RelativeFinding[] {
   const units = file.root.children;
   return findings.flatMap((f) => {
-    let anchor: SyntaxNode | undefined;
-    for (const u of units) {
-      if (u.start > f.start) break;
-      anchor = u;
+    // Binary search (statements are in document order): a scan per finding was quadratic in a long script.
+    let lo = 0;
+    let hi = units.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (units[mid].start <= f.start) lo = mid + 1;
+      else hi = mid;
     }
-    return toRelative(anchor ?? units[0] ?? file.root, [f]);
+    return toRelative(units[lo - 1] ?? units[0] ?? file.root, [f]);
   });
 }
 

@@ -221,7 +221,12 @@ function wrapFix(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): Fix | n
   const rest = file.text.slice(stmt.end, file.lineStarts[last + 1] ?? file.text.length);
   if (!/^[ \t]*(#[^\n]*)?\r?\n?$/.test(rest)) return null;
   // Re-indenting would change the text of a string spanning lines.
-  for (const s of file.nodesOfType('string')) if (s.start >= stmt.start && s.end <= stmt.end && file.lineOf(s.start) !== file.lineOf(s.end)) return null;
+  // Only the statement's strings (by start, in document order): a scan of the file's strings per fix was quadratic in a long file.
+  const strings = file.nodesOfType('string');
+  for (let i = firstStartingAtOrAfter(strings, stmt.start); i < strings.length && strings[i].start < stmt.end; i++) {
+    const s = strings[i];
+    if (s.end <= stmt.end && file.lineOf(s.start) !== file.lineOf(s.end)) return null;
+  }
   const unit = indent.includes('\t') ? '\t' : '    ';
   const eol = eolOf(file);
   const edits = [{ start: lineStart, end: lineStart, newText: `${indent}with ${torch}.no_grad():${eol}${unit}` }];

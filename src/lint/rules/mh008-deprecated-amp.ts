@@ -4,8 +4,7 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
-import { IndexDef, KeyMemo, NodeMemo, VersionMemo } from '../session';
-import { walkSplittingFunctions, type FunctionSplitWalk } from '../analysis/unitcache';
+import { KeyMemo, VersionMemo } from '../session';
 import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
@@ -169,36 +168,25 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
   return merged === null ? null : { title: 'Switch to torch.amp (import and every use)', edits: merged };
 }
 
-/** Identifiers by name, per top-level statement and within it per function body (see walkSplittingFunctions). */
-const unitIdentifiers = new NodeMemo<Map<string, SyntaxNode[]>>('MH008.unitIdentifiers');
-const functionIdentifiers = new NodeMemo<Map<string, SyntaxNode[]>>('MH008.functionIdentifiers');
-const identifierIndex = new IndexDef<SyntaxNode>('MH008.identifiers', (file, unit) => unitIdentifiers.get(file, unit, '', () => walkSplittingFunctions(file, functionIdentifiers, '', unit, identifierWalk(file))));
-
-function identifierWalk(file: SourceFile): FunctionSplitWalk<Map<string, SyntaxNode[]>> {
-  const add = (byText: Map<string, SyntaxNode[]>, text: string, ids: readonly SyntaxNode[]): void => {
-    const list = byText.get(text);
-    if (list === undefined) byText.set(text, [...ids]);
-    else for (const id of ids) list.push(id);
-  };
-  return {
-    order: 'document',
-    fresh: () => new Map(),
-    merge: (acc, part) => {
-      for (const [text, ids] of part) add(acc, text, ids);
-    },
-    visit: (n, acc) => {
-      if (n.type === 'identifier') add(acc, file.textOf(n), [n]);
-    },
-  };
-}
-
 /**
- * The file's identifiers named `text`, in document order: merged per name from per-statement parts (a
- * one-character edit re-walks the edited function, not the file).
+ * The file's identifiers named `text`, in document order, found once per version and name in the
+ * statements' by-type indexes (compared in place, no substring per identifier). Only the few names
+ * the deprecated imports bind are ever asked for: an index of every identifier by name (kept per
+ * function for edits) held about a seventh of a big file's lint heap for these few lookups.
  */
 function identifiersNamed(file: SourceFile, text: string): readonly SyntaxNode[] {
-  return identifierIndex.get(file, text);
+  return identifiersByName.keyed(file, text, () => {
+    const out: SyntaxNode[] = [];
+    for (const unit of file.root.children) {
+      for (const id of file.nodesOfTypeInUnit(unit, 'identifier')) {
+        if (id.end - id.start === text.length && file.text.startsWith(text, id.start)) out.push(id);
+      }
+    }
+    return out;
+  });
 }
+
+const identifiersByName = new VersionMemo<readonly SyntaxNode[]>('MH008.identifiersNamed');
 
 function findImport(node: SyntaxNode): boolean {
   for (let p = node.parent; p !== null; p = p.parent) {

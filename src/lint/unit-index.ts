@@ -28,17 +28,41 @@ export function pushReused(segments: IndexSegment[], node: SyntaxNode, previousO
 
 /**
  * The index of the rebuilt statement, from the old statement's index (`old`, offsets unshifted) and
- * the segments of its new pre-order; null when a run's boundary cannot be told from offsets alone (a
- * zero-width node there), and the caller must walk the statement.
+ * the segments of its new pre-order; null when a reused subtree is zero-width (its run cannot be told
+ * from offsets), and the caller must walk the statement.
  */
 export function spliceIndex(old: NodeIndex, segments: readonly IndexSegment[]): NodeIndex | null {
-  const types = new Set<string>(old.keys());
+  // Types that a new node or a copied subtree adds to; the others only lose the nodes of replaced subtrees.
+  const added = new Set<string>();
   for (const s of segments) {
-    if (s.kind === 'node') types.add(s.node.type);
-    else if (s.kind === 'fresh') for (const t of s.index.keys()) types.add(t);
+    if (s.kind === 'node') added.add(s.node.type);
+    else if (s.kind === 'fresh') for (const t of s.index.keys()) added.add(t);
   }
   const out: NodeIndex = new Map();
-  for (const type of types) {
+  for (const [type, oldList] of old) {
+    if (added.has(type)) continue;
+    // Only reused runs: when they tile the old list, it is kept as it is (lists are never mutated).
+    let covered = 0;
+    let tiles = true;
+    const runs: number[] = [];
+    for (const s of segments) {
+      if (s.kind !== 'reused') continue;
+      const from = runStart(oldList, s.first);
+      const to = runEnd(oldList, s.last);
+      if (from === null || to === null) return null;
+      if (from === to) continue;
+      if (from !== covered) tiles = false;
+      covered = to;
+      runs.push(from, to);
+    }
+    if (tiles && covered === oldList.length) out.set(type, oldList);
+    else {
+      const list: SyntaxNode[] = [];
+      for (let k = 0; k < runs.length; k += 2) for (let i = runs[k]; i < runs[k + 1]; i++) list.push(oldList[i]);
+      if (list.length > 0) out.set(type, list);
+    }
+  }
+  for (const type of added) {
     const oldList = old.get(type);
     const list: SyntaxNode[] = [];
     for (const s of segments) {
@@ -59,30 +83,32 @@ export function spliceIndex(old: NodeIndex, segments: readonly IndexSegment[]): 
   return out;
 }
 
-/** Index in `list` (pre-order, so sorted by start) of the first node of `subtree`'s run, or null when ambiguous. */
+/**
+ * Index in `list` (pre-order, so sorted by start) of the first node of `subtree`'s run; null for a
+ * zero-width subtree (nodes after it may start where it starts and ends).
+ */
 function runStart(list: readonly SyntaxNode[], subtree: SyntaxNode): number | null {
+  if (subtree.start === subtree.end) return null;
   let i = firstStartingAtOrAfter(list, subtree.start);
-  // Nodes starting where the subtree starts are its ancestors (before it in pre-order), itself or its
-  // descendants; only a zero-width node there could also be an earlier sibling.
-  for (; i < list.length && list[i].start === subtree.start; i++) {
-    const n = list[i];
-    if (n.end === n.start) return null;
-    if (isSelfOrDescendant(n, subtree)) break;
-  }
+  // Nodes starting where the subtree starts are its ancestors and zero-width nodes before it (both
+  // earlier in pre-order), then itself and its descendants.
+  while (i < list.length && list[i].start === subtree.start && !isInside(list[i], subtree)) i++;
   return i;
 }
 
-/** Index in `list` just past the run of `subtree`, or null when ambiguous. */
+/** Index in `list` just past the run of `subtree`; null for a zero-width subtree. */
 function runEnd(list: readonly SyntaxNode[], subtree: SyntaxNode): number | null {
-  const i = firstStartingAtOrAfter(list, subtree.end);
-  // A node starting where the subtree ends follows it, unless it is zero-width (it may be its last descendant).
-  if (i < list.length && list[i].start === subtree.end && list[i].end === list[i].start) return null;
+  if (subtree.start === subtree.end) return null;
+  let i = firstStartingAtOrAfter(list, subtree.end);
+  // Only a zero-width node may start where the subtree ends and still be inside it (an empty block
+  // at the end of a def); such nodes come before any that follow the subtree.
+  while (i < list.length && list[i].start === subtree.end && list[i].end === subtree.end && isInside(list[i], subtree)) i++;
   return i;
 }
 
-/** Whether `n`, which starts where `subtree` starts, is `subtree` or inside it (every node between them starts there too). */
-function isSelfOrDescendant(n: SyntaxNode, subtree: SyntaxNode): boolean {
-  for (let x: SyntaxNode | null = n; x !== null && x.start === subtree.start && x.end <= subtree.end; x = x.parent) {
+/** Whether `n` is `subtree` or one of its descendants (every node between them lies within its range). */
+function isInside(n: SyntaxNode, subtree: SyntaxNode): boolean {
+  for (let x: SyntaxNode | null = n; x !== null && x.start >= subtree.start && x.end <= subtree.end; x = x.parent) {
     if (x === subtree) return true;
   }
   return false;

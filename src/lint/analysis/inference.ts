@@ -203,25 +203,7 @@ function boundNames(file: SourceFile, target: SyntaxNode, out: Set<string>): voi
  * stores are historyEscapes' concern.
  */
 function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, forward: SyntaxNode): boolean {
-  const nodes: SyntaxNode[] = [];
-  const stack = [region];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
-    nodes.push(n);
-    for (const c of n.children) stack.push(c);
-  }
-  nodes.sort((x, y) => x.start - y.start);
-  const derived = new Set<string>();
-  // Twice: a name derived late in a loop body is read early in the next iteration.
-  for (let pass = 0; pass < 2; pass++) {
-    for (const n of nodes) {
-      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
-      const left = childByField(n, 'left');
-      const right = childByField(n, 'right');
-      if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
-    }
-  }
+  const { nodes, derived } = derivedIn(file, region, forward);
   for (const n of nodes) {
     if (n.type === 'call') {
       const fn = childByField(n, 'function');
@@ -242,6 +224,53 @@ function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, 
   const ids = file.nodesOfType('identifier');
   for (let i = firstStartingAtOrAfter(ids, body.start); i < ids.length && ids[i].start < body.end; i++) {
     if (!contains(region, ids[i]) && derived.has(file.textOf(ids[i]))) return false;
+  }
+  return true;
+}
+
+/** The region's nodes in document order (nested definitions left out), and the names bound from the forward's history. */
+function derivedIn(file: SourceFile, region: SyntaxNode, forward: SyntaxNode): { readonly nodes: SyntaxNode[]; readonly derived: Set<string> } {
+  const nodes: SyntaxNode[] = [];
+  const stack = [region];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    nodes.push(n);
+    for (const c of n.children) stack.push(c);
+  }
+  nodes.sort((x, y) => x.start - y.start);
+  const derived = new Set<string>();
+  // Twice: a name derived late in a loop body is read early in the next iteration.
+  for (let pass = 0; pass < 2; pass++) {
+    for (const n of nodes) {
+      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
+    }
+  }
+  return { nodes, derived };
+}
+
+/**
+ * For a forward pass the flow analysis does not see (a module method, method-forwards.ts): nothing
+ * derived from its output leaves the function with history. Every use ends in `.detach()`, `.item()`,
+ * `.numpy()`...: none is returned, yielded, stored on an attribute or a subscript, put in a container or
+ * handed to a call made for its effect (`return action.detach().cpu().numpy()[0]` is acting only).
+ */
+export function historyCutInScope(file: SourceFile, scope: SyntaxNode, forward: SyntaxNode): boolean {
+  const body = scope.type === 'module' ? scope : (childByField(scope, 'body') ?? scope);
+  if (!historyDiesIn(file, scope, body, forward)) return false;
+  const { nodes, derived } = derivedIn(file, body, forward);
+  for (const n of nodes) {
+    if (n.type === 'return_statement' || n.type === 'yield') {
+      const value = n.children.find((c) => c.named) ?? null;
+      if (value !== null && refsHistory(file, value, forward, derived)) return false;
+    } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if ((left?.type === 'attribute' || left?.type === 'subscript') && right !== null && refsHistory(file, right, forward, derived)) return false;
+    }
   }
   return true;
 }

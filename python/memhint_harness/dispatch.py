@@ -41,7 +41,30 @@ def _dynamo_skip_strategy():
 _mark_dynamo_skip = _dynamo_skip_strategy()
 
 
-class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
+class FastDispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
+    """A TorchDispatchMode whose __torch_dispatch__ runs without torch's per-call Dynamo wrapper: its code
+    object (and what it calls) is marked SKIP once instead (see _dynamo_skip_strategy). Every mode memhint
+    keeps on the stack for each op derives from it: each wrapped mode cost a dozen Python calls per op."""
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
+        # replaces torch's per-call disable wrapper.
+        return _mark_dynamo_skip is None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        handler = cls.__dict__.get("__torch_dispatch__")
+        if _mark_dynamo_skip is None or handler is None or isinstance(handler, classmethod):
+            return
+        try:
+            _mark_dynamo_skip(handler.__code__)
+        except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
+            cls.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
+                handler, recursive=True)
+
+
+class DispatchMode(FastDispatchMode):
     """Feeds every aten op's outputs to the tracker."""
 
     def __init__(self, tracker):
@@ -50,12 +73,6 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         self._trampoline = None
 
     _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
-
-    @classmethod
-    def _should_skip_dynamo(cls):
-        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
-        # replaces torch's per-call disable wrapper.
-        return _mark_dynamo_skip is None
 
     def __enter__(self):
         entered = super().__enter__()
@@ -102,14 +119,6 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         if trace is not None and not tracker.disabled:
             _settrace(trace)
         return out
-
-
-if _mark_dynamo_skip is not None:
-    try:
-        _mark_dynamo_skip(DispatchMode.__torch_dispatch__.__code__)
-    except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
-        DispatchMode.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
-            DispatchMode.__dict__["__torch_dispatch__"], recursive=True)
 
 
 try:

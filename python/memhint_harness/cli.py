@@ -339,7 +339,9 @@ def _add_observers(torch, runner, tracker, user_files, device_type):
         runner.saved_watch = nograd
         runner.observers.append(nograd)
     kernels = KernelWatch(tracker, device_type)
-    tracker.watched_ops = watched_overloads(torch.ops.aten)
+    # Keyed by each overload's C function (OpOverload._op, what the mode calls): OpOverload's own __hash__ is
+    # Python code on torch 1.13, one more call per op.
+    tracker.watched_ops = frozenset(overload._op for overload in watched_overloads(torch.ops.aten))
     tracker.op_hook = kernels.on_op
     runner.observers.append(kernels)
 

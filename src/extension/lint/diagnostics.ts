@@ -30,6 +30,7 @@ import { buildNotebookProgram, findingsByCell, type CellInput } from './notebook
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { profileFindings } from './profileFindings';
 import { sameDiagnostics } from './sameDiagnostics';
+import { parseOnce } from './sourceOf';
 import { ruleDocUri } from './ruleDocs';
 import type { RunningTorch } from './runningTorch';
 
@@ -497,16 +498,6 @@ export class DiagnosticsController implements vscode.Disposable {
     this.notebooks.clear();
     this.cellResults.clear();
     for (const d of this.disposables) d.dispose();
-  }
-}
-
-/** A one-off parse (the SourceFile mirror stays valid after its tree is freed, see sourceOf.ts). */
-function parseOnce(linter: Linter, text: string): SourceFile {
-  const doc = linter.open(text);
-  try {
-    return doc.source;
-  } finally {
-    doc.dispose();
   }
 }
 

@@ -228,7 +228,11 @@ export class ProfileController {
         this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
         for (const note of report.notes) this.log.info(`note: ${note}`);
       }
-      if (result.error !== null) return this.failed(notebook === null || exportedScript === null ? result.error : errorInCells(result.error, exportedScript, notebook.program), result.failure, result.report);
+      if (result.error !== null) {
+        if (notebook === null || exportedScript === null) return this.failed(result.error, result.failure, result.report);
+        // A notebook's failure names the cell; "Go to Line" would open the temporary script, removed by then.
+        return this.failed(errorInCells(result.error, exportedScript, notebook.program), result.failure === null ? null : { kind: result.failure.kind, location: null }, result.report);
+      }
       if (result.report === null) return this.failed('no report', null, null);
       this.announcePartial(result.report, what);
       return { status: 'done', report: result.report };

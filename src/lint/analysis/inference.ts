@@ -75,7 +75,8 @@ class GradientReach {
     if (isGradientCall(this.file, call)) return true;
     const name = calleeLastName(this.file, call);
     const defs = name === null ? undefined : this.functions.get(name);
-    return defs !== undefined && defs.some((d) => this.functionReaches(d));
+    if (defs === undefined) return trainsInUnseenMethod(this.file, call);
+    return defs.some((d) => this.functionReaches(d));
   }
 
   functionReaches(fn: SyntaxNode): boolean {
@@ -94,6 +95,29 @@ class GradientReach {
     if (r === undefined) this.nodeMemo.set(node, (r = callsIn(this.file, node).some((c) => this.callReaches(c))));
     return r;
   }
+}
+
+/** Arguments that say the callee trains: an optimizer, or a loss. */
+const TRAINING_ARGUMENT = /optim|loss/i;
+
+/**
+ * `self.take_optimisation_step(self.optimizer, self.net, loss)` where no function of this file has that
+ * name (a base class of another file owns the update): handed an optimizer or a loss, that method may well
+ * call backward() and step. Seen on real RL agents (p-christ's agents, whose `learn()` runs
+ * `update_critic_parameters()`, which hands the losses to the base class's `take_optimisation_step`).
+ * Names, not taint: a module's output handed to `self.criterion(out, y)` says nothing about training.
+ */
+export function trainsInUnseenMethod(file: SourceFile, call: SyntaxNode): boolean {
+  const callee = childByField(call, 'function');
+  if (callee === null || callee.type !== 'attribute') return false;
+  const parts = file.textOf(callee).split('.');
+  if (parts.length !== 2 || parts[0] !== 'self') return false;
+  const args = childByField(call, 'arguments');
+  for (const a of args?.children ?? []) {
+    const value = a.type === 'keyword_argument' ? childByField(a, 'value') : a;
+    if (value !== null && (value.type === 'identifier' || value.type === 'attribute') && TRAINING_ARGUMENT.test(file.textOf(value))) return true;
+  }
+  return false;
 }
 
 /** One call-graph memo per version of the file (everything it holds is derived from that version). */

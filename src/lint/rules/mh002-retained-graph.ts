@@ -10,6 +10,7 @@ import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
+import { leafDerivedStores } from '../analysis/leaf-state';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -178,7 +179,30 @@ const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
   const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
-  return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
+  const scoped = checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
+  const derived = leafStateFindings(file);
+  return derived.length === 0 ? scoped : [...scoped, ...derived.filter((d) => !scoped.some((f) => f.start === d.start))];
+}
+
+/**
+ * `self.alpha = self.log_alpha.exp()` in an update method (SAC's temperature): a tensor computed from a
+ * hand-made leaf that requires grad, stored on the object with its graph. Class-wide (the leaf is created in
+ * `__init__`), so it is computed per file, outside the per-scope cache.
+ */
+function leafStateFindings(file: SourceFile): RuleFinding[] {
+  return leafDerivedStores(file).map((s) => {
+    const text = file.textOf(s.value);
+    const short = text.length > 40 ? `${text.slice(0, 37)}...` : text;
+    const fix: Fix = { title: 'Store a detached tensor', edits: [appendCall(file, s.value, 'detach')] };
+    return {
+      start: s.node.start,
+      end: s.node.end,
+      message:
+        `\`${s.key}\` stores \`${short}\`, computed from the leaf \`${s.leaf}\` (requires_grad=True), with its autograd graph: it is kept into the next update, ` +
+        `and the losses that use \`${s.key}\` there backpropagate into \`${s.leaf}\` through it. Store \`${short}.detach()\` (or \`.item()\`).`,
+      fix,
+    };
+  });
 }
 
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {

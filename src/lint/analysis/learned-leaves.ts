@@ -50,7 +50,15 @@ function compute(file: SourceFile): ReadonlySet<string> {
 }
 
 function createsLeaf(file: SourceFile, call: SyntaxNode): boolean {
-  if (PARAMETER.test(calleeName(file, call) ?? '')) return true;
+  const callee = calleeName(file, call) ?? '';
+  if (PARAMETER.test(callee)) return true;
+  // `torch.tensor(0.0, device=d).requires_grad_()`: the in-place flag on a freshly created tensor
+  const fn = childByField(call, 'function');
+  const method = fn?.type === 'attribute' ? childByField(fn, 'attribute') : null;
+  if (method !== null && file.textOf(method) === 'requires_grad_') {
+    const flag = positionalArguments(call)[0] ?? keywordArgument(file, call, 'requires_grad');
+    return flag === null || flag === undefined || file.textOf(flag) === 'True';
+  }
   const flag = keywordArgument(file, call, 'requires_grad');
   return flag !== null && file.textOf(flag) === 'True';
 }

@@ -11,6 +11,7 @@ import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analys
 import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
 import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
+import { calleeName } from '../analysis/imports';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -231,6 +232,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
 
 /** Conversions that leave no history (or `.data`, which shares storage without it). */
 const NO_HISTORY = /\.(detach|item|tolist|numpy)\s*\(|\.data\b/;
+/** Calls whose result is a Python number, without history: `float(self.log_alpha.exp())`. */
+const TO_NUMBER = /^(float|int|bool|round|math\.\w+)$/;
 
 /**
  * `self.alpha = self.log_alpha.exp()` in an update method, with `self.log_alpha` a tensor its optimizer
@@ -249,7 +252,7 @@ function derivedFromLearnedLeaf(file: SourceFile, scope: SyntaxNode): RuleFindin
     const value = childByField(asg, 'right');
     const key = left?.type === 'attribute' ? keyOf(file, left) : null;
     if (key === null || value === null || leaves.has(key) || value.type === 'attribute' || value.type === 'identifier') continue;
-    if (NO_HISTORY.test(file.textOf(value)) || gradOffAt(file, asg)) continue;
+    if (NO_HISTORY.test(file.textOf(value)) || gradOffAt(file, asg) || TO_NUMBER.test(calleeName(file, value) ?? '')) continue;
     const leaf = leafIn(file, value, leaves);
     if (leaf === null) continue;
     const text = shorten(file.textOf(value));

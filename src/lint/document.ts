@@ -581,18 +581,25 @@ class Reconciler {
       parent,
     };
     segments.push({ kind: 'node', node });
-    const oldChildren = new Map<string, number>();
-    old.children.forEach((c, i) => {
-      const s = mapOffset(c.start, this.spans);
-      if (s !== null) oldChildren.set(`${c.type}:${s}`, i);
-    });
+    // Where each old child starts after the edits (null where an edit touches it): non-decreasing, like
+    // the new children's starts, so one pointer walks both (no string keys per child of a long block).
+    const oldChildren = old.children;
+    const moved = oldChildren.map((c) => mapOffset(c.start, this.spans));
+    let p = 0;
     if (cursor.gotoFirstChild()) {
       do {
-        const at = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex + this.base}`);
+        const childType = cursor.nodeType;
+        const childStart = cursor.startIndex + this.base;
+        while (p < moved.length && (moved[p] === null || moved[p]! < childStart)) p++;
+        // The last old child of this type starting here (zero-width siblings may share a start).
+        let at: number | undefined;
+        for (let q = p; q < moved.length && (moved[q] === null || moved[q] === childStart); q++) {
+          if (moved[q] !== null && oldChildren[q].type === childType) at = q;
+        }
         node.children.push(
           at === undefined
             ? this.copy(cursor, node, segments)
-            : this.reconcile(cursor, old.children[at], node, depth + 1, segments, at > 0 ? old.children[at - 1] : null),
+            : this.reconcile(cursor, oldChildren[at], node, depth + 1, segments, at > 0 ? oldChildren[at - 1] : null),
         );
       } while (cursor.gotoNextSibling());
       cursor.gotoParent();

@@ -202,12 +202,14 @@ def run_target(tracker, runner, options, user_files, contexts, classify=None):
     may name the kind of an exception from the user's code (an OOM) before it is reported."""
     import contextlib
 
+    from .imports import UntracedImports
     from .runner import TargetError
 
     failure = None
     sys.settrace(tracker.trace_call)
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(UntracedImports(tracker, user_files.is_user))  # library imports untraced
             for context in contexts:
                 stack.enter_context(context)
             runner.run()

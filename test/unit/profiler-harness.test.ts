@@ -225,6 +225,21 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.deepEqual(self('return d'), [3, 0, 3 * 12000]);
   });
 
+  it('runs a library module\'s body untraced, and a user module it imports traced, charging both to the user lines', async () => {
+    const dir = path.join(FIXTURES, 'imports');
+    const script = path.join(dir, 'import_step.py');
+    const report = ok(await runProfile(options({
+      script, warmup: 0, steps: 1, env: { ...process.env, PYTHONPATH: path.join(dir, 'site-packages') },
+    })));
+    // fakelib's body allocates 8,000 bytes only when the tracer is off, plugin.py's 4,000 only when it is on
+    const imported = lineOf(report, script, 'import fakelib  # 8,000 bytes in the library\'s body, 4,000 in plugin.py\'s');
+    assert.equal(imported.self.allocated, 8000);
+    assert.equal(imported.inclusive.allocated, 12000);
+    const plugin = lineOf(report, path.join(dir, 'plugin.py'),
+      'kept = torch.zeros(1000 if sys.gettrace() is not None else 1500)  # 4,000 bytes when traced, as it must be');
+    assert.equal(plugin.self.allocated, 4000);
+  });
+
   it('measures a step that calls a torch.compile\'d function, as eager code (torch 2.x)', async function () {
     const version = await new Promise<string>((resolve, reject) =>
       execFile(PYTHON, ['-c', 'import torch; print(torch.__version__)'], (error, out) => (error ? reject(new Error(error.message)) : resolve(out))),

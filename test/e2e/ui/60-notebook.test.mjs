@@ -35,16 +35,20 @@ async function decoratedLines() {
 }
 
 /**
- * The CodeLens links rendered in the notebook, each with the index of the code cell whose editor it sits
- * in, by position (cell editors may render their widgets outside their own DOM subtree).
+ * The CodeLens links rendered in the notebook, each with the first line of the cell editor it sits in
+ * (the editor that holds it, else the one whose box holds it: widgets may render outside their editor).
  */
 async function cellLenses() {
-  return session.page.locator('.notebook-editor').filter({ visible: true }).first().evaluate((nb) => {
-    const editors = [...nb.querySelectorAll('.monaco-editor')].filter((e) => e.querySelector('.view-lines') && e.getBoundingClientRect().height > 0).map((e) => e.getBoundingClientRect()).sort((a, b) => a.top - b.top);
-    return [...nb.querySelectorAll('.codelens-decoration a')].map((a) => {
+  return session.page.evaluate(() => {
+    const firstLine = (editor) => [...editor.querySelectorAll('.view-lines .view-line')]
+      .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
+      .map((l) => (l.textContent ?? '').replace(/\u00a0/g, ' ').trim())[0] ?? '';
+    const editors = [...document.querySelectorAll('.monaco-editor')].filter((e) => e.querySelector('.view-lines') && e.getBoundingClientRect().height > 0);
+    return [...document.querySelectorAll('.codelens-decoration a')].filter((a) => a.getBoundingClientRect().height > 0).map((a) => {
       const box = a.getBoundingClientRect();
       const middle = box.top + box.height / 2;
-      return { cell: editors.findIndex((e) => middle >= e.top && middle <= e.bottom), title: (a.textContent ?? '').trim() };
+      const editor = a.closest('.monaco-editor') ?? editors.find((e) => middle >= e.getBoundingClientRect().top && middle <= e.getBoundingClientRect().bottom);
+      return { cell: editor === undefined ? '' : firstLine(editor), title: (a.textContent ?? '').trim() };
     });
   });
 }
@@ -64,10 +68,10 @@ describe('UI: a notebook step (CodeLens, predict from a cell)', function () {
     await wb.openFile(file, { timeoutMs: 60_000 });
     await page.locator('.notebook-editor .codelens-decoration a', { hasText: 'Predict memory on CUDA' }).filter({ visible: true }).first().waitFor({ timeout: 60_000 });
     const lenses = await cellLenses();
-    // Code cells from the top: 0 model, 1 train_step, 2 make_inputs, 3 loop (the markdown cell has no editor).
+    // Only above the step's cell, whose first line is its def.
     const byTitle = (t) => lenses.filter((l) => l.title.includes(t)).map((l) => l.cell);
-    assert.deepEqual(byTitle('Profile this step'), [1], JSON.stringify(lenses));
-    assert.deepEqual(byTitle('Predict memory on CUDA'), [1], JSON.stringify(lenses));
+    assert.deepEqual(byTitle('Profile this step'), ['def train_step(x, y):'], JSON.stringify(lenses));
+    assert.deepEqual(byTitle('Predict memory on CUDA'), ['def train_step(x, y):'], JSON.stringify(lenses));
     await wb.screenshot('notebook-codelens-dark');
   });
 

@@ -101,7 +101,7 @@ export class Workbench {
     return labels.map((l) => l.trim());
   }
 
-  /** Opens a workspace file with quick open (Ctrl+P) and waits for its editor tab to be active. */
+  /** Opens a workspace file (or notebook) with quick open (Ctrl+P) and waits for its editor tab to be active. */
   async openFile(relativePath, { timeoutMs = 15_000 } = {}) {
     await this.focusWorkbench();
     await this.page.keyboard.press(`${mod}+P`);
@@ -115,7 +115,9 @@ export class Workbench {
     await row.waitFor({ timeout: timeoutMs });
     await this.page.keyboard.press('Enter');
     await this.page.locator('.tabs-container .tab.active', { hasText: base }).waitFor({ timeout: timeoutMs });
-    await this.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: timeoutMs });
+    // A text editor, or a notebook's cell editors (a notebook has no single editor instance).
+    // A notebook keeps hidden editors (its markdown cells', a closed notebook's pooled widget): a visible one.
+    await this.page.locator('.editor-instance .monaco-editor .view-lines, .notebook-editor .monaco-editor .view-lines').filter({ visible: true }).first().waitFor({ timeout: timeoutMs });
   }
 
   /** Moves the cursor with Go to Line (Ctrl+G), 1-based line and column as the status bar shows them. */

@@ -9,12 +9,17 @@ allocations and frees made since the previous node finished: exact on CPU, where
 one in the calling thread."""
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
 import torch
 
+from .linetrace import SWITCH_TRACE
 from .records import MODULE_KEY, NODE_KEY
+
+_gettrace = sys.gettrace
+_settrace = sys.settrace
 
 
 class BackwardAttribution:
@@ -89,7 +94,16 @@ class BackwardAttribution:
             return found
 
         def hook(grad_inputs, grad_outputs, site=site, module=module):
-            self.node_done(site, module)
+            # Run by autograd after every tagged node, with the line tracer on: node_done runs with it
+            # switched off (each of its Python calls would be a trace event); it calls no user code.
+            trace = _gettrace() if SWITCH_TRACE else None
+            if trace is not None:
+                _settrace(None)
+            try:
+                self.node_done(site, module)
+            finally:
+                if trace is not None and not self.tracker.disabled:
+                    _settrace(trace)
 
         self._site_hooks[(site, module)] = hook
         return hook

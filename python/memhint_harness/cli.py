@@ -63,7 +63,9 @@ def _setup_args(text, parser):
     return value
 
 
-def main(argv):
+def main(argv, observers=()):
+    """`observers`: further observers.StepObserver told of the step boundaries (the distributed entry point's
+    collective log)."""
     try:
         options = parse_args(argv)
     except SystemExit as exit_:
@@ -74,7 +76,7 @@ def main(argv):
     channel = Channel(options.protocol_fd, nonce)
     lifeline.start()
     try:
-        return _run(options, channel)
+        return _run(options, channel, observers)
     finally:
         channel.close()
 
@@ -94,7 +96,7 @@ def _user_location(tb, user_files):
     return found
 
 
-def _run(options, channel):
+def _run(options, channel, observers=()):
     if options.function is None and options.setup is not None:
         return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
     if options.loop not in (None, "auto") and not options.loop.isdigit():
@@ -152,6 +154,7 @@ def _run(options, channel):
     _warm_dispatch_modes(torch)
     tracker, state, runner, mode = instrument(torch, options, "cuda" if backend == "cuda" else "cpu", channel,
                                               storage_api, user_files, trace_history=history)
+    runner.observers.extend(observers)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=tracker.disable_in_child)
     if backend != "cuda":
@@ -336,7 +339,9 @@ def _add_observers(torch, runner, tracker, user_files, device_type):
         runner.saved_watch = nograd
         runner.observers.append(nograd)
     kernels = KernelWatch(tracker, device_type)
-    tracker.watched_ops = watched_overloads(torch.ops.aten)
+    # Keyed by each overload's C function (OpOverload._op, what the mode calls): OpOverload's own __hash__ is
+    # Python code on torch 1.13, one more call per op.
+    tracker.watched_ops = frozenset(overload._op for overload in watched_overloads(torch.ops.aten))
     tracker.op_hook = kernels.on_op
     runner.observers.append(kernels)
 

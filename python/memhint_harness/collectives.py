@@ -9,6 +9,9 @@ described by what it moved and for whom: the operation, the buffer's bytes (the 
 all-gather, the unsharded input of a reduce-scatter), forward or backward, the user's line, and the FSDP
 unit whose frame issued it (FSDP1: the FlatParamHandle's module; FSDP2: the FSDPParamGroup's module fqn).
 One JSON object per call is appended to the rank's file; the CLI aggregates them per line and unit.
+Each record also says which step issued it (the runner tells this log of step boundaries, as an
+observers.StepObserver): a profiled step's index, a warmup step, or outside any step (the script's own
+code around the step function), so that the CLI can give calls per profiled step, not per run.
 
 The wrappers look up nothing but frames and tensor sizes, and never change the call: a failure to describe
 a call is written as the record's error, the collective runs as the user's code asked.
@@ -41,6 +44,20 @@ class CollectiveLog:
         self.user_frame = user_frame
         self.names = {}
         self._depth = 0
+        self._in_step = False
+        self._step = None  # the profiled step's index; None in warmup (and outside steps)
+
+    # observers.StepObserver: the runner's step boundaries
+    def step_begin(self, profiled):
+        self._in_step = True
+        self._step = profiled
+
+    def step_end(self, profiled):
+        self._in_step = False
+        self._step = None
+
+    def contribute(self, report, code_of):
+        """The records go to the rank's own file, not the report."""
 
     def install(self):
         try:
@@ -94,6 +111,8 @@ class CollectiveLog:
             "phase": "backward" if backward else "forward",
             "location": self.user_frame(),
             "unit": self._unit(sys._getframe(2)),
+            "step": self._step if self._in_step else None,
+            "warmup": self._in_step and self._step is None,
         }
 
     def _unit(self, frame):

@@ -3,10 +3,12 @@ trampoline that spares the op the Python mode stack."""
 from __future__ import annotations
 
 import sys
+import threading
 
 import torch
 
 from .linetrace import SWITCH_TRACE as _SWITCH_TRACE
+from .storage import PLAIN_TENSOR_TYPES
 
 try:
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -14,6 +16,8 @@ except ImportError:  # pragma: no cover - torch < 1.12
     TorchDispatchMode = None
 
 _gettrace = sys.gettrace
+_get_ident = threading.get_ident
+_is_grad_enabled = torch.is_grad_enabled
 _settrace = sys.settrace
 _Tensor = torch.Tensor
 
@@ -41,7 +45,30 @@ def _dynamo_skip_strategy():
 _mark_dynamo_skip = _dynamo_skip_strategy()
 
 
-class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
+class FastDispatchMode(TorchDispatchMode if TorchDispatchMode is not None else object):  # pyright: ignore[reportGeneralTypeIssues]
+    """A TorchDispatchMode whose __torch_dispatch__ runs without torch's per-call Dynamo wrapper: its code
+    object (and what it calls) is marked SKIP once instead (see _dynamo_skip_strategy). Every mode memhint
+    keeps on the stack for each op derives from it: each wrapped mode cost a dozen Python calls per op."""
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
+        # replaces torch's per-call disable wrapper.
+        return _mark_dynamo_skip is None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        handler = cls.__dict__.get("__torch_dispatch__")
+        if _mark_dynamo_skip is None or handler is None or isinstance(handler, classmethod):
+            return
+        try:
+            _mark_dynamo_skip(handler.__code__)
+        except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
+            cls.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
+                handler, recursive=True)
+
+
+class DispatchMode(FastDispatchMode):
     """Feeds every aten op's outputs to the tracker."""
 
     def __init__(self, tracker):
@@ -50,12 +77,6 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
         self._trampoline = None
 
     _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
-
-    @classmethod
-    def _should_skip_dynamo(cls):
-        # Read by TorchDispatchMode.__init_subclass__ (torch 2.x): False when the code-level skip below
-        # replaces torch's per-call disable wrapper.
-        return _mark_dynamo_skip is None
 
     def __enter__(self):
         entered = super().__enter__()
@@ -89,27 +110,43 @@ class DispatchMode(TorchDispatchMode if TorchDispatchMode is not None else objec
             raise
         if not isinstance(out, (_Tensor, tuple, list)):
             return out  # sizes, scalars, None: nothing that can hold a storage (on_outputs would do nothing)
+        if type(out) in PLAIN_TENSOR_TYPES and op not in tracker.watched_ops:
+            # tracker.on_outputs' path for one plain tensor whose storage is live in the ledger at its
+            # recorded size (a view, an in-place op, most ops of an optimizer step), inlined: only C functions
+            # are called, so the tracer sees no event and needs no switching off. Anything else (a new or
+            # resized storage, an address reused after a free, a storage-less tensor) goes on to on_outputs,
+            # which makes the same checks again.
+            try:
+                if not tracker._on_device(out):
+                    return out
+                storage = tracker._storage_of(out)
+                rec = tracker.live.get(storage._cdata)
+                if rec is not None and rec.nbytes == storage.nbytes() and not tracker._expired(rec.handle):
+                    if tracker.in_backward or not _is_grad_enabled():
+                        return out
+                    # tracker.current_site() and ModuleLedger.top(), inlined (in_backward is 0 here).
+                    stack = tracker.stack
+                    if stack and _get_ident() == tracker.main_thread:
+                        top = stack[-1]
+                        modules = tracker.modules
+                        module = modules.stack[-1] if modules is not None and modules.stack else None
+                        tracker.pending.append((out, rec, (top.file, top.line, top.func), module))
+                    return out
+            except Exception:  # noqa: BLE001 - storage-less tensors and harness bugs alike: on_outputs decides
+                pass
         # The bookkeeping runs with the tracer off: its own calls would each be a trace event.
         trace = _gettrace() if _SWITCH_TRACE else None
         if trace is not None:
             _settrace(None)
         try:
             tracker.on_outputs(out)
-            if func in tracker.watched_ops:
+            if op in tracker.watched_ops:
                 tracker.op_hook(func)
         except Exception:  # tracker.guard, inlined: this runs for every op
             tracker.fail()
         if trace is not None and not tracker.disabled:
             _settrace(trace)
         return out
-
-
-if _mark_dynamo_skip is not None:
-    try:
-        _mark_dynamo_skip(DispatchMode.__torch_dispatch__.__code__)
-    except Exception:  # noqa: BLE001 - the API is there but refuses: torch's own wrapper, as for any mode
-        DispatchMode.__torch_dispatch__ = torch._disable_dynamo(  # pyright: ignore[reportAttributeAccessIssue]
-            DispatchMode.__dict__["__torch_dispatch__"], recursive=True)
 
 
 try:

@@ -44,7 +44,7 @@ def main(argv):
     _watch_fsdp(os.path.join(directory, "rank-%d.fsdp.jsonl" % rank), collectives)
     from .cli import main as harness_main
 
-    return harness_main(["--protocol-fd", str(fd)] + rest)
+    return harness_main(["--protocol-fd", str(fd)] + rest, observers=[collectives])
 
 
 def _caller_in_user_code():

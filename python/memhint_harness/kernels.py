@@ -9,7 +9,8 @@ those lines (report.kernelWorkspaces) and says so in a note. On CUDA the workspa
 allocator, so each line's `cuda` figures (memory_allocated at the line's boundaries, its peak inside the
 line) include them.
 
-The check is one set lookup per op in the dispatch mode (tracker.watched_ops); only matching ops call here.
+The check is one set lookup per op in the dispatch mode (tracker.watched_ops, keyed by OpOverload._op); only
+matching ops call here.
 """
 from __future__ import annotations
 

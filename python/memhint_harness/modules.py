@@ -11,11 +11,17 @@ the end of each backward() (gradients set to None later in the step would otherw
 """
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
+
+from .linetrace import SWITCH_TRACE
+
+_gettrace = sys.gettrace
+_settrace = sys.settrace
 
 ModuleKey = Tuple[int, str]  # (root index, path under the root; "" for the root itself)
 MODULE_KEY = "memhint_module"
@@ -60,24 +66,43 @@ class ModuleLedger:
 
     # ------------------------------------------------------------ module stack
 
+    # Both hooks run for every module call, with the line tracer on (nn.Module calls them): their bodies run
+    # with it switched off, or each Python call in them (the WeakKeyDictionary lookup, ...) is a trace event.
+    # They call no user code, and the hook's own call event (the one that may pop a returned user frame)
+    # comes before the switch, so the tracer sees the same user events as before.
+
     def _pre_hook(self, module: torch.nn.Module, inputs: Any) -> None:
         if threading.get_ident() != self.main_thread:
             return
-        key = self.paths.get(module)
-        if key is None:
-            key = self._add_root(module)
-        self.stack.append(key)
-        if self.is_profiling():
-            self._counter(key)[_CALLS] += 1
+        trace = _gettrace() if SWITCH_TRACE else None
+        if trace is not None:
+            _settrace(None)
+        try:
+            key = self.paths.get(module)
+            if key is None:
+                key = self._add_root(module)
+            self.stack.append(key)
+            if self.is_profiling():
+                self._counter(key)[_CALLS] += 1
+        finally:
+            if trace is not None:
+                _settrace(trace)
 
     def _post_hook(self, module: torch.nn.Module, inputs: Any, output: Any) -> None:
         if threading.get_ident() != self.main_thread:
             return
-        key = self.paths.get(module)
-        # A forward that raised never ran its post hook: unwind to this module's own entry.
-        if key is not None and key in self.stack:
-            while self.stack and self.stack.pop() != key:
-                pass
+        trace = _gettrace() if SWITCH_TRACE else None
+        if trace is not None:
+            _settrace(None)
+        try:
+            key = self.paths.get(module)
+            # A forward that raised never ran its post hook: unwind to this module's own entry.
+            if key is not None and key in self.stack:
+                while self.stack and self.stack.pop() != key:
+                    pass
+        finally:
+            if trace is not None:
+                _settrace(trace)
 
     def _add_root(self, module: torch.nn.Module) -> ModuleKey:
         """A module that runs outside any known model is a root: its whole tree gets paths."""

@@ -12,8 +12,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .linetrace import SWITCH_TRACE
 from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line
 from .tracker import StopProfiling
+
+_gettrace = sys.gettrace
+_settrace = sys.settrace
 
 
 class TargetError(Exception):
@@ -505,19 +509,35 @@ def _saved_tensor_hooks(tracker, runner):
         return None
 
     def pack(tensor):
+        # Called by autograd for every tensor an op saves, with the line tracer on: the harness's own work
+        # here runs with it switched off (each of its Python calls would be a trace event), the detach in
+        # between with it on, as any op (a tensor subclass's __torch_dispatch__ may be the user's code).
         if not tracker.disabled:
+            trace = _gettrace() if SWITCH_TRACE else None
+            if trace is not None:
+                _settrace(None)
             tracker.guard(tracker.on_saved, tensor)
+            if trace is not None and not tracker.disabled:
+                _settrace(trace)
         # A detached alias, not the tensor itself: holding an op's output from its own graph node would
         # create a reference cycle and delay its free until the garbage collector runs. Tensors without a
         # grad_fn (leaves, and the wrapped Python numbers of `x * 2`) cannot form one and are kept as is.
         alias = tensor if tensor.grad_fn is None else tensor.detach()
         watch = runner.saved_watch
         if watch is not None and not tracker.disabled:
-            return watch.pack(alias, tensor)
+            trace = _gettrace() if SWITCH_TRACE else None
+            if trace is not None:
+                _settrace(None)
+            try:
+                return watch.pack(alias, tensor)
+            finally:
+                if trace is not None and not tracker.disabled:
+                    _settrace(trace)
         return alias
 
     def unpack(packed):
-        watch = runner.saved_watch
-        return watch.unpack(packed) if watch is not None else packed
+        return packed
 
-    return lambda: hooks(pack, unpack)
+    # The watch's own unpack when there is one (set up before any step): one Python call per unpacked
+    # tensor, not two.
+    return lambda: hooks(pack, runner.saved_watch.unpack if runner.saved_watch is not None else unpack)

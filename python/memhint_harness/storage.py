@@ -48,6 +48,7 @@ class StorageApi:
         # The C function itself, for the tracker's hot loop.
         self.expired_raw = self._expired
         self._free = storage_cls._free_weak_ref if self.weak_refs else None
+        self.free_raw = self._free  # the C function itself, for the tracker's hot loop
         # methodcaller: a C-level call, no Python frame per tensor on the tracker's hot path.
         if self.untyped:
             self.storage_of = methodcaller("untyped_storage")

@@ -93,11 +93,13 @@ class Tracker:
         self.modules: Optional[ModuleLedger] = None  # when torch has global module hooks
         self.backward_hook: Optional[Callable[[], Any]] = None  # called at the end of each profiled backward()
         self.node_hook: Optional[Callable[[], Any]] = None  # nograd.py: called per new forward graph node tagged
-        self.watched_ops: frozenset = frozenset()  # kernels.py: ops passed to op_hook by the dispatch mode
+        # kernels.py: the C functions (OpOverload._op) of the ops whose OpOverload the dispatch mode passes to op_hook
+        self.watched_ops: frozenset = frozenset()
         self.op_hook: Optional[Callable[[Any], Any]] = None
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
+        self._free_handle = storage_api.free_raw
         self._on_device = _device_flag(device_type)
         self.tracer = LineTracer(self, user_files)
         self.trace_call = self.tracer.trace_call  # what sys.settrace gets
@@ -180,12 +182,14 @@ class Tracker:
             self.autograd.flush_pending()
         dead = self.ledger.expired(full)
         if dead:
-            free = self.api.free
+            free = self._free_handle
             forget = self.ledger.forget
+            on_free = self._on_free
             for rec in dead:
                 forget(rec)
-                free(rec.handle)
-                self._on_free(rec, rec.nbytes)
+                if rec.handle is not None:
+                    free(rec.handle)
+                on_free(rec, rec.nbytes)
         if self.returning and _get_ident() == self.main_thread:
             self.tracer.pop_returned()
 
@@ -209,13 +213,21 @@ class Tracker:
                 self._acc(site[:2]).bw_c[1] += nbytes
                 self._charge_stack(nbytes, freed=True, self_too=False)
                 return
-        self._charge_stack(nbytes, freed=True, self_too=True)
+            if not self.stack:
+                return
+        elif not self.stack or _get_ident() != self.main_thread:
+            return  # _charge_stack's check, made once here
+        self._charge_accs(nbytes, True, True)
 
     def _charge_stack(self, nbytes, freed, self_too):
         # Another thread (CUDA's autograd device threads) charges the main stack only during backward(),
         # while the main thread waits in the backward() line.
         if not self.stack or (not self.in_backward and _get_ident() != self.main_thread):
             return
+        self._charge_accs(nbytes, freed, self_too)
+
+    def _charge_accs(self, nbytes, freed, self_too):
+        """_charge_stack once its check passed (the stack is not empty and belongs to this thread)."""
         accs = self._stack_accs
         if accs is None:
             accs = self._collect_stack_accs()
@@ -251,6 +263,7 @@ class Tracker:
         return accs
 
     def on_alloc(self, cdata, nbytes, storage, tensor):
+        """A storage seen for the first time: its record, charged to the running line. Returns the record."""
         self.serial += 1
         stack = self.stack
         in_backward = self.in_backward
@@ -267,6 +280,7 @@ class Tracker:
             rec.module = self.autograd.running_module() if in_backward else modules.top()
         self.ledger.remember(rec)
         self._grow(rec, nbytes, bw_site)
+        return rec
 
     def _grow(self, rec, nbytes, bw_site):
         live = self.live_bytes = self.live_bytes + nbytes
@@ -285,12 +299,13 @@ class Tracker:
             self.bw_pending.setdefault(_get_ident(), []).append((rec, nbytes, self.in_step))
         if not self.in_step:
             return
-        stack_ok = self.stack and (in_backward or _get_ident() == self.main_thread)
+        stack = self.stack
+        stack_ok = stack and (in_backward or _get_ident() == self.main_thread)
         if stack_ok:
-            top = self.stack[-1]
+            top = stack[-1]
             if live > top.incl_max:
                 top.incl_max = live
-            if live > top.self_max and not self.in_backward:
+            if live > top.self_max and not in_backward:
                 top.self_max = live
         if live > self.step_peak:
             self.step_peak = live
@@ -300,15 +315,17 @@ class Tracker:
             self.step_peak_phase = self.phase()
         if hooks_backward:
             return
-        if self.in_backward and bw_site is not None:
+        if in_backward and bw_site is not None:
             self._charge_backward(bw_site, nbytes)
-            self._charge_stack(nbytes, freed=False, self_too=False)
+            if stack_ok:
+                self._charge_accs(nbytes, False, False)
             if rec.module is not None:
                 self.modules.charge_backward(rec.module, nbytes)
             return
         if not in_backward and rec.module is not None:
             self.modules.charge_forward(rec.module, nbytes)
-        self._charge_stack(nbytes, freed=False, self_too=True)
+        if stack_ok:
+            self._charge_accs(nbytes, False, True)
 
     def _charge_backward(self, site, nbytes):
         c = self._acc(site[:2]).bw_c
@@ -342,7 +359,9 @@ class Tracker:
             site = self.current_site()
             if site is not None:
                 module = self.modules.top() if self.modules is not None else None
-                self.pending.extend((tensor, rec, site, module) for tensor, rec in seen)
+                append = self.pending.append
+                for tensor, rec in seen:
+                    append((tensor, rec, site, module))
 
     def _see(self, tensor, seen):
         if not self._on_device(tensor):
@@ -361,8 +380,7 @@ class Tracker:
                 # Frees are collected right before each allocation, so the live level is exact at every
                 # allocation (hence at every peak) without polling around ops that allocate nothing.
                 self.poll(full=False)
-                self.on_alloc(cdata, nbytes, storage, tensor)
-                rec = self.live.get(cdata)
+                rec = self.on_alloc(cdata, nbytes, storage, tensor)
         elif rec.nbytes != nbytes:
             self.poll(full=False)
             delta = nbytes - rec.nbytes

@@ -42,7 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Memhin
   const hints = new HintsController(reports, log, notebookExports);
   const codeLens = new StepCodeLensProvider(diagnostics, linter);
   const profiler = new ProfileController(runProfileRequest, reports, diagnostics, linter, log, notebookExports);
-  const predictor = new PredictController(runPrediction, reports, diagnostics, linter, context.workspaceState, log);
+  const predictor = new PredictController(runPrediction, reports, diagnostics, linter, context.workspaceState, log, notebookExports);
   const python = { language: 'python' };
 
   context.subscriptions.push(

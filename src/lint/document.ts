@@ -6,6 +6,7 @@ import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
 import { AnalysisSession } from './session';
 import { positionIn, SourceFile, spliceLineStarts, type NodeIndex, type SyntaxNode } from './syntax';
+import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
 export interface TextChange {
@@ -296,9 +297,13 @@ export class PythonDocument {
         const index: NodeIndex = new Map();
         return { node: copySubtree(cursor, root, this.tables, base, index), index };
       }
-      const node = reconciler.reconcile(cursor, old.node, root, 0);
-      // A unit reused whole keeps its index; anything rebuilt is re-indexed by a cheap JS walk.
-      return node === old.node ? old : { node, index: indexSubtree(node) };
+      const segments: IndexSegment[] = [];
+      const node = reconciler.reconcile(cursor, old.node, root, 0, segments, null);
+      // A unit reused whole keeps its index; a rebuilt one splices it from the old one (before the
+      // reused parts move), or, where that cannot tell a boundary, re-indexes by a JS walk.
+      const index = node === old.node ? old.index : spliceIndex(old.index, segments);
+      reconciler.applyShifts();
+      return node === old.node ? old : { node, index: index ?? indexSubtree(node) };
     };
   }
 
@@ -528,9 +533,14 @@ const MAX_RECONCILE_DEPTH = 256;
 /**
  * Rebuilds the mirror of a changed node, reusing (shifted) every old child subtree that sits at the
  * same place after the edits and that tree-sitter reports unchanged, so an edit inside a long
- * function re-copies the path to the edit, not the function.
+ * function re-copies the path to the edit, not the function. It records the new node's pre-order as
+ * segments (new nodes, copied subtrees, reused old subtrees) so that the statement's index can be
+ * spliced from the old one (see unit-index.ts); reused subtrees keep their old offsets until
+ * `applyShifts`, which must come after the splice.
  */
 class Reconciler {
+  private shifts: [SyntaxNode, number][] = [];
+
   constructor(
     private readonly spans: readonly EditSpan[],
     private readonly changed: readonly (readonly [number, number])[],
@@ -539,19 +549,27 @@ class Reconciler {
     private readonly base: number,
   ) {}
 
-  reconcile(cursor: TS.TreeCursor, old: SyntaxNode, parent: SyntaxNode, depth: number): SyntaxNode {
+  /** Moves the reused subtrees to their new offsets. */
+  applyShifts(): void {
+    for (const [node, delta] of this.shifts) shift(node, delta);
+    this.shifts = [];
+  }
+
+  /** `previousOldSibling`: the old node's previous sibling (lets consecutive reused siblings form one segment). */
+  reconcile(cursor: TS.TreeCursor, old: SyntaxNode, parent: SyntaxNode, depth: number, segments: IndexSegment[], previousOldSibling: SyntaxNode | null): SyntaxNode {
     const type = cursor.nodeType;
     const start = cursor.startIndex + this.base;
     const end = cursor.endIndex + this.base;
     if (old.type === type) {
       const mapped = mapRange(old.start, old.end, this.spans);
       if (mapped !== null && mapped.start === start && mapped.end === end && !intersectsAny(start, end, this.changed) && old.field === cursor.currentFieldName) {
-        if (mapped.start !== old.start) shift(old, mapped.start - old.start);
+        if (mapped.start !== old.start) this.shifts.push([old, mapped.start - old.start]);
         old.parent = parent;
+        pushReused(segments, old, previousOldSibling);
         return old;
       }
     }
-    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return copySubtree(cursor, parent, this.tables, this.base);
+    if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return this.copy(cursor, parent, segments);
     const node: SyntaxNode = {
       type,
       named: cursor.nodeIsNamed,
@@ -562,18 +580,37 @@ class Reconciler {
       children: [],
       parent,
     };
-    const oldChildren = new Map<string, SyntaxNode>();
-    for (const c of old.children) {
-      const s = mapOffset(c.start, this.spans);
-      if (s !== null) oldChildren.set(`${c.type}:${s}`, c);
-    }
+    segments.push({ kind: 'node', node });
+    // Where each old child starts after the edits (null where an edit touches it): non-decreasing, like
+    // the new children's starts, so one pointer walks both (no string keys per child of a long block).
+    const oldChildren = old.children;
+    const moved = oldChildren.map((c) => mapOffset(c.start, this.spans));
+    let p = 0;
     if (cursor.gotoFirstChild()) {
       do {
-        const match = oldChildren.get(`${cursor.nodeType}:${cursor.startIndex + this.base}`);
-        node.children.push(match === undefined ? copySubtree(cursor, node, this.tables, this.base) : this.reconcile(cursor, match, node, depth + 1));
+        const childType = cursor.nodeType;
+        const childStart = cursor.startIndex + this.base;
+        while (p < moved.length && (moved[p] === null || moved[p]! < childStart)) p++;
+        // The last old child of this type starting here (zero-width siblings may share a start).
+        let at: number | undefined;
+        for (let q = p; q < moved.length && (moved[q] === null || moved[q] === childStart); q++) {
+          if (moved[q] !== null && oldChildren[q].type === childType) at = q;
+        }
+        node.children.push(
+          at === undefined
+            ? this.copy(cursor, node, segments)
+            : this.reconcile(cursor, oldChildren[at], node, depth + 1, segments, at > 0 ? oldChildren[at - 1] : null),
+        );
       } while (cursor.gotoNextSibling());
       cursor.gotoParent();
     }
+    return node;
+  }
+
+  private copy(cursor: TS.TreeCursor, parent: SyntaxNode, segments: IndexSegment[]): SyntaxNode {
+    const index: NodeIndex = new Map();
+    const node = copySubtree(cursor, parent, this.tables, this.base, index);
+    segments.push({ kind: 'fresh', index });
     return node;
   }
 }

@@ -130,22 +130,38 @@ export function spliceLineStarts(old: readonly number[], newText: string, start:
   // may now pair with an inserted LF: rescan from the line before, to be safe.
   const firstLine = Math.max(0, positionIn(old, start).line - 1);
   const rescanFrom = old[firstLine];
-  const out = old.slice(0, firstLine + 1);
+  const middle: number[] = [];
   const rescanTo = Math.min(newText.length, start + inserted + 1);
   for (let i = rescanFrom; i < rescanTo; i++) {
     const ch = newText.charCodeAt(i);
-    if (ch === 10) out.push(i + 1);
+    if (ch === 10) middle.push(i + 1);
     else if (ch === 13) {
       if (newText.charCodeAt(i + 1) === 10) i++;
-      out.push(i + 1);
+      middle.push(i + 1);
     }
   }
-  const last = out[out.length - 1];
-  for (let k = 0; k < old.length; k++) {
-    const moved = old[k] + delta;
-    if (old[k] > oldEnd + 1 && moved > last) out.push(moved);
-  }
+  // Old line starts past the edit move by `delta`; those the rescan already covered are dropped.
+  const last = middle.length > 0 ? middle[middle.length - 1] : rescanFrom;
+  let tail = firstAbove(old, oldEnd + 1);
+  while (tail < old.length && old[tail] + delta <= last) tail++;
+  // A replacement that moves nothing and leaves the same line breaks keeps the (never mutated) old array.
+  if (delta === 0 && tail - (firstLine + 1) === middle.length && middle.every((m, k) => m === old[firstLine + 1 + k])) return old as number[];
+  const out = old.slice(0, firstLine + 1);
+  for (const m of middle) out.push(m);
+  for (let k = tail; k < old.length; k++) out.push(old[k] + delta);
   return out;
+}
+
+/** Index of the first of sorted `values` above `x`. */
+function firstAbove(values: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (values[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 export function positionIn(lineStarts: readonly number[], offset: number): Position {

@@ -18,20 +18,25 @@ export interface CollectiveSite {
   readonly shardBytesPerCall: number;
   /** Over the whole run: warmup and profiled steps, and any call outside the profiled function. */
   readonly calls: number;
+  /** Calls made by the profiled steps, divided by the rank's profiled steps; null when the rank reported no
+   * profiled step. */
+  readonly callsPerStep: number | null;
 }
 
 export function collectiveSites(ranks: readonly RankOutcome[]): CollectiveSite[] {
-  const sites = new Map<string, CollectiveSite>();
+  const sites = new Map<string, CollectiveSite & { profiledCalls: number }>();
+  const profiledSteps = new Map(ranks.map((r) => [r.rank, r.report?.steps.length ?? 0]));
   for (const rank of ranks) {
     for (const call of rank.collectives ?? []) {
       if (call.error || call.bytes === undefined) continue;
       const location = call.location ?? null;
       const key = [rank.rank, call.op, call.phase, location?.file, location?.line, call.unit?.name, call.unit?.module, call.bytes].join('\0');
       const known = sites.get(key);
+      const profiled = typeof call.step === 'number' ? 1 : 0;
       sites.set(
         key,
         known
-          ? { ...known, calls: known.calls + 1 }
+          ? { ...known, calls: known.calls + 1, profiledCalls: known.profiledCalls + profiled }
           : {
               rank: rank.rank,
               op: call.op,
@@ -42,12 +47,19 @@ export function collectiveSites(ranks: readonly RankOutcome[]): CollectiveSite[]
               bytesPerCall: call.bytes,
               shardBytesPerCall: call.shardBytes ?? 0,
               calls: 1,
+              callsPerStep: null,
+              profiledCalls: profiled,
             },
       );
     }
   }
   // In the order the ranks ran them (a Map keeps first insertion): per rank, forward gathers first.
-  return [...sites.values()].sort((a, b) => a.rank - b.rank);
+  return [...sites.values()]
+    .map(({ profiledCalls, ...site }) => {
+      const steps = profiledSteps.get(site.rank) ?? 0;
+      return { ...site, callsPerStep: steps > 0 ? profiledCalls / steps : null };
+    })
+    .sort((a, b) => a.rank - b.rank);
 }
 
 /** Calls whose description failed (a torch whose FSDP frames changed), per rank: said, not hidden. */
@@ -58,12 +70,17 @@ export function collectiveErrors(ranks: readonly RankOutcome[]): string[] {
   });
 }
 
+function perStep(calls: number | null): string {
+  if (calls === null) return '—';
+  return Number.isInteger(calls) ? String(calls) : calls.toFixed(2);
+}
+
 const OP_TEXT: Record<CollectiveCall['op'], string> = { all_gather: 'all-gather', reduce_scatter: 'reduce-scatter' };
 
 export function formatCollectives(sites: readonly CollectiveSite[], shortFile: (file: string) => string): string[] {
   return sites.map((s) => {
     const unit = s.module ? ` for ${s.module}${s.name !== null ? ` '${s.name}'` : ''}` : '';
     const at = s.location ? ` at ${shortFile(s.location.file)}:${s.location.line}` : '';
-    return `  rank ${s.rank}: ${OP_TEXT[s.op]}${s.phase ? ` (${s.phase})` : ''}${unit}${at}: ${formatBytes(s.bytesPerCall)} buffer (shard ${formatBytes(s.shardBytesPerCall)}) × ${s.calls} call(s)`;
+    return `  rank ${s.rank}: ${OP_TEXT[s.op]}${s.phase ? ` (${s.phase})` : ''}${unit}${at}: ${formatBytes(s.bytesPerCall)} buffer (shard ${formatBytes(s.shardBytesPerCall)}) × ${perStep(s.callsPerStep)} per step, ${s.calls} call(s) in the run`;
   });
 }

@@ -313,7 +313,7 @@ export function formatDistributed(report: DistributedReport, readSource: (file: 
   }
   if (report.fsdp?.length) out.push('', 'FSDP:', ...formatFsdp(report.fsdp));
   if (report.collectives?.length) {
-    out.push('', 'FSDP collectives (buffer per call; calls over the whole run, warmup included):', ...formatCollectives(report.collectives, shortFile));
+    out.push('', 'FSDP collectives (buffer per call; calls per profiled step, and in the whole run with warmup):', ...formatCollectives(report.collectives, shortFile));
   }
   out.push('', 'Notes:', ...report.notes.map((n) => `  - ${n}`), '');
   return out.join('\n');

@@ -74,6 +74,10 @@ export interface CollectiveCall {
   readonly location?: SourceLocation | null;
   /** The FSDP unit it served: its module's class and qualified name in the model. */
   readonly unit?: { readonly module: string; readonly name: string | null } | null;
+  /** The profiled step that issued it (its index); null in a warmup step or outside the steps. */
+  readonly step?: number | null;
+  /** Issued by a warmup step. */
+  readonly warmup?: boolean;
   readonly error?: string;
 }
 

@@ -212,6 +212,11 @@ describe('memhint profile --nproc-per-node 2: FSDP on CPU (torch 2.x, torchrun)'
         const key = (x: unknown[]): string => x.join(' ');
         assert.deepEqual(sites.map((c) => key([c.op, c.phase, c.location?.line, c.name, c.bytesPerCall])).sort(), expected.map(key).sort());
         assert.equal(new Set(sites.map((c) => c.calls)).size, 1, 'each unit gathered and reduced once per call of the step');
+        // per profiled step: once each, though the run also made them in its warmup step(s) (--nproc-per-node's
+        // default warmup is 2), which the whole-run count includes
+        const steps = (report.reports[rank] as ProfileReport).steps.length;
+        assert.ok(steps > 0);
+        assert.deepEqual(sites.map((c) => [c.callsPerStep, c.calls > steps]), sites.map(() => [1, true]), JSON.stringify(sites));
         assert.ok(sites.every((c) => c.module?.endsWith('Linear') && c.shardBytesPerCall * 2 === c.bytesPerCall), JSON.stringify(sites));
       }
       const text = formatDistributed(report);
@@ -341,6 +346,18 @@ describe('distributed profile: merge and launch arguments', () => {
     assert.equal(growing.leaks[0].ddpBucketRebuild, false);
     const other = mergeDistributed(outcome([rank(0, report([1], 1, { bytesByStep: [4000, 0] }), { ddp })]));
     assert.equal(other.leaks[0].ddpBucketRebuild, false);
+  });
+
+  it('counts collectives per profiled step apart from warmup and calls outside the steps', () => {
+    const call = (step: number | null, warmup = false) => ({ op: 'all_gather' as const, bytes: 1024, shardBytes: 512, phase: 'forward' as const, location: { file: '/t.py', line: 5 }, unit: { module: 'Linear', name: '0' }, step, warmup });
+    const collectives = [call(null, true), call(null, true), call(null), call(0), call(0), call(1), call(1)];
+    const [site] = mergeDistributed(outcome([rank(0, report([1, 1], 1), { collectives })])).collectives ?? [];
+    assert.equal(site.calls, 7, 'the whole run: two warmup steps, one call outside the steps, two profiled steps');
+    assert.equal(site.callsPerStep, 2);
+    const text = formatDistributed(mergeDistributed(outcome([rank(0, report([1, 1], 1), { collectives })])), () => null);
+    assert.match(text, /1 KiB buffer \(shard 512 B\) × 2 per step, 7 call\(s\) in the run/);
+    const none = mergeDistributed(outcome([rank(0, null, { collectives })])).collectives ?? [];
+    assert.equal(none[0].callsPerStep, null, 'no profiled step reported: no per-step figure');
   });
 
   it('launches torchrun on torch 2 and ranks directly on torch 1; rank args drop the inherited fd', () => {

@@ -17,7 +17,8 @@ non-meta tensors or arguments that cannot be keyed exactly run the real kernel e
 import sys
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..dispatch import FastDispatchMode
 
 _Tensor = torch.Tensor
 # nn.Parameter is a subclass without a __torch_dispatch__ of its own: its ops are the plain tensor's
@@ -142,11 +143,15 @@ def _build(template):
     return shape(made)
 
 
-class MetaKernelCache(TorchDispatchMode):
-    """Pushed below the profiler's dispatch mode while predicting (see the module docstring)."""
+class MetaKernelCache(FastDispatchMode):
+    """Pushed below the profiler's dispatch mode while predicting (see the module docstring).
 
-    def __init__(self):
+    `observe(func)`, when given, sees every op before it runs (workspace.py's cuBLAS watch): one Python
+    dispatch mode per op instead of two, each a round trip through torch's mode stack."""
+
+    def __init__(self, observe=None):
         super().__init__()
+        self.observe = observe
         self.kinds = {}  # OpOverload -> _FUNCTIONAL / _INPLACE / None
         self.pointwise = set()  # the OpOverloads tagged pointwise among them
         self.results = {}  # (op, key) -> template, True (in-place checked), or _UNCACHEABLE
@@ -154,6 +159,8 @@ class MetaKernelCache(TorchDispatchMode):
         self.misses = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.observe is not None:
+            self.observe(func)
         kind = self.kinds.get(func, 0)
         if kind == 0:
             kind = self.kinds[func] = _kind(func)

@@ -76,7 +76,7 @@ def predict(torch, options, channel):
     from .device import CudaStandIn, MetaDevice
     from .metacache import MetaKernelCache
 
-    from .workspace import CublasWorkspaces, parse_capability, watch, workspace_bytes
+    from .workspace import CublasWorkspaces, parse_capability, workspace_bytes
 
     reason = supported(torch)
     try:
@@ -113,15 +113,16 @@ def predict(torch, options, channel):
     emulation = AutocastEmulation()
     emulation.install()
     device_mode = MetaDevice(user_files, emulation)
-    kernels = MetaKernelCache()
+    kernels = MetaKernelCache(observe=workspaces.on_op)
     _wrap_step(torch, runner, options, state, notes, device_mode)
 
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity, capability)
     if world is not None:
         world.install()
     try:
-        # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build
-        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, watch(workspaces), mode],
+        # kernels below the profiler's mode: it sees the outputs the memoised meta kernels build (and
+        # shows each op to the cuBLAS workspace model before it runs)
+        failure = cli.run_target(tracker, runner, options, user_files, [stand_in, device_mode, kernels, mode],
                                  classify=_refusal_kind)
     finally:
         emulation.remove()

@@ -41,14 +41,22 @@ class CublasWorkspaces:
         self.nbytes = nbytes
         self.phase = phase  # () -> "forward" | "backward" | "other" (the tracker's phase)
         self.allocated: Dict[str, str] = {}  # thread ("main" | "backward") -> the op that first needed it
+        self._cublas: Dict[object, bool] = {}  # OpOverload -> whether it reaches cuBLAS on CUDA
 
-    def on_op(self, name: str) -> None:
-        if name not in CUBLAS_OPS:
+    def on_op(self, func) -> None:
+        """Called with every aten op (an OpOverload) before it runs, by the prediction's dispatch mode."""
+        if len(self.allocated) == 2:
+            return  # both threads have theirs: nothing more to allocate for the rest of the run
+        cublas = self._cublas.get(func)
+        if cublas is None:
+            # decided once per OpOverload: the packet's name is several attribute lookups per op
+            cublas = self._cublas[func] = func.overloadpacket.__name__ in CUBLAS_OPS
+        if not cublas:
             return
         thread = "backward" if self.phase() == "backward" else "main"
         if thread in self.allocated:
             return
-        self.allocated[thread] = name
+        self.allocated[thread] = func.overloadpacket.__name__
         self.model.malloc(("cublas-workspace", thread), self.nbytes)
 
     def note(self) -> Optional[str]:
@@ -58,18 +66,6 @@ class CublasWorkspaces:
                 "PyTorch allocates through the caching allocator and keeps for the life of the process; "
                 "set CUBLAS_WORKSPACE_CONFIG or --compute-capability to match the target GPU"
                 % (len(self.allocated), self.nbytes, " and ".join(sorted(self.allocated))))
-
-
-def watch(workspaces):
-    """A dispatch mode that shows every aten op to `workspaces` (entered below the profiler's own mode)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class CublasWatch(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            workspaces.on_op(func.overloadpacket.__name__)
-            return func(*args, **(kwargs or {}))
-
-    return CublasWatch()
 
 
 def parse_capability(text: Optional[str]) -> Tuple[int, int]:

@@ -1,9 +1,10 @@
 // Quick fixes for memhint diagnostics (the rule's own fix, "Ignore MHxxx for this line", rule docs),
 // "Fix all memhint issues" as a command and as the source.fixAll.memhint code action kind.
 import * as vscode from 'vscode';
-import { fixUntilStable, lint, type Finding, type Linter } from '../../lint';
+import { fixUntilStable, lint, type Linter, type TextEdit } from '../../lint';
 import type { DiagnosticsController } from './diagnostics';
 import { noqaEdit } from './noqaEdit';
+import { findingsAt } from './publishedFixes';
 
 export const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append('memhint');
 
@@ -38,24 +39,20 @@ export class MemhintCodeActions implements vscode.CodeActionProvider<vscode.Code
       }
       return [];
     }
-    let result = this.diagnostics.result(document.uri);
-    // Asked between an edit and its debounced re-lint: lint now (incremental, about a millisecond) rather
-    // than answer nothing; offsets from an older version would corrupt the edits.
-    if (result === null || result.version !== document.version) result = this.diagnostics.lintNow(document);
-    if (result === null || result.version !== document.version) return [];
+    // The published lint and the edits since: no re-lint here (publishing from inside the request made
+    // VS Code replace Ctrl+.'s request with an automatic one, and the menu showed nothing; publishedFixes.ts).
+    const published = this.diagnostics.published(document);
+    if (published === null) return [];
+    const { result, changes } = published;
     const actions: vscode.CodeAction[] = [];
+    const at = findingsAt(result.findings, changes, document.offsetAt(range.start), document.offsetAt(range.end), (f) => noqaEdit(result.source, f.start, f.code));
     const seen = new Set<string>();
-    for (const diagnostic of context.diagnostics) {
-      if (diagnostic.source !== 'memhint') continue;
-      const code = typeof diagnostic.code === 'object' ? String(diagnostic.code.value) : String(diagnostic.code);
-      const index = result.diagnostics.findIndex((d) => d.range.isEqual(diagnostic.range) && codeOf(d) === code);
-      const finding = index >= 0 ? result.findings[index] : undefined;
-      if (finding === undefined || !diagnostic.range.intersection(range)) continue;
+    for (const { index, finding, fixEdits, ignore } of at) {
+      const diagnostic = result.diagnostics[index];
       const key = `${finding.code}:${finding.start}`;
-      if (seen.has(key)) continue;
+      if (diagnostic === undefined || seen.has(key)) continue;
       seen.add(key);
-      if (finding.fix !== null) actions.push(this.fixAction(document, finding, diagnostic));
-      const ignore = noqaEdit(result.source, finding.start, finding.code);
+      if (fixEdits !== null) actions.push(this.fixAction(document, finding.fix!.title, fixEdits, diagnostic));
       if (ignore !== null) {
         const action = new vscode.CodeAction(`Ignore ${finding.code} for this line`, vscode.CodeActionKind.QuickFix);
         action.edit = new vscode.WorkspaceEdit();
@@ -79,10 +76,10 @@ export class MemhintCodeActions implements vscode.CodeActionProvider<vscode.Code
     return action;
   }
 
-  private fixAction(document: vscode.TextDocument, finding: Finding, diagnostic: vscode.Diagnostic): vscode.CodeAction {
-    const action = new vscode.CodeAction(finding.fix!.title, vscode.CodeActionKind.QuickFix);
+  private fixAction(document: vscode.TextDocument, title: string, edits: readonly TextEdit[], diagnostic: vscode.Diagnostic): vscode.CodeAction {
+    const action = new vscode.CodeAction(title, vscode.CodeActionKind.QuickFix);
     action.edit = new vscode.WorkspaceEdit();
-    for (const e of finding.fix!.edits) action.edit.replace(document.uri, new vscode.Range(document.positionAt(e.start), document.positionAt(e.end)), e.newText);
+    for (const e of edits) action.edit.replace(document.uri, new vscode.Range(document.positionAt(e.start), document.positionAt(e.end)), e.newText);
     action.diagnostics = [diagnostic];
     action.isPreferred = true;
     return action;
@@ -119,8 +116,4 @@ export class MemhintCodeActions implements vscode.CodeActionProvider<vscode.Code
     action.edit = edit;
     return action;
   }
-}
-
-function codeOf(d: vscode.Diagnostic): string {
-  return typeof d.code === 'object' ? String(d.code.value) : String(d.code);
 }

@@ -30,8 +30,17 @@ import { buildNotebookProgram, findingsByCell, type CellInput } from './notebook
 import { CONFIRMABLE_CODES, identifiersIn, measuredFindings, measuredRetention, retentionSentence } from './confirm';
 import { profileFindings } from './profileFindings';
 import { oversizeReason, sizeLimitOf } from './sizeLimit';
+import { sameDiagnostics } from './sameDiagnostics';
+import { parseOnce } from './sourceOf';
 import { ruleDocUri } from './ruleDocs';
 import type { RunningTorch } from './runningTorch';
+
+/** The last published lint of a document and the edits made since (see publishedFixes.ts). */
+export interface Published {
+  readonly result: LintResult;
+  /** The content changes from the result's text to the document's current text, in order. */
+  readonly changes: readonly TextChange[];
+}
 
 export interface LintResult {
   readonly version: number;
@@ -45,6 +54,8 @@ interface Tracked {
   doc: PythonDocument;
   /** Changes received since the last lint, in order. */
   pending: TextChange[];
+  /** The document's version after the last change in `pending`. */
+  pendingVersion: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   result: LintResult | null;
 }
@@ -70,6 +81,8 @@ export class DiagnosticsController implements vscode.Disposable {
   private readonly notebooks = new Map<string, TrackedNotebook>();
   /** Each notebook cell's share of its notebook's last lint, keyed by the cell's URI. */
   private readonly cellResults = new Map<string, LintResult>();
+  /** A cell's edits since its notebook's last lint (and the cell's version after them), keyed by the cell's URI. */
+  private readonly cellPending = new Map<string, { changes: TextChange[]; version: number }>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly reported = new Set<string>();
   private readonly linted = new vscode.EventEmitter<vscode.Uri>();
@@ -148,23 +161,19 @@ export class DiagnosticsController implements vscode.Disposable {
     return this.tracked.get(key)?.result ?? this.cellResults.get(key) ?? null;
   }
 
-  /** Lints now (cancelling a pending debounce) and returns the result. */
-  lintNow(document: vscode.TextDocument): LintResult | null {
-    if (!isLintable(document)) return null;
-    if (isNotebookCell(document)) {
-      const nb = notebookOf(document);
-      if (nb === undefined || !this.config.enable) return null;
-      this.runNotebook(nb);
-      return this.cellResults.get(document.uri.toString()) ?? null;
-    }
-    let t = this.tracked.get(document.uri.toString());
-    if (t === undefined) {
-      this.open(document);
-      t = this.tracked.get(document.uri.toString());
-    }
-    if (t === undefined) return null;
-    this.run(document, t);
-    return t.result;
+  /**
+   * The last published lint of the document with the edits made since, without linting: null when there
+   * is none, or when the edits since are not known (a failed lint). The quick-fix menu answers from this.
+   */
+  published(document: { readonly uri: vscode.Uri; readonly version: number }): Published | null {
+    const key = document.uri.toString();
+    const t = this.tracked.get(key);
+    const result = t?.result ?? this.cellResults.get(key) ?? null;
+    if (result === null) return null;
+    if (result.version === document.version) return { result, changes: [] };
+    if (t !== undefined) return t.pending.length > 0 && t.pendingVersion === document.version ? { result, changes: t.pending.slice() } : null;
+    const pending = this.cellPending.get(key);
+    return pending !== undefined && pending.version === document.version ? { result, changes: pending.changes.slice() } : null;
   }
 
   /** Settings for one document: [tool.memhint] from the nearest pyproject.toml, overridden by VS Code settings. */
@@ -252,7 +261,7 @@ export class DiagnosticsController implements vscode.Disposable {
       this.log.error(`could not parse ${document.uri.fsPath}`, err);
       return;
     }
-    const t: Tracked = { doc, pending: [], timer: undefined, result: null };
+    const t: Tracked = { doc, pending: [], pendingVersion: document.version, timer: undefined, result: null };
     this.tracked.set(key, t);
     this.run(document, t);
   }
@@ -261,7 +270,14 @@ export class DiagnosticsController implements vscode.Disposable {
     if (e.contentChanges.length === 0) return;
     if (isNotebookCell(e.document)) {
       const nb = notebookOf(e.document);
-      if (nb !== undefined && this.config.enable && isLintable(e.document)) this.scheduleNotebook(nb, this.config.delayMs);
+      if (nb !== undefined && this.config.enable && isLintable(e.document)) {
+        const key = e.document.uri.toString();
+        const pending = this.cellPending.get(key) ?? { changes: [], version: e.document.version };
+        for (const c of e.contentChanges) pending.changes.push({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text });
+        pending.version = e.document.version;
+        this.cellPending.set(key, pending);
+        this.scheduleNotebook(nb, this.config.delayMs);
+      }
       return;
     }
     const t = this.tracked.get(e.document.uri.toString());
@@ -270,6 +286,7 @@ export class DiagnosticsController implements vscode.Disposable {
       return;
     }
     for (const c of e.contentChanges) t.pending.push({ rangeOffset: c.rangeOffset, rangeLength: c.rangeLength, text: c.text });
+    t.pendingVersion = e.document.version;
     if (t.timer !== undefined) clearTimeout(t.timer);
     const document = e.document;
     t.timer = setTimeout(() => {
@@ -280,6 +297,7 @@ export class DiagnosticsController implements vscode.Disposable {
 
   private close(uri: vscode.Uri): void {
     const key = uri.toString();
+    this.cellPending.delete(key);
     if (this.cellResults.delete(key)) this.collection.delete(uri);
     const t = this.tracked.get(key);
     if (t === undefined) return;
@@ -309,6 +327,7 @@ export class DiagnosticsController implements vscode.Disposable {
     if (t.timer !== undefined) clearTimeout(t.timer);
     for (const cell of t.cells) {
       this.cellResults.delete(cell);
+      this.cellPending.delete(cell);
       this.collection.delete(vscode.Uri.parse(cell));
     }
     this.notebooks.delete(nb.uri.toString());
@@ -351,10 +370,10 @@ export class DiagnosticsController implements vscode.Disposable {
         // An unchanged cell keeps its last one (an edit re-lints the notebook but changes one cell).
         const previous = this.cellResults.get(cell.document.uri.toString());
         const source = previous !== undefined && previous.version === cell.document.version && previous.source.text === cell.document.getText() ? previous.source : parseOnce(this.linter, cell.document.getText());
-        const diagnostics = cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set()));
         const cellKey = cell.document.uri.toString();
+        const diagnostics = this.unlessSame(previous?.diagnostics, cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set())), cell.document.uri);
         this.cellResults.set(cellKey, { version: cell.document.version, source, findings: cellFindings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics });
-        this.collection.set(cell.document.uri, diagnostics);
+        this.cellPending.delete(cellKey);
         published.add(cellKey);
       }
       this.log.debug(`linted notebook ${nb.uri.fsPath} (${program.segments.length} cells): ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
@@ -365,6 +384,7 @@ export class DiagnosticsController implements vscode.Disposable {
     for (const old of t.cells) {
       if (published.has(old)) continue;
       this.cellResults.delete(old);
+      this.cellPending.delete(old);
       this.collection.delete(vscode.Uri.parse(old));
     }
     t.cells = published;
@@ -402,15 +422,25 @@ export class DiagnosticsController implements vscode.Disposable {
       const settings = this.settingsFor(document);
       // A rule that throws loses only its own findings; the rest replace the old diagnostics (see lintAndLog).
       const findings = settings === null ? [] : lintAndLog(source, settings, this.ruleFailures, document.uri.fsPath);
-      const diagnostics = this.buildDiagnostics(document, source, findings);
+      const diagnostics = this.unlessSame(t.result?.diagnostics, this.buildDiagnostics(document, source, findings), document.uri);
       t.result = { version: document.version, source, findings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics };
-      this.collection.set(document.uri, diagnostics);
       this.log.debug(`linted ${document.uri.fsPath} v${document.version}: ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
     } catch (err) {
       t.pending = [];
       this.log.error(`lint failed for ${document.uri.fsPath}`, err);
     }
     this.linted.fire(document.uri);
+  }
+
+  /**
+   * Publishes `next` unless it says what `previous` (published for the same document) says; returns the
+   * list that stays published. An identical re-publish would still be a marker change, which makes VS Code
+   * re-request code actions and drop a Ctrl+. request in flight (sameDiagnostics.ts).
+   */
+  private unlessSame(previous: readonly vscode.Diagnostic[] | undefined, next: vscode.Diagnostic[], uri: vscode.Uri): readonly vscode.Diagnostic[] {
+    if (previous !== undefined && sameDiagnostics(previous, next) && this.collection.has(uri)) return previous;
+    this.collection.set(uri, next);
+    return next;
   }
 
   /**
@@ -490,9 +520,8 @@ export class DiagnosticsController implements vscode.Disposable {
       const t = this.tracked.get(d.uri.toString());
       if (t?.result && t.result.version === d.version) {
         const result = t.result;
-        const diagnostics = this.buildDiagnostics(d, result.source, result.findings);
+        const diagnostics = this.unlessSame(result.diagnostics, this.buildDiagnostics(d, result.source, result.findings), d.uri);
         t.result = { ...result, diagnostics };
-        this.collection.set(d.uri, diagnostics);
         this.linted.fire(d.uri);
       }
     }
@@ -508,16 +537,6 @@ export class DiagnosticsController implements vscode.Disposable {
     this.notebooks.clear();
     this.cellResults.clear();
     for (const d of this.disposables) d.dispose();
-  }
-}
-
-/** A one-off parse (the SourceFile mirror stays valid after its tree is freed, see sourceOf.ts). */
-function parseOnce(linter: Linter, text: string): SourceFile {
-  const doc = linter.open(text);
-  try {
-    return doc.source;
-  } finally {
-    doc.dispose();
   }
 }
 

@@ -7,7 +7,12 @@ import type { DiagnosticsController } from './diagnostics';
 export function sourceOf(document: vscode.TextDocument, diagnostics: DiagnosticsController, linter: Linter): SourceFile {
   const result = diagnostics.result(document.uri);
   if (result !== null && result.version === document.version) return result.source;
-  const doc = linter.open(document.getText());
+  return parseOnce(linter, document.getText());
+}
+
+/** A one-off parse of a text (a notebook's program): the mirror outlives the freed tree. */
+export function parseOnce(linter: Linter, text: string): SourceFile {
+  const doc = linter.open(text);
   try {
     return doc.source;
   } finally {

@@ -5,14 +5,20 @@
 // store, where hints, hovers and the summary show it marked as predicted.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { Linter } from '../../lint';
+import type { Linter, SourceFile } from '../../lint';
 import { maxBatch, type MaxBatchResult, type PredictOptions } from '../../predict/run';
 import type { PredictedReport } from '../../predict/schema';
 import { isPredictedReport } from '../../predict/schema';
 import type { ProfileFailure } from '../../profiler/launcher';
 import { formatBytes } from '../format';
 import type { DiagnosticsController } from '../lint/diagnostics';
-import { sourceOf } from '../lint/sourceOf';
+import { isNotebookCell } from '../lint/diagnostics';
+import type { NotebookProgram } from '../lint/notebookProgram';
+import { parseOnce, sourceOf } from '../lint/sourceOf';
+import type { NotebookExports } from '../profile/notebookExports';
+import { describeScriptLine, errorInCells, predictionProgram } from '../profile/notebookScript';
+import { notebookCwd, notebookTarget, type NotebookTarget } from '../profile/notebookTarget';
+import { scriptName, withTemporaryScript } from '../profile/tempScript';
 import { errorText, type Logger } from '../logger';
 import { failureActions, UNTRUSTED_MESSAGE } from '../profile/controller';
 import { resolveInterpreter, shortPath, sourceLabel } from '../profile/interpreter';
@@ -38,6 +44,15 @@ export interface PredictCommandResult {
   readonly maxBatch?: MaxBatchResult;
 }
 
+/** The step to predict: in a file, or in a notebook cell (then the notebook's program is the source). */
+interface PredictTarget {
+  readonly document: vscode.TextDocument;
+  readonly step: string;
+  readonly notebook: NotebookTarget | null;
+  /** The file's parse, or the notebook program's (setup functions may be in any cell). */
+  readonly source: SourceFile;
+}
+
 /** Arguments tests (and other commands) may pass to skip the pickers. */
 export interface PredictArgs {
   readonly setup?: string;
@@ -60,6 +75,7 @@ export class PredictController {
     private readonly linter: Linter,
     private readonly state: vscode.Memento,
     private readonly log: Logger,
+    private readonly notebookExports: NotebookExports,
   ) {}
 
   get lastOutcome(): PredictCommandResult | null {
@@ -104,11 +120,10 @@ export class PredictController {
     const target = await this.pickStep(uri, functionName);
     if (target === null) return { status: 'no-target' };
     if ('refused' in target) return { status: 'no-target', error: target.refused };
-    const { document, step } = target;
-    if (document.isDirty) await document.save();
-    const source = sourceOf(document, this.diagnostics, this.linter);
+    const { document, step, notebook, source } = target;
+    if (notebook === null && document.isDirty) await document.save();
     const candidates = setupCandidates(source, step);
-    const key = `predict:${document.uri.fsPath}::${step}`;
+    const key = `predict:${(notebook?.uri ?? document.uri).fsPath}::${step}`;
     const remembered = this.state.get<{ setup?: unknown; whatIf?: unknown }>(key) ?? {};
     const setup = args.setup !== undefined ? candidates.find((c) => c.name === args.setup) ?? { name: args.setup, parameters: [], likely: false } : await this.pickSetup(candidates, typeof remembered.setup === 'string' ? remembered.setup : null, step);
     if (setup === null) return { status: 'no-target' };
@@ -142,7 +157,32 @@ export class PredictController {
       whatIf = { ...whatIf, batch: { arg: param.name, value: search.start } };
     }
     await this.state.update(key, { setup: setup.name, whatIf });
+    const run = (script: string, exported: NotebookProgram | null): Promise<PredictCommandResult> => this.runPrediction(abort, document, step, setup, whatIf, device, search, config.timeoutSeconds, script, exported === null || notebook === null ? null : { uri: notebook.uri, program: exported });
+    if (notebook === null) return run(document.uri.fsPath, null);
+    // A notebook's step runs from its code exported to a temporary script (removed after the run), without
+    // the statements that train: prediction calls the setup function and the step itself.
+    const parsed = parseOnce(this.linter, notebook.program.text);
+    const { program, leftOut } = predictionProgram(notebook.program, parsed, step);
+    return withTemporaryScript(program.text, scriptName(notebook.uri.path), (script) => {
+      this.notebookExports.record({ notebook: notebook.uri.toString(), script, program });
+      this.log.info(`notebook ${notebook.uri.fsPath}: ${program.segments.length} Python cells exported to ${script}${leftOut.length > 0 ? `; left out of cell ${leftOut.map((c) => c + 1).join(', ')}: the statements from the first call of ${step}() on, other than definitions and imports (prediction calls ${setup.name}() and ${step}() itself)` : ''}`);
+      return run(script, program);
+    });
+  }
 
+  /** Runs the prediction of `script` (the document's file, or a notebook's temporary script) and reports it. */
+  private async runPrediction(
+    abort: AbortController,
+    document: vscode.TextDocument,
+    step: string,
+    setup: SetupCandidate,
+    whatIf: WhatIf,
+    device: DeviceMemory | null,
+    search: { arg: string; start: number } | null,
+    timeoutSeconds: number,
+    script: string,
+    notebook: { readonly uri: vscode.Uri; readonly program: NotebookProgram } | null,
+  ): Promise<PredictCommandResult> {
     const profileConfig = readProfileConfig(document.uri);
     const interpreter = await resolveInterpreter(profileConfig.python, document.uri, this.log);
     const folder = vscode.workspace.getWorkspaceFolder(document.uri);
@@ -150,13 +190,13 @@ export class PredictController {
     const options = predictOptions(
       {
         python: interpreter.path,
-        script: document.uri.fsPath,
+        script,
         function: step,
         setup: setup.name,
-        cwd: folder?.uri.fsPath ?? path.dirname(document.uri.fsPath),
+        cwd: notebook !== null ? notebookCwd(notebook.uri) : (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)),
         deviceMemoryBytes: device?.bytes ?? null,
         computeCapability: device?.computeCapability ?? null,
-        timeoutSeconds: config.timeoutSeconds,
+        timeoutSeconds,
       },
       whatIf,
     );
@@ -199,7 +239,8 @@ export class PredictController {
       this.log.info(`prediction done: ${report.lines.length} lines, max reserved ${report.prediction.allocator.maxReservedBytes} B, max allocated ${report.prediction.allocator.maxAllocatedBytes} B in ${report.prediction.seconds.toFixed(2)} s`);
       for (const note of report.notes) this.log.info(`note: ${note}`);
     }
-    if (result.error !== null) return this.failed(result.error, result.failure, report);
+    // A notebook's failure names the cell; "Go to Line" would open the temporary script, removed by then.
+    if (result.error !== null) return notebook === null ? this.failed(result.error, result.failure, report) : this.failed(errorInCells(result.error, script, notebook.program), result.failure === null ? null : { kind: result.failure.kind, location: null }, report);
     if (report === null) return this.failed('no predicted report', null, null);
     if (result.maxBatch !== undefined) {
       const sentence = maxBatchSentence(result.maxBatch, device?.label ?? formatBytes(options.deviceMemoryBytes ?? 0));
@@ -209,7 +250,7 @@ export class PredictController {
       });
       return { status: 'done', report, maxBatch: result.maxBatch };
     }
-    this.announce(report, device?.label ?? null);
+    this.announce(report, device?.label ?? null, notebook === null ? null : (line) => describeScriptLine(notebook.program, line));
     return { status: 'done', report };
   }
 
@@ -252,15 +293,17 @@ export class PredictController {
   }
 
   /** The outcome in one line: the predicted peak, and whether it fits the device (where it first does not). */
-  private announce(report: PredictedReport, deviceLabel: string | null): void {
+  private announce(report: PredictedReport, deviceLabel: string | null, inCells: ((scriptLine: number) => string | null) | null): void {
     const p = report.prediction;
     const peak = `max reserved ${formatBytes(p.allocator.maxReservedBytes)} (allocated ${formatBytes(p.allocator.maxAllocatedBytes)})`;
     const actions: { title: string; run: () => unknown }[] = [{ title: 'Show Summary', run: () => vscode.commands.executeCommand('memhint.showSummary') }];
     let text: string;
     if (p.fits === false) {
       const where = p.firstExceeded;
-      text = `memhint: predicted ${peak} does NOT fit ${deviceLabel ?? formatBytes(p.deviceMemoryBytes ?? 0)}${where ? `: first exceeded at ${path.basename(where.file)}:${where.line}` : ''}.`;
-      if (where !== null) actions.unshift({ title: 'Go to Line', run: () => revealLine(where.file, where.line) });
+      // In a notebook the script is gone: the cell and its line say where.
+      const at = where === null ? null : inCells !== null ? inCells(where.line) : `${path.basename(where.file)}:${where.line}`;
+      text = `memhint: predicted ${peak} does NOT fit ${deviceLabel ?? formatBytes(p.deviceMemoryBytes ?? 0)}${at !== null ? `: first exceeded at ${at}` : ''}.`;
+      if (where !== null && inCells === null) actions.unshift({ title: 'Go to Line', run: () => revealLine(where.file, where.line) });
       void vscode.window.showWarningMessage(text, ...actions.map((a) => a.title)).then((c) => actions.find((a) => a.title === c)?.run());
       return;
     }
@@ -280,19 +323,26 @@ export class PredictController {
   }
 
   /** The document and step to predict; null when the user dismissed the choice, `refused` when the document cannot be run. */
-  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<{ document: vscode.TextDocument; step: string } | { refused: string } | null> {
+  private async pickStep(uri: vscode.Uri | undefined, functionName: string | undefined): Promise<PredictTarget | { refused: string } | null> {
     const editor = vscode.window.activeTextEditor;
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
-    const refusal = whyNotRunnable(document, 'predict', vscode.window.activeNotebookEditor !== undefined);
+    let refusal = whyNotRunnable(document, 'predict', vscode.window.activeNotebookEditor !== undefined, true);
+    let notebook: NotebookTarget | null = null;
+    if (refusal === null && document !== undefined && isNotebookCell(document)) {
+      const found = notebookTarget(document, 'predict');
+      if ('refused' in found) refusal = found.refused;
+      else notebook = found;
+    }
     if (refusal !== null || document === undefined) {
       refuse(refusal ?? '', document);
       return { refused: refusal ?? '' };
     }
-    if (functionName !== undefined) return { document, step: functionName };
-    const source = sourceOf(document, this.diagnostics, this.linter);
+    // The setup function may be in any cell: a notebook's steps and setups are looked up in its whole program.
+    const source = notebook === null ? sourceOf(document, this.diagnostics, this.linter) : parseOnce(this.linter, notebook.program.text);
+    if (functionName !== undefined) return { document, step: functionName, notebook, source };
     if (editor !== undefined && editor.document === document) {
-      const at = functionAt(source, document.offsetAt(editor.selection.active));
-      if (at !== null && !at.name.includes('.')) return { document, step: at.name };
+      const at = functionAt(sourceOf(document, this.diagnostics, this.linter), document.offsetAt(editor.selection.active));
+      if (at !== null && !at.name.includes('.')) return { document, step: at.name, notebook, source };
     }
     const steps = topLevelFunctions(source)
       .filter((c) => !c.name.includes('.'))
@@ -301,7 +351,7 @@ export class PredictController {
       steps.map((c) => ({ label: `$(symbol-function) ${c.name}`, description: c.stepReason !== null ? 'looks like a training step' : undefined, step: c.name })),
       { title: 'memhint: which step to predict?', placeHolder: 'Prediction runs one call of a module-level step function' },
     );
-    return choice === undefined ? null : { document, step: choice.step };
+    return choice === undefined ? null : { document, step: choice.step, notebook, source };
   }
 
   private async pickSetup(candidates: readonly SetupCandidate[], remembered: string | null, step: string): Promise<SetupCandidate | null> {

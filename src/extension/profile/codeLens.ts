@@ -1,7 +1,8 @@
-// "Profile this step" above functions that look like training steps.
+// "Profile this step" / "Predict memory on CUDA" above functions that look like training steps, in Python
+// files and in notebook cells.
 import * as vscode from 'vscode';
 import type { Linter } from '../../lint';
-import type { DiagnosticsController } from '../lint/diagnostics';
+import { isNotebookCell, type DiagnosticsController } from '../lint/diagnostics';
 import { sourceOf } from '../lint/sourceOf';
 import { onSettingsChanged, readHintsConfig } from '../settings';
 import { loopTargets, trainingSteps } from './stepFinder';
@@ -25,7 +26,8 @@ export class StepCodeLensProvider implements vscode.CodeLensProvider, vscode.Dis
   }
 
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
-    if (!readHintsConfig(document.uri).codeLens || document.uri.scheme !== 'file') return [];
+    // Notebook cells too: their steps run from the notebook's cells exported to a temporary script.
+    if (!readHintsConfig(document.uri).codeLens || (document.uri.scheme !== 'file' && !isNotebookCell(document))) return [];
     const source = sourceOf(document, this.diagnostics, this.linter);
     const trusted = vscode.workspace.isTrusted;
     const steps = trainingSteps(source);

@@ -2,16 +2,17 @@
 // workspace trust, resolves the interpreter, runs the profiler with a cancellable progress notification
 // (Cancel kills the child) and hands the report to the store.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Linter } from '../../lint';
 import type { ProfileFailure } from '../../profiler/launcher';
 import type { ProfileReport } from '../../profiler/report';
-import { cellInputsOf, notebookOf, type DiagnosticsController } from '../lint/diagnostics';
-import { buildNotebookProgram, type NotebookProgram } from '../lint/notebookProgram';
+import { isNotebookCell, type DiagnosticsController } from '../lint/diagnostics';
+import type { NotebookProgram } from '../lint/notebookProgram';
 import type { NotebookExports } from './notebookExports';
-import { errorInCells, whyNotExportable } from './notebookScript';
+import { errorInCells, scriptLineOf } from './notebookScript';
+import { notebookCwd, notebookTarget, type NotebookTarget } from './notebookTarget';
+import { scriptName, withTemporaryScript } from './tempScript';
 import { sourceOf } from '../lint/sourceOf';
 import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
@@ -82,22 +83,8 @@ export interface ProfileCommandResult {
 interface ProfileTarget {
   readonly document: vscode.TextDocument;
   readonly function: string | null;
-  /** Set when the document is a notebook cell: the notebook and its cells' program. */
-  readonly notebook?: { readonly uri: vscode.Uri; readonly program: NotebookProgram };
-}
-
-/** Where a notebook's kernel would start: its folder; an untitled notebook's, the workspace (else the script's). */
-function notebookCwd(notebook: vscode.Uri, script: string | null): string {
-  if (notebook.scheme === 'file') return path.dirname(notebook.fsPath);
-  return vscode.workspace.getWorkspaceFolder(notebook)?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? path.dirname(script ?? os.tmpdir());
-}
-
-/** The program in a temporary folder of its own, named after the notebook (tracebacks and the summary show it). */
-function writeNotebookScript(program: NotebookProgram, notebook: vscode.Uri): { dir: string; script: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-notebook-'));
-  const script = path.join(dir, `${path.basename(notebook.path).replace(/\.ipynb$/i, '') || 'notebook'}.py`);
-  fs.writeFileSync(script, program.text);
-  return { dir, script };
+  /** Set when the document is a notebook cell: the notebook, its cells' program and the step's cell. */
+  readonly notebook?: NotebookTarget;
 }
 
 export class ProfileController {
@@ -168,17 +155,18 @@ export class ProfileController {
     if ('refused' in target) return { status: 'no-target', error: target.refused };
     const document = target.document;
     const notebook = target.notebook ?? null;
-    // A notebook's step runs from its code exported to a temporary script, removed after the run.
-    const exported = notebook === null ? null : writeNotebookScript(notebook.program, notebook.uri);
-    try {
-      if (exported !== null) {
-        this.notebookExports.record({ notebook: notebook!.uri.toString(), script: exported.script, program: notebook!.program });
-        this.log.info(`notebook ${notebook!.uri.fsPath}: ${notebook!.program.segments.length} Python cells exported to ${exported.script} (cells in execution order, IPython magics as comments)`);
-      } else if (document.isDirty) await document.save();
-      return await this.runTarget(abort, document, target.function, loopLine, exported?.script ?? null, notebook);
-    } finally {
-      if (exported !== null) fs.rmSync(exported.dir, { recursive: true, force: true });
+    if (notebook === null) {
+      if (document.isDirty) await document.save();
+      return this.runTarget(abort, document, target.function, loopLine, null, null);
     }
+    // A notebook's step runs from its code exported to a temporary script, removed after the run however it ends.
+    return withTemporaryScript(notebook.program.text, scriptName(notebook.uri.path), async (script) => {
+      this.notebookExports.record({ notebook: notebook.uri.toString(), script, program: notebook.program });
+      this.log.info(`notebook ${notebook.uri.fsPath}: ${notebook.program.segments.length} Python cells exported to ${script} (cells in execution order, IPython magics as comments)`);
+      // A loop chosen in a cell (its CodeLens) is a line of the cell: the harness needs the script's.
+      const line = loopLine === undefined ? undefined : scriptLineOf(notebook.program, notebook.cell, loopLine - 1) ?? undefined;
+      return this.runTarget(abort, document, target.function, line, script, notebook);
+    });
   }
 
   private async runTarget(abort: AbortController, document: vscode.TextDocument, functionName: string | null, loopLine: number | undefined, exportedScript: string | null, notebook: { uri: vscode.Uri; program: NotebookProgram } | null): Promise<ProfileCommandResult> {
@@ -200,7 +188,7 @@ export class ProfileController {
       maxSeconds: config.maxSeconds,
       timeoutSeconds: config.timeoutSeconds,
       // A notebook's kernel starts in the notebook's folder: relative data paths resolve from there.
-      cwd: notebook === null ? (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)) : notebookCwd(notebook.uri, exportedScript),
+      cwd: notebook === null ? (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)) : notebookCwd(notebook.uri),
       nprocPerNode: config.nprocPerNode,
     };
     const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
@@ -240,7 +228,11 @@ export class ProfileController {
         this.log.info(`profile done: ${report.lines.length} lines, ${report.steps.length} steps, peak ${report.peak?.bytes ?? 'n/a'} B${report.partial ? ' (partial)' : ''}`);
         for (const note of report.notes) this.log.info(`note: ${note}`);
       }
-      if (result.error !== null) return this.failed(notebook === null || exportedScript === null ? result.error : errorInCells(result.error, exportedScript, notebook.program), result.failure, result.report);
+      if (result.error !== null) {
+        if (notebook === null || exportedScript === null) return this.failed(result.error, result.failure, result.report);
+        // A notebook's failure names the cell; "Go to Line" would open the temporary script, removed by then.
+        return this.failed(errorInCells(result.error, exportedScript, notebook.program), result.failure === null ? null : { kind: result.failure.kind, location: null }, result.report);
+      }
       if (result.report === null) return this.failed('no report', null, null);
       this.announcePartial(result.report, what);
       return { status: 'done', report: result.report };
@@ -291,13 +283,10 @@ export class ProfileController {
     const document = uri !== undefined ? await vscode.workspace.openTextDocument(uri) : editor?.document;
     let refusal = whyNotRunnable(document, 'profile', vscode.window.activeNotebookEditor !== undefined, true);
     let notebook: ProfileTarget['notebook'];
-    if (refusal === null && document !== undefined && document.uri.scheme === 'vscode-notebook-cell') {
-      const nb = notebookOf(document);
-      const cells = nb === undefined ? [] : cellInputsOf(nb);
-      const program = buildNotebookProgram(cells);
-      const cell = nb?.getCells().find((c) => c.document === document);
-      refusal = nb === undefined || cell === undefined ? 'cannot find the notebook of this cell.' : whyNotExportable(cells, program, cell.index, 'profile');
-      if (nb !== undefined) notebook = { uri: nb.uri, program };
+    if (refusal === null && document !== undefined && isNotebookCell(document)) {
+      const found = notebookTarget(document, 'profile');
+      if ('refused' in found) refusal = found.refused;
+      else notebook = found;
     }
     if (refusal !== null || document === undefined) {
       refuse(refusal ?? '', document);

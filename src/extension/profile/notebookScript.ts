@@ -2,6 +2,7 @@
 // script, and the report's lines in that script are mapped back to cells for the hints. This module
 // decides whether that can work and does the mapping; the controller writes and removes the file.
 // No `vscode` here (unit-tested).
+import { childByField, type SourceFile, type SyntaxNode } from '../../lint';
 import type { LineHint } from '../hints/model';
 import { cellOfLine, programLineOf, type CellInput, type NotebookProgram } from '../lint/notebookProgram';
 
@@ -68,4 +69,71 @@ export function errorInCells(error: string, script: string, program: NotebookPro
   return error
     .replace(new RegExp(`${escaped}:(\\d+)`, 'g'), (whole, line: string) => describeScriptLine(program, Number(line)) ?? whole)
     .replace(new RegExp(`File "${escaped}", line (\\d+)`, 'g'), (whole, line: string) => describeScriptLine(program, Number(line)) ?? whole);
+}
+
+/** Top-level statements that run nothing when executed (beyond decorators and defaults): kept for prediction. */
+const DEFINITION_TYPES = new Set(['function_definition', 'class_definition', 'decorated_definition', 'import_statement', 'import_from_statement', 'future_import_statement', 'comment']);
+
+export interface PredictionProgram {
+  /** The program with the driving statements commented out, line for line (the cell map is unchanged). */
+  readonly program: NotebookProgram;
+  /** Cells (0-based indices) some of whose statements were left out, in program order. */
+  readonly leftOut: readonly number[];
+}
+
+/**
+ * The notebook's program as prediction runs it. Prediction imports the script, then calls the setup
+ * function and the step itself; a notebook has no `if __name__ == "__main__":`, so the cell that trains
+ * (calls the step, directly or through a function of the notebook) would run its whole loop on meta
+ * tensors first, and the cells after it read its results. From the first top-level statement that
+ * calls the step on, every statement other than a definition or an import is commented out, keeping
+ * each line where it was so that hints and errors map back to cells as for a profile. `file` is the
+ * parse of `program.text`.
+ */
+export function predictionProgram(program: NotebookProgram, file: SourceFile, step: string): PredictionProgram {
+  const calls = file.nodesOfType('call').map((call) => {
+    const fn = childByField(call, 'function');
+    return { start: call.start, name: fn !== null && fn.type === 'identifier' ? file.textOf(fn) : null };
+  });
+  const callsAny = (node: SyntaxNode, names: ReadonlySet<string>): boolean => calls.some((c) => c.start >= node.start && c.start < node.end && c.name !== null && names.has(c.name));
+  // The step and the notebook's functions that reach it (a `train()` whose loop calls `train_step`).
+  const defs: { name: string; node: SyntaxNode }[] = [];
+  for (const child of file.root.children) {
+    const def = child.type === 'decorated_definition' ? childByField(child, 'definition') : child;
+    const name = def !== null && def.type === 'function_definition' ? childByField(def, 'name') : null;
+    if (name !== null) defs.push({ name: file.textOf(name), node: child });
+  }
+  const reaching = new Set([step]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const d of defs) {
+      if (!reaching.has(d.name) && callsAny(d.node, reaching)) {
+        reaching.add(d.name);
+        grew = true;
+      }
+    }
+  }
+  const commented = new Set<number>();
+  let driving = false;
+  for (const child of file.root.children) {
+    if (DEFINITION_TYPES.has(child.type)) continue;
+    if (!driving && callsAny(child, reaching)) driving = true;
+    if (!driving) continue;
+    const last = file.lineOf(Math.max(child.start, child.end - 1));
+    for (let l = file.lineOf(child.start); l <= last; l++) commented.add(l);
+  }
+  if (commented.size === 0) return { program, leftOut: [] };
+  const lines = program.text.split('\n').map((text, i) => (commented.has(i) && text.trim() !== '' ? `# ${text}` : text));
+  const starts: number[] = [];
+  let offset = 0;
+  for (const l of lines) {
+    starts.push(offset);
+    offset += l.length + 1;
+  }
+  const segments = program.segments.map((s) => {
+    const lastLine = s.firstLine + s.lineCount - 1;
+    return { ...s, start: starts[s.firstLine], length: starts[lastLine] + lines[lastLine].length - starts[s.firstLine] };
+  });
+  const leftOut = program.segments.filter((s) => [...commented].some((l) => l >= s.firstLine && l < s.firstLine + s.lineCount)).map((s) => s.cell);
+  return { program: { text: lines.join('\n'), segments }, leftOut };
 }

@@ -53,9 +53,17 @@ function fillForwardsFeedingBackward(file: SourceFile, scope: SyntaxNode, found:
  * Adds to `found` the forward passes whose outputs flow into `roots` (expressions of the flow's scope)
  * with autograd history: through assignments, arithmetic and forward passes, never across `.detach()`,
  * `.item()` or other history-free values. Forward passes under no_grad are found too (callers that care
- * check the grad mode).
+ * check the grad mode). With `operands`, `reached` sees every call on those paths that is not behind a
+ * forward pass's inputs (the trace stops at each forward pass: `hidden = enc.init_hidden()` fed to
+ * `enc(x, hidden)` is an input, not a value the loss is computed from).
  */
-export function traceForwards(file: SourceFile, flow: ScopeFlow, roots: readonly SyntaxNode[], found: Set<SyntaxNode>): void {
+export function traceForwards(
+  file: SourceFile,
+  flow: ScopeFlow,
+  roots: readonly SyntaxNode[],
+  found: Set<SyntaxNode>,
+  operands?: { readonly reached: (call: SyntaxNode) => void },
+): void {
   const seenDefs = new Set<Def>();
   const follow = (key: string, use: SyntaxNode): void => {
     for (const d of definitionsReaching(flow, key, use)) {
@@ -70,8 +78,11 @@ export function traceForwards(file: SourceFile, flow: ScopeFlow, roots: readonly
     const n = stack.pop()!;
     if (n.type === 'lambda' || n.type === 'function_definition') continue;
     if (n.type === 'call') {
-      if (forwardReceiver(file, n) !== null) found.add(n);
-      else if (flow.taintOf(n) === Taint.Clean) continue; // `.detach()`, `.item()`: no history flows on
+      operands?.reached(n);
+      if (forwardReceiver(file, n) !== null) {
+        found.add(n);
+        if (operands !== undefined) continue;
+      } else if (flow.taintOf(n) === Taint.Clean) continue; // `.detach()`, `.item()`: no history flows on
     }
     if (n.type === 'identifier' || n.type === 'attribute') {
       const key = keyOf(file, n);

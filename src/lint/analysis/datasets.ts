@@ -31,6 +31,11 @@ export interface LoaderUse {
   readonly workers: 'yes' | 'no' | 'unknown';
   /** The expression that says so (`num_workers=4`, or the argparse default), for messages. */
   readonly workersText: string | null;
+  /**
+   * The largest worker count that configuration shows when `workers` is `yes` (Infinity for `cpu_count()`,
+   * one worker per core), else 0. MH014 weighs the copies by it.
+   */
+  readonly workersCount: number;
 }
 
 interface DatasetFacts {
@@ -163,28 +168,31 @@ function splitSources(file: SourceFile): SplitSources {
 /** DataLoader's `num_workers` is its sixth positional parameter. */
 const NUM_WORKERS_POSITION = 5;
 
-function workersOf(file: SourceFile, call: SyntaxNode): { workers: LoaderUse['workers']; workersText: string | null } {
+function workersOf(file: SourceFile, call: SyntaxNode): { workers: LoaderUse['workers']; workersText: string | null; workersCount: number } {
   const args = childByField(call, 'arguments');
   const splat = args !== null && args.children.some((c) => c.type === 'dictionary_splat' || c.type === 'list_splat');
   const value = keywordArgument(file, call, 'num_workers') ?? positionalArguments(call)[NUM_WORKERS_POSITION] ?? null;
-  if (value === null) return { workers: splat ? 'unknown' : 'no', workersText: null };
+  if (value === null) return { workers: splat ? 'unknown' : 'no', workersText: null, workersCount: 0 };
   const verdict = positiveCount(file, value, 0);
-  return { workers: verdict.value, workersText: verdict.evidence };
+  return { workers: verdict.value, workersText: verdict.evidence, workersCount: verdict.value === 'yes' ? verdict.count : 0 };
 }
 
 interface Verdict {
   readonly value: LoaderUse['workers'];
   readonly evidence: string | null;
+  /** The count when `yes` (Infinity for `cpu_count()`), else 0. */
+  readonly count: number;
 }
 
-const UNKNOWN: Verdict = { value: 'unknown', evidence: null };
+const UNKNOWN: Verdict = { value: 'unknown', evidence: null, count: 0 };
+const NONE: Verdict = { value: 'no', evidence: null, count: 0 };
 
 /** Whether an integer expression is > 0 in some configuration this file shows (literals, names, argparse defaults, cpu_count). */
 function positiveCount(file: SourceFile, expr: SyntaxNode, depth: number): Verdict {
   if (depth > MAX_DEPTH) return UNKNOWN;
   const text = file.textOf(expr);
-  if (expr.type === 'integer') return { value: Number(text) > 0 ? 'yes' : 'no', evidence: text };
-  if (expr.type === 'call' && /\bcpu_count\s*\(/.test(text)) return { value: 'yes', evidence: text };
+  if (expr.type === 'integer') return Number(text) > 0 ? { value: 'yes', evidence: text, count: Number(text) } : NONE;
+  if (expr.type === 'call' && /\bcpu_count\s*\(/.test(text)) return { value: 'yes', evidence: text, count: Infinity };
   if (expr.type === 'parenthesized_expression') {
     const inner = namedChildren(expr)[0];
     return inner === undefined ? UNKNOWN : positiveCount(file, inner, depth + 1);
@@ -199,16 +207,18 @@ function positiveCount(file: SourceFile, expr: SyntaxNode, depth: number): Verdi
   if (values !== null && values.length > 0) {
     const verdict = anyPositive(values.map((v) => positiveCount(file, v, depth + 1)));
     if (verdict.value !== 'yes' || verdict.evidence === null) return verdict;
-    return { value: 'yes', evidence: `${text} = ${verdict.evidence}` };
+    return { value: 'yes', evidence: `${text} = ${verdict.evidence}`, count: verdict.count };
   }
   if (expr.type === 'attribute') return argparseDefault(file, expr);
   return UNKNOWN;
 }
 
+/** The largest positive verdict (its count), else `no` when every one is `no`, else unknown. */
 function anyPositive(verdicts: readonly Verdict[]): Verdict {
-  const yes = verdicts.find((v) => v.value === 'yes');
+  let yes: Verdict | undefined;
+  for (const v of verdicts) if (v.value === 'yes' && (yes === undefined || v.count > yes.count)) yes = v;
   if (yes !== undefined) return yes;
-  if (verdicts.length > 0 && verdicts.every((v) => v.value === 'no')) return { value: 'no', evidence: null };
+  if (verdicts.length > 0 && verdicts.every((v) => v.value === 'no')) return NONE;
   return UNKNOWN;
 }
 
@@ -228,7 +238,8 @@ function argparseDefault(file: SourceFile, attr: SyntaxNode): Verdict {
     if (!names.has(attrName)) continue;
     const dflt = keywordArgument(file, call, 'default');
     if (dflt === null || dflt.type !== 'integer') return UNKNOWN;
-    return Number(file.textOf(dflt)) > 0 ? { value: 'yes', evidence: `${file.textOf(attr)} (default ${file.textOf(dflt)})` } : { value: 'no', evidence: null };
+    const n = Number(file.textOf(dflt));
+    return n > 0 ? { value: 'yes', evidence: `${file.textOf(attr)} (default ${file.textOf(dflt)})`, count: n } : NONE;
   }
   return UNKNOWN;
 }

@@ -9,7 +9,7 @@ import { gradMaybeOffAt, gradOffWithin } from './gradstate';
 import { keywordArgument, positionalArguments } from './context';
 import { importBindings } from './imports';
 import { callsByScope, enclosingClass, forwardReceiver, frozenTarget, isModelKey, keyOf, scopeOf } from './models';
-import { isInferenceName, reachesGradients } from './inference';
+import { isInferenceName, reachesGradients, trainsInUnseenMethod } from './inference';
 import { flowOf, Taint } from './flow';
 import { intern } from './unitcache';
 import { callsNamed } from './calls';
@@ -259,25 +259,12 @@ function computeFrame(file: SourceFile, fn: SyntaxNode, depth: number): Frame | 
   return null;
 }
 
-/** Arguments that say the callee trains: an optimizer, or a loss. */
-const TRAINING_ARGUMENT = /optim|loss/i;
-
 /**
- * `self.take_optimisation_step(self.optimizer, loss)` where no class of this file defines the method (it
- * comes from a base class in another file): that method may well call backward() and step, so `fn` is not
- * known to train nothing. Seen on real RL agents whose base class (another file) owns the update.
+ * `fn` hands an optimizer or a loss to a method no class of this file defines (inference.ts,
+ * trainsInUnseenMethod): `fn` is not known to train nothing.
  */
 function mayTrainInUnseenMethod(file: SourceFile, fn: SyntaxNode): boolean {
-  for (const call of callsOf(file, fn)) {
-    const callee = childByField(call, 'function');
-    if (callee === null || callee.type !== 'attribute') continue;
-    const parts = file.textOf(callee).split('.');
-    if (parts.length !== 2 || parts[0] !== 'self' || localCallee(file, call) !== null) continue;
-    const args = [...positionalArguments(call), ...keywordValues(call)];
-    // Names, not taint: a module's output handed to `self.criterion(out, y)` says nothing about training.
-    if (args.some((a) => (a.type === 'identifier' || a.type === 'attribute') && TRAINING_ARGUMENT.test(file.textOf(a)))) return true;
-  }
-  return false;
+  return callsOf(file, fn).some((call) => localCallee(file, call) === null && trainsInUnseenMethod(file, call));
 }
 
 function helperForwardAt(file: SourceFile, call: SyntaxNode, depth: number): HelperForward | null {
@@ -329,12 +316,6 @@ function resolvedCallsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, readonl
 }
 
 const resolvedByScopeMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.resolvedCallsByScope');
-
-/** The values of a call's keyword arguments (`f(x, model=net)` -> [net]). */
-function keywordValues(call: SyntaxNode): SyntaxNode[] {
-  const args = childByField(call, 'arguments');
-  return (args?.children ?? []).filter((a) => a.type === 'keyword_argument').map((a) => childByField(a, 'value')).filter((v) => v !== null);
-}
 
 /** The calls of the file that run each function of the file (by localCallee), in document order. */
 export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {

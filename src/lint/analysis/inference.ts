@@ -75,7 +75,8 @@ class GradientReach {
     if (isGradientCall(this.file, call)) return true;
     const name = calleeLastName(this.file, call);
     const defs = name === null ? undefined : this.functions.get(name);
-    return defs !== undefined && defs.some((d) => this.functionReaches(d));
+    if (defs === undefined) return trainsInUnseenMethod(this.file, call);
+    return defs.some((d) => this.functionReaches(d));
   }
 
   functionReaches(fn: SyntaxNode): boolean {
@@ -94,6 +95,29 @@ class GradientReach {
     if (r === undefined) this.nodeMemo.set(node, (r = callsIn(this.file, node).some((c) => this.callReaches(c))));
     return r;
   }
+}
+
+/** Arguments that say the callee trains: an optimizer, or a loss. */
+const TRAINING_ARGUMENT = /optim|loss/i;
+
+/**
+ * `self.take_optimisation_step(self.optimizer, self.net, loss)` where no function of this file has that
+ * name (a base class of another file owns the update): handed an optimizer or a loss, that method may well
+ * call backward() and step. Seen on real RL agents (p-christ's agents, whose `learn()` runs
+ * `update_critic_parameters()`, which hands the losses to the base class's `take_optimisation_step`).
+ * Names, not taint: a module's output handed to `self.criterion(out, y)` says nothing about training.
+ */
+export function trainsInUnseenMethod(file: SourceFile, call: SyntaxNode): boolean {
+  const callee = childByField(call, 'function');
+  if (callee === null || callee.type !== 'attribute') return false;
+  const parts = file.textOf(callee).split('.');
+  if (parts.length !== 2 || parts[0] !== 'self') return false;
+  const args = childByField(call, 'arguments');
+  for (const a of args?.children ?? []) {
+    const value = a.type === 'keyword_argument' ? childByField(a, 'value') : a;
+    if (value !== null && (value.type === 'identifier' || value.type === 'attribute') && TRAINING_ARGUMENT.test(file.textOf(value))) return true;
+  }
+  return false;
 }
 
 /** One call-graph memo per version of the file (everything it holds is derived from that version). */
@@ -203,25 +227,7 @@ function boundNames(file: SourceFile, target: SyntaxNode, out: Set<string>): voi
  * stores are historyEscapes' concern.
  */
 function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, forward: SyntaxNode): boolean {
-  const nodes: SyntaxNode[] = [];
-  const stack = [region];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
-    nodes.push(n);
-    for (const c of n.children) stack.push(c);
-  }
-  nodes.sort((x, y) => x.start - y.start);
-  const derived = new Set<string>();
-  // Twice: a name derived late in a loop body is read early in the next iteration.
-  for (let pass = 0; pass < 2; pass++) {
-    for (const n of nodes) {
-      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
-      const left = childByField(n, 'left');
-      const right = childByField(n, 'right');
-      if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
-    }
-  }
+  const { nodes, derived } = derivedIn(file, region, forward);
   for (const n of nodes) {
     if (n.type === 'call') {
       const fn = childByField(n, 'function');
@@ -242,6 +248,53 @@ function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, 
   const ids = file.nodesOfType('identifier');
   for (let i = firstStartingAtOrAfter(ids, body.start); i < ids.length && ids[i].start < body.end; i++) {
     if (!contains(region, ids[i]) && derived.has(file.textOf(ids[i]))) return false;
+  }
+  return true;
+}
+
+/** The region's nodes in document order (nested definitions left out), and the names bound from the forward's history. */
+function derivedIn(file: SourceFile, region: SyntaxNode, forward: SyntaxNode): { readonly nodes: SyntaxNode[]; readonly derived: Set<string> } {
+  const nodes: SyntaxNode[] = [];
+  const stack = [region];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    nodes.push(n);
+    for (const c of n.children) stack.push(c);
+  }
+  nodes.sort((x, y) => x.start - y.start);
+  const derived = new Set<string>();
+  // Twice: a name derived late in a loop body is read early in the next iteration.
+  for (let pass = 0; pass < 2; pass++) {
+    for (const n of nodes) {
+      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
+    }
+  }
+  return { nodes, derived };
+}
+
+/**
+ * For a forward pass the flow analysis does not see (a module method, method-forwards.ts): nothing
+ * derived from its output leaves the function with history. Every use ends in `.detach()`, `.item()`,
+ * `.numpy()`...: none is returned, yielded, stored on an attribute or a subscript, put in a container or
+ * handed to a call made for its effect (`return action.detach().cpu().numpy()[0]` is acting only).
+ */
+export function historyCutInScope(file: SourceFile, scope: SyntaxNode, forward: SyntaxNode): boolean {
+  const body = scope.type === 'module' ? scope : (childByField(scope, 'body') ?? scope);
+  if (!historyDiesIn(file, scope, body, forward)) return false;
+  const { nodes, derived } = derivedIn(file, body, forward);
+  for (const n of nodes) {
+    if (n.type === 'return_statement' || n.type === 'yield') {
+      const value = n.children.find((c) => c.named) ?? null;
+      if (value !== null && refsHistory(file, value, forward, derived)) return false;
+    } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
+      const left = childByField(n, 'left');
+      const right = childByField(n, 'right');
+      if ((left?.type === 'attribute' || left?.type === 'subscript') && right !== null && refsHistory(file, right, forward, derived)) return false;
+    }
   }
   return true;
 }

@@ -99,6 +99,8 @@ interface UnitModelData {
   readonly functions: readonly string[];
   /** Assignments `key = <call or name>` that may bind a module. */
   readonly candidates: readonly { readonly key: string; readonly rhs: SyntaxNode; readonly head: string }[];
+  /** Keys whose `.parameters()` an optimizer is built from (`Adam(self.actor_local.parameters())`). */
+  readonly optimized: readonly string[];
   /** All of the above as text (interned): equal tokens mean equal contributions. */
   readonly token: string;
 }
@@ -117,6 +119,27 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
   return file.textOf(fn).split('.')[0];
 }
 
+/** torch.optim's optimizers and the common fused/third-party ones, by their last name. */
+const OPTIMIZER_CLASS = /^(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS|Adafactor|Lamb|LAMB|FusedAdam|FusedLAMB|Lion)$/;
+/** Expressions a `.parameters()` may sit in on its way into an optimizer's arguments. */
+const PARAMETER_CONTAINERS = new Set(['argument_list', 'list', 'tuple', 'binary_operator', 'parenthesized_expression', 'list_comprehension', 'generator_expression', 'for_in_clause', 'dictionary', 'pair', 'keyword_argument', 'list_splat', 'call']);
+
+/**
+ * `Adam(net.parameters())`, `optim.SGD([{'params': self.actor.parameters()}], ...)`,
+ * `Adam(list(a.parameters()) + list(b.parameters()))`: the parameters are an optimizer's argument.
+ * Syntactic (the unit walk is cached without the imports): the optimizer is known by its class name.
+ */
+function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
+  for (let p = call.parent; p !== null && PARAMETER_CONTAINERS.has(p.type); p = p.parent) {
+    if (p.type !== 'call') continue;
+    const fn = childByField(p, 'function');
+    const last = fn === null ? '' : file.textOf(fn.type === 'attribute' ? (childByField(fn, 'attribute') ?? fn) : fn);
+    if (OPTIMIZER_CLASS.test(last)) return true;
+    if (!/^(list|tuple|chain|filter)$/.test(last)) return false;
+  }
+  return false;
+}
+
 /** The contributions of a statement's nodes, in walk order (see walkSplittingFunctions). */
 interface ModelParts {
   readonly classes: [string, string][];
@@ -124,6 +147,7 @@ interface ModelParts {
   readonly frozen: string[];
   readonly functions: string[];
   readonly candidates: { key: string; rhs: SyntaxNode; head: string }[];
+  readonly optimized: string[];
 }
 
 const unitModelCache = new NodeMemo<UnitModelData>('models.unit');
@@ -132,22 +156,23 @@ const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
-    const { classes, markers, frozen, functions, candidates } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
-    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head])]));
-    return { classes, markers, frozen, functions, candidates, token };
+    const { classes, markers, frozen, functions, candidates, optimized } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
+    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head]), optimized]));
+    return { classes, markers, frozen, functions, candidates, optimized, token };
   });
 }
 
 function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
   return {
     order: 'reverse',
-    fresh: () => ({ classes: [], markers: [], frozen: [], functions: [], candidates: [] }),
+    fresh: () => ({ classes: [], markers: [], frozen: [], functions: [], candidates: [], optimized: [] }),
     merge: (acc, part) => {
       for (const c of part.classes) acc.classes.push(c);
       for (const m of part.markers) acc.markers.push(m);
       for (const f of part.frozen) acc.frozen.push(f);
       for (const f of part.functions) acc.functions.push(f);
       for (const c of part.candidates) acc.candidates.push(c);
+      for (const o of part.optimized) acc.optimized.push(o);
     },
     visit: (n, acc) => {
       if (n.type === 'class_definition') {
@@ -164,6 +189,9 @@ function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
         if (method === 'eval' || method === 'train') {
           const key = keyOf(file, childByField(fn, 'object'));
           if (key !== null && positionalArguments(n).length <= 1) acc.markers.push(key);
+        } else if (method === 'parameters' && builtForOptimizer(file, n)) {
+          const key = keyOf(file, childByField(fn, 'object'));
+          if (key !== null && key !== 'self') acc.optimized.push(key);
         } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(n, 'arguments') ?? n))) {
           const key = frozenTarget(file, childByField(fn, 'object'));
           if (key !== null) acc.frozen.push(key);
@@ -232,7 +260,9 @@ function computeFacts(file: SourceFile): ModelFacts {
     for (const f of u.functions) functions.add(f);
   }
 
-  const assigned = new Set<string>();
+  // Whatever an optimizer is built from the parameters of is a module, whatever its name
+  // (`self.actor_local = self.create_NN(...)`, a factory of a base class in another file).
+  const assigned = new Set<string>(units.flatMap((u) => u.optimized));
   // Local names bound to model zoos (`from torchvision import models`, `import timm`).
   const builderHeads = new Set<string>();
   for (const [local, b] of importBindings(file)) if (/^(torchvision|timm|torch\.hub)/.test(b.qualified)) builderHeads.add(local);

@@ -257,9 +257,14 @@ function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth:
     if (fn === null) continue;
     const args = childByField(call, 'arguments');
     if (args === null || args.type !== 'argument_list') continue;
-    if (args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
+    if (args.children.some((c) => c.type === 'list_splat')) return null;
     const offset = (isMethod && fn.type === 'attribute') || constructions.includes(call) ? 1 : 0;
-    const arg = keywordArgument(file, call, name) ?? positionalArguments(call)[index - offset] ?? null;
+    let arg: SyntaxNode | null = keywordArgument(file, call, name) ?? positionalArguments(call)[index - offset] ?? null;
+    if (arg === null) {
+      const splatted = splatArgument(file, args, name, depth);
+      if (splatted === undefined) return null;
+      arg = splatted;
+    }
     if (arg === null) continue; // `model.train()`: a same-named method elsewhere, or the default
     sites++;
     if (arg.type === 'identifier' || arg.type === 'attribute') {
@@ -271,6 +276,44 @@ function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth:
   if (sites === 0) return fallback === null ? null : [fallback];
   if (fallback !== null) out.push(fallback);
   return out;
+}
+
+/**
+ * The value a call's `**kwargs` gives the keyword `name`, when every splatted dict is a `dict(k=v)` call
+ * or a literal with string keys (`train(params=p, **train_kwargs)` with `train_kwargs = dict(train_loader=
+ * train_loader, ...)`): the node, null when none of them holds that key, undefined when a splat is unknown.
+ */
+function splatArgument(file: SourceFile, args: SyntaxNode, name: string, depth: number): SyntaxNode | null | undefined {
+  let found: SyntaxNode | null = null;
+  for (const splat of args.children) {
+    if (splat.type !== 'dictionary_splat') continue;
+    const inner = firstNamedChild(splat);
+    if (inner === null) return undefined;
+    const dicts = inner.type === 'identifier' ? valuesOf(file, inner, depth + 1) : [inner];
+    if (dicts === null || dicts.length !== 1) return undefined;
+    const value = dictEntry(file, dicts[0], name);
+    if (value === undefined) return undefined;
+    found ??= value;
+  }
+  return found;
+}
+
+/** `dict(a=x)` / `{'a': x}` -> x for `a`; null when the dict has no such key; undefined when it is no such literal. */
+function dictEntry(file: SourceFile, dict: SyntaxNode, key: string): SyntaxNode | null | undefined {
+  if (dict.type === 'call' && file.textOf(childByField(dict, 'function') ?? dict) === 'dict') {
+    const args = childByField(dict, 'arguments');
+    if (args === null || args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat') || positionalArguments(dict).length > 0) return undefined;
+    return keywordArgument(file, dict, key);
+  }
+  if (dict.type !== 'dictionary') return undefined;
+  for (const pair of dict.children) {
+    if (pair.type === 'dictionary_splat') return undefined;
+    if (pair.type !== 'pair') continue;
+    const k = childByField(pair, 'key');
+    if (k?.type !== 'string') return undefined;
+    if (file.textOf(k).slice(1, -1) === key) return childByField(pair, 'value');
+  }
+  return null;
 }
 
 /** Values a `NAME["key"]` subscript may hold when NAME is a dict literal. Null when unknown. */

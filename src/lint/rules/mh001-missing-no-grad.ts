@@ -10,7 +10,8 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
-import { backpropagatesAfter, calledInFile, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
@@ -243,11 +244,12 @@ function check(file: SourceFile): RuleFinding[] {
   const calls = callsByScope(file);
   // No forward pass in the file. An inference routine of another file handed a module (`beam_search(src, model)`,
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
-  // accuracy corpus such calls were fine more often than not (2 of 6 were real).
+  // accuracy corpus such calls were fine more often than not (2 of 6 were real). A module method whose output
+  // this file backpropagates elsewhere records a graph, though (method-forwards.ts): those are candidates.
   if (calls.size === 0) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file)]);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file)]);
   return checkScopes(
     file,
     findingsCache,
@@ -264,23 +266,28 @@ function scopeFindings(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   return scopeFindingsMemo.keyed(file, scope, () => checkScope(file, scope), []); // []: recursion guard
 }
 
-/** A forward pass of the scope itself, or a call that reaches one through helpers of this file. */
+/**
+ * A forward pass of the scope itself, a call that reaches one through helpers of this file, or a module
+ * method this file backpropagates elsewhere (`self.policy.sample(s)`, method-forwards.ts).
+ */
 interface Candidate {
   readonly call: SyntaxNode;
   readonly receiver: string;
   readonly helper: HelperForward | null;
+  readonly method: boolean;
 }
 
 function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   const out: Candidate[] = [];
   for (const call of callsByScope(file).get(scope)?.forwards ?? []) {
     const receiver = forwardReceiver(file, call);
-    if (receiver !== null) out.push({ call, receiver, helper: null });
+    if (receiver !== null) out.push({ call, receiver, helper: null, method: false });
   }
   for (const call of helperForwardCalls(file, scope)) {
     const helper = helperForward(file, call);
-    if (helper !== null) out.push({ call, receiver: helper.receiver, helper });
+    if (helper !== null) out.push({ call, receiver: helper.receiver, helper, method: false });
   }
+  for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
   return out.sort((a, b) => a.call.start - b.call.start);
 }
 
@@ -344,11 +351,14 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const { call, receiver, helper } of forwards) {
+  for (const { call, receiver, helper, method } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
+    // The flow analysis does not follow a method's output: report it only where every use is visibly cut
+    // from its history (`return action.detach().cpu().numpy()[0]`), never where it may be returned for a loss.
+    if (method && !historyCutInScope(file, scope, call)) continue;
     // Shared by training and evaluation (`if train: loss.backward()`), and called with `train=False` with
     // autograd on: the forward of the evaluation path records a graph nobody backpropagates.
     const flagPath = findings.length === 0 ? flagSelectedEval(file, scope) : null;

@@ -10,6 +10,8 @@ import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
 import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
+import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
+import { calleeName } from '../analysis/imports';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -177,12 +179,13 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file)]);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
-  const findings: RuleFinding[] = [];
+  // An update method that only steps optimizers can still derive a value from a learned leaf.
+  const findings: RuleFinding[] = derivedFromLearnedLeaf(file, scope);
   if (!hasTaintSource(file, scope) && !callsGraphReturning(file, scope)) return findings; // nothing here can carry history
   for (const sink of sinks(file, scope)) {
     if (gradOffAt(file, sink.node)) continue;
@@ -225,6 +228,58 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   }
   findings.push(...carriedState(file, scope));
   return findings;
+}
+
+/** Conversions that leave no history (or `.data`, which shares storage without it). */
+const NO_HISTORY = /\.(detach|item|tolist|numpy)\s*\(|\.data\b/;
+/** Calls whose result is a Python number, without history: `float(self.log_alpha.exp())`. */
+const TO_NUMBER = /^(float|int|bool|round|math\.\w+)$/;
+
+/**
+ * `self.alpha = self.log_alpha.exp()` in an update method, with `self.log_alpha` a tensor its optimizer
+ * trains (learned-leaves.ts): the attribute keeps that op's graph until the next update recomputes it, and
+ * every loss built from it meanwhile backpropagates into the leaf through that stale graph. `__init__` runs
+ * once (its value is replaced by the first update); an alias (`self.a = self.log_alpha`) is the leaf itself.
+ * No autofix: `.detach()` also stops the gradient those losses send into the leaf, which may be intended.
+ */
+function derivedFromLearnedLeaf(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
+  if (scope.type !== 'function_definition' || file.textOf(childByField(scope, 'name') ?? scope) === '__init__') return [];
+  const leaves = learnedLeaves(file);
+  if (leaves.size === 0) return [];
+  const findings: RuleFinding[] = [];
+  for (const asg of nodesInScope(scope, ASSIGNMENTS)) {
+    const left = childByField(asg, 'left');
+    const value = childByField(asg, 'right');
+    const key = left?.type === 'attribute' ? keyOf(file, left) : null;
+    if (key === null || value === null || leaves.has(key) || value.type === 'attribute' || value.type === 'identifier') continue;
+    if (NO_HISTORY.test(file.textOf(value)) || gradOffAt(file, asg) || TO_NUMBER.test(calleeName(file, value) ?? '')) continue;
+    const leaf = leafIn(file, value, leaves);
+    if (leaf === null) continue;
+    const text = shorten(file.textOf(value));
+    findings.push({
+      start: asg.start,
+      end: asg.end,
+      message:
+        `\`${key}\` keeps \`${text}\` with its autograd history until the next update recomputes it: the graph back to \`${leaf}\` (a tensor an optimizer trains) stays alive, ` +
+        `and every loss built from \`${key}\` meanwhile backpropagates into \`${leaf}\` through it. Store \`(${text}).detach()\` (or \`.item()\`) when \`${key}\` is a coefficient, not a path for gradients.`,
+      fix: null,
+    });
+  }
+  return findings;
+}
+
+/** The first learned leaf the expression reads, or null. */
+function leafIn(file: SourceFile, expr: SyntaxNode, leaves: ReadonlySet<string>): string | null {
+  const stack = [expr];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'attribute' || n.type === 'identifier') {
+      const key = keyOf(file, n);
+      if (key !== null && leaves.has(key)) return key;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return null;
 }
 
 /**

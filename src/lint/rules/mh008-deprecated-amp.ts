@@ -318,27 +318,40 @@ export const deprecatedAmp: Rule = {
 // Keyed by the bindings map, which versions with the same import statements share (see importBindings).
 const countsCache = new KeyMemo<Map<string, number>>('MH008.bindingCounts', 4);
 
-/** How many import statements bind each local name (a try/except import shim binds it twice). */
+/**
+ * How many different things the import statements bind each local name to. A try/except import shim binds
+ * it to two (`torch.amp.autocast` and `torch.cuda.amp.autocast`): whichever API this torch has. The same
+ * import repeated, e.g. `from torch.cuda.amp import autocast` local to each of several functions, binds it
+ * to one thing, the deprecated API, every time.
+ */
 function bindingCounts(file: SourceFile): Map<string, number> {
   return countsCache.get(file, [importBindings(file)], () => countBindings(file));
 }
 
 function countBindings(file: SourceFile): Map<string, number> {
-  const counts = new Map<string, number>();
-  const add = (name: string): void => {
-    counts.set(name, (counts.get(name) ?? 0) + 1);
+  const targets = new Map<string, Set<string>>();
+  const add = (name: string, qualified: string): void => {
+    const set = targets.get(name) ?? new Set<string>();
+    set.add(qualified);
+    targets.set(name, set);
   };
   for (const type of ['import_statement', 'import_from_statement']) {
     for (const stmt of file.nodesOfType(type)) {
+      const moduleNode = type === 'import_from_statement' ? childByField(stmt, 'module_name') : null;
+      const prefix = moduleNode === null ? '' : `${file.textOf(moduleNode).replace(/\s+/g, '')}.`;
       for (const item of childrenByField(stmt, 'name')) {
         if (item.type === 'aliased_import') {
           const alias = childByField(item, 'alias');
-          if (alias !== null) add(file.textOf(alias));
-        } else add(file.textOf(item).split('.')[0]);
+          const name = childByField(item, 'name');
+          if (alias !== null) add(file.textOf(alias), prefix + (name === null ? '' : file.textOf(name)));
+        } else {
+          const text = file.textOf(item);
+          add(text.split('.')[0], prefix === '' ? text.split('.')[0] : prefix + text);
+        }
       }
     }
   }
-  return counts;
+  return new Map([...targets].map(([name, set]) => [name, set.size]));
 }
 
 /**

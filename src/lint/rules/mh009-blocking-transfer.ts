@@ -54,7 +54,7 @@ function isCudaTensorType(file: SourceFile, arg: SyntaxNode, depth = 0): boolean
   const values = valuesOf(file, arg);
   return values !== null && values.some((v) => isCudaTensorType(file, v, depth + 1));
 }
-const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|track|rich\.progress\.track|[\w.]+\.log_every)$/;
+const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|itertools\.islice|islice|track|rich\.progress\.track|[\w.]+\.log_every)$/;
 
 type Pinned = 'yes' | 'no' | 'unknown';
 
@@ -81,7 +81,42 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
     if (fn === null || fn.type !== 'identifier' || importBindings(file).get(file.textOf(fn))?.qualified.endsWith('Loader') !== true) return false;
   }
   const name = calleeName(file, call);
-  return name !== null && DATALOADERS.has(name);
+  return name !== null && (DATALOADERS.has(name) || isDropInLoader(file, call));
+}
+
+/**
+ * `from .utils import ThreadingDataLoader as DataLoader`: a loader class of the repository itself (a
+ * relative import) that the file imports under torch's own name, a drop-in DataLoader subclass taking the
+ * same arguments. Any other name or module is not assumed to be one (a custom batch iterator may take no
+ * `pin_memory` at all).
+ */
+/** Says which class the verdict assumes to be a torch DataLoader subclass (its definition is in another file). */
+function dropInNote(file: SourceFile, call: SyntaxNode): string {
+  const source = dropInSource(file, call);
+  return source === null ? '' : ` (\`DataLoader\` here is \`${source}\` of this repository, taken as a torch DataLoader subclass: it is imported under that name.)`;
+}
+
+function isDropInLoader(file: SourceFile, call: SyntaxNode): boolean {
+  return dropInSource(file, call) !== null;
+}
+
+/** `.utils.ThreadingDataLoader` for a `DataLoader(...)` call bound by `from .utils import ThreadingDataLoader as DataLoader`. */
+function dropInSource(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'identifier' || file.textOf(fn) !== 'DataLoader') return null;
+  // importBindings leaves relative imports out (they never name a library): read them here.
+  for (const stmt of file.nodesOfType('import_from_statement')) {
+    const module = childByField(stmt, 'module_name');
+    if (module?.type !== 'relative_import') continue;
+    for (const item of stmt.children) {
+      if (item.type !== 'aliased_import') continue;
+      const name = childByField(item, 'name');
+      const alias = childByField(item, 'alias');
+      if (name === null || alias === null || file.textOf(alias) !== 'DataLoader') continue;
+      return file.textOf(name).endsWith('DataLoader') ? `${file.textOf(module)}.${file.textOf(name)}` : null;
+    }
+  }
+  return null;
 }
 
 function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
@@ -146,7 +181,8 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
 /**
  * `def train(loader, ...): loader = tqdm(loader)`: the `loader` wrapped on the right is the parameter,
  * whose values come from the call sites. Looked up by name it would be the assignment it sits in (a
- * cycle that ends in "unknown"). Null when `name` is not such a self-rebinding of a parameter.
+ * cycle that ends in "unknown"). Null when `name` is not such a self-rebinding (of a parameter, or of a
+ * local name with other definitions).
  */
 function rebuiltParameterValues(file: SourceFile, name: SyntaxNode): SyntaxNode[] | null {
   let p = name.parent;
@@ -154,8 +190,12 @@ function rebuiltParameterValues(file: SourceFile, name: SyntaxNode): SyntaxNode[
   const left = p?.type === 'assignment' ? childByField(p, 'left') : null;
   if (left === null || left === name || file.textOf(left) !== file.textOf(name)) return null;
   const scope = enclosingFunction(name);
-  if (scope === null || !parameterNames(file, scope).includes(file.textOf(name))) return null;
-  return parameterValuesOf(file, scope, file.textOf(name));
+  if (scope !== null && parameterNames(file, scope).includes(file.textOf(name))) return parameterValuesOf(file, scope, file.textOf(name));
+  // A local alias rewrapped the same way (`tl = train_loader; if n: tl = islice(tl, n)`): its other
+  // definitions, without the rewrapping itself.
+  const own = childByField(p!, 'right');
+  const others = (valuesOf(file, name) ?? []).filter((v) => v !== own);
+  return others.length > 0 ? others : null;
 }
 
 /** The loaders of every value merged, or null when any of them is not (known to be) a loader. */
@@ -1106,7 +1146,8 @@ export const blockingTransfer: Rule = {
           end: call.end,
           message:
             'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
-            'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).',
+            'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).' +
+            dropInNote(file, call),
         });
       }
     }

@@ -13,6 +13,7 @@ import { callsNamed } from '../analysis/calls';
 import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps';
 import { localCallee, MAX_HELPER_DEPTH } from '../analysis/indirect';
 import { returnsOf } from '../analysis/values';
+import { onEvaluationPass } from '../analysis/phase-branches';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -134,6 +135,16 @@ function accumulations(file: SourceFile): Accumulation[] {
       const index = childByField(left, 'subscript');
       // `metrics["loss"] = v` overwrites one slot every batch; only varying keys grow.
       if (index !== null && !/^(string|integer|concatenated_string|unary_operator)$/.test(index.type)) out.push({ at: a, container: childByField(left, 'value') ?? left, value: right });
+      // ...unless the slot is concatenated with itself: `tracker["z"] = torch.cat((tracker["z"], z), 0)` grows
+      // the dict's entry, a collection created with the dict.
+      else if (right.type === 'call' && CONCAT.test(calleeName(file, right) ?? '')) {
+        const parts = positionalArguments(right)[0];
+        const slot = file.textOf(left).replace(/\s+/g, '');
+        const items = parts !== undefined && (parts.type === 'list' || parts.type === 'tuple') ? parts.children.filter((c) => c.named) : [];
+        if (items.some((c) => file.textOf(c).replace(/\s+/g, '') === slot)) {
+          for (const item of items) if (file.textOf(item).replace(/\s+/g, '') !== slot) out.push({ at: a, container: childByField(left, 'value') ?? left, value: item });
+        }
+      }
     } else if ((left.type === 'identifier' || left.type === 'attribute') && right.type === 'call' && CONCAT.test(calleeName(file, right) ?? '')) {
       const parts = positionalArguments(right)[0];
       const key = keyOf(file, left);
@@ -178,11 +189,13 @@ function check(file: SourceFile): RuleFinding[] {
   for (const acc of accumulations(file)) {
     const scope = scopeOf(acc.at);
     if (scope === null || seen.has(acc.at) || enclosingLoops(acc.at).length === 0) continue;
-    // Evaluation: autograd is off there, or nothing in the scope trains.
-    if (!gradOffAt(file, acc.at) && computesGradients(file, scope)) continue;
+    // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
+    // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
+    const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass) continue;
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
-    if (loop === null || isTrainingLoop(file, loop) || !holdsDeviceOutput(file, flow, acc.value)) continue;
+    if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;
     seen.add(acc.at);
     const container = file.textOf(acc.container);
     findings.push({

@@ -5,10 +5,12 @@
 // (workers + 1) x the dataset's Python objects (pytorch/pytorch#13246). numpy arrays, tensors and Arrow
 // columns are single objects with flat buffers and are not copied.
 //
-// This pattern is everywhere and harmless when the list is small, so every piece of evidence must be in the
-// file: the attribute is indexed per sample in `__getitem__` (by its index parameter) or sized by `__len__`,
-// its value is built per sample from a listing/file/json/DataFrame, it is never turned into an array, and
-// the dataset reaches `DataLoader(..., num_workers=N)` with N > 0 in some configuration the file shows.
+// This pattern is everywhere and harmless when the list is small, so the evidence must be in the file: the
+// attribute is indexed per sample in `__getitem__` (by its index parameter) or sized by `__len__`, its value
+// is built per sample from a listing/file/json/DataFrame, and it is never turned into an array. The workers
+// are weighed by what a sample costs (docs/rules/MH014.md): records (json dicts, rows, tuples) with any
+// worker, with a worker count set elsewhere or with the loader in another module (a dataset module); flat
+// lists (a path, a line, an id per sample: a few MB per worker for typical datasets) from 8 visible workers.
 import { childByField, firstNamedChild, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction, positionalArguments } from '../analysis/context';
@@ -26,8 +28,16 @@ const ROW_METHODS = new Set(['iterrows', 'itertuples', 'to_dict', 'tolist', 'to_
 const SERIALIZED = /^(json\.load|json\.loads|ujson\.load|orjson\.loads|pickle\.load|jsonlines\.open|yaml\.safe_load|yaml\.load)$/;
 const ARRAY = /^(numpy|torch|pyarrow|h5py)\./;
 
-/** Why a value is a per-sample collection of Python objects, or null when it is not known to be one. */
-type Evidence = string | null;
+/**
+ * Why a value is a per-sample collection of Python objects, or null when it is not known to be one.
+ * `records`: each sample is itself a container of Python objects (a json/pickle document's dicts, DataFrame
+ * or CSV rows, `(path, label)` tuples, split lines), several objects and hundreds of bytes per sample; else
+ * one flat object per sample (a path, a line, an id), some 50-100 bytes.
+ */
+type Evidence = { readonly why: string; readonly records: boolean } | null;
+
+const flat = (why: string): Evidence => ({ why, records: false });
+const records = (why: string): Evidence => ({ why, records: true });
 
 interface Ctx {
   readonly file: SourceFile;
@@ -57,21 +67,24 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
   if (v.type === 'call') {
     const name = calleeName(file, v) ?? '';
     const method = calleeMethod(file, v) ?? '';
-    if (LISTINGS.test(name) || name === 'glob' || LISTING_METHODS.has(method)) return `a directory listing (\`${method}\`)`;
-    if (SERIALIZED.test(name)) return `\`${name}\``;
-    if (LINE_METHODS.has(method)) return `a file's lines (\`${method}\`)`;
-    if (name === 'open' || name === 'io.open' || name === 'codecs.open') return "a file's lines";
-    if (method === 'split' && /\.read\s*\(\s*\)\s*\.split$/.test(file.textOf(childByField(v, 'function') ?? v))) return "a file's lines";
+    if (LISTINGS.test(name) || name === 'glob' || LISTING_METHODS.has(method)) return flat(`a directory listing (\`${method}\`)`);
+    if (SERIALIZED.test(name)) return records(`\`${name}\``);
+    if (LINE_METHODS.has(method)) return flat(`a file's lines (\`${method}\`)`);
+    if (name === 'open' || name === 'io.open' || name === 'codecs.open') return flat("a file's lines");
+    if (method === 'split' && /\.read\s*\(\s*\)\s*\.split$/.test(file.textOf(childByField(v, 'function') ?? v))) return flat("a file's lines");
     if (ROW_METHODS.has(method)) {
       if (method === 'to_dict' && !/records/.test(file.textOf(v))) return null;
-      return method === 'reader' || method === 'DictReader' ? 'CSV rows' : `DataFrame rows (\`${method}\`)`;
+      if (method === 'reader' || method === 'DictReader') return records('CSV rows');
+      // A column as a list is one value per sample; rows are a tuple or dict each.
+      return method === 'tolist' || method === 'to_list' ? flat(`a DataFrame column (\`${method}\`)`) : records(`DataFrame rows (\`${method}\`)`);
     }
-    if (/(^|\.)COCO$/.test(name)) return 'COCO annotations (json)';
-    // `list(self.coco.anns.keys())`: the keys of a per-sample mapping.
+    if (/(^|\.)COCO$/.test(name)) return records('COCO annotations (json)');
+    // `list(self.coco.anns.keys())`: the keys of a per-sample mapping (one id each); its values are its records.
     if (method === 'keys' || method === 'values' || method === 'items') {
       const fn = childByField(v, 'function');
       const receiver = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
-      return receiver === null ? null : evidenceOf(ctx, receiver);
+      const e = receiver === null ? null : evidenceOf(ctx, receiver);
+      return e === null || method !== 'keys' ? e : flat(`the keys of ${e.why}`);
     }
     if (WRAPPERS.test(name)) {
       const first = positionalArguments(v)[0];
@@ -105,8 +118,15 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
       if (clause.type !== 'for_in_clause') continue;
       const right = childByField(clause, 'right');
       const e = right === null ? null : evidenceOf(ctx, right);
-      if (e !== null) return e;
+      if (e !== null) return element === null ? e : { why: e.why, records: elementIsRecord(file, element, childByField(clause, 'left'), e) };
     }
+    return null;
+  }
+  // `data_json['data']`: a field of a parsed document is still parsed data; `lines[2:]`: a slice of a collection.
+  if (v.type === 'subscript') {
+    const sub = childByField(v, 'subscript');
+    const value = childByField(v, 'value');
+    if ((sub?.type === 'string' || sub?.type === 'slice') && value !== null) return evidenceOf(ctx, value);
     return null;
   }
   if (v.type === 'list' && namedChildren(v).length === 0) return null; // filled elsewhere: see appendsEvidence
@@ -123,13 +143,30 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
       const obj = childByField(v, 'object');
       if (obj !== null && (obj.type === 'attribute' || obj.type === 'identifier')) {
         const inner = valuesOf(file, obj);
-        if (inner !== null) for (const x of inner) if (x.type === 'call' && /(^|\.)COCO$/.test(calleeName(file, x) ?? '')) return 'COCO annotations (json)';
+        if (inner !== null) for (const x of inner) if (x.type === 'call' && /(^|\.)COCO$/.test(calleeName(file, x) ?? '')) return records('COCO annotations (json)');
       }
     }
     // A file object: `with open(p) as f:` then `[line.strip() for line in f]`.
-    if (v.type === 'identifier' && fileObjectNamed(file, v)) return "a file's lines";
+    if (v.type === 'identifier' && fileObjectNamed(file, v)) return flat("a file's lines");
   }
   return null;
+}
+
+/**
+ * Whether one element built from a source is a record: a tuple/list/dict/set display (`(path, label)`,
+ * `{"path": p, "label": y}`), a split line (`line.split()`), or the source's own item (the loop variable)
+ * when the source yields records. Anything else (`os.path.join(root, f)`, `row["path"]`) is one object.
+ */
+function elementIsRecord(file: SourceFile, element: SyntaxNode, loopVar: SyntaxNode | null, source: NonNullable<Evidence>): boolean {
+  const e = strip(element);
+  if (e.type === 'tuple' || e.type === 'list' || e.type === 'dictionary' || e.type === 'set') return namedChildren(e).length > 1;
+  if (e.type === 'call' && calleeMethod(file, e) === 'split') return true;
+  if (loopVar !== null && e.type === 'identifier') {
+    // `for item in json_list: samples.append(item)`, `for i, item in enumerate(rows)`: the item itself.
+    const names = loopVar.type === 'identifier' ? [loopVar] : namedChildren(loopVar);
+    return source.records && names.some((n) => n.type === 'identifier' && file.textOf(n) === file.textOf(e));
+  }
+  return false;
 }
 
 /** `with open(...) as f` binding this identifier in its function. */
@@ -168,7 +205,7 @@ function appendsEvidence(ctx: Ctx, key: string, scope: SyntaxNode | null): Evide
         if (p.type !== 'for_statement') continue;
         const right = childByField(p, 'right');
         const e = right === null ? null : evidenceOf(ctx, right);
-        if (e !== null) return e;
+        if (e !== null) return appended === undefined || method === 'extend' ? e : { why: e.why, records: elementIsRecord(file, appended, childByField(p, 'left'), e) };
       }
     }
   }
@@ -244,6 +281,39 @@ function isLoadedArray(file: SourceFile, value: SyntaxNode): boolean {
   return IMAGE_READS.test(name) || isArray(file, v);
 }
 
+/**
+ * Worker counts from which one flat object per sample (a path, a line, an id) is worth a warning. Each
+ * worker ends up copying the pages of every object it reads: for a flat list that is some 50-100 bytes per
+ * sample, so 2-4 workers over the tens of thousands of paths of a typical dataset cost a few MB, while the
+ * setups of pytorch/pytorch#13246 (ImageNet-sized lists, 8-32 workers) cost GBs. Records (dicts, tuples,
+ * split lines) are several objects per sample and warrant it with any worker.
+ */
+const FLAT_MIN_WORKERS = 8;
+
+/** How the dataset reaches worker processes, for the message; null when the rule stays silent for it. */
+function workerReach(file: SourceFile, cls: DatasetClass, evidence: NonNullable<Evidence>): string | null {
+  const loaders = loadersOf(file, cls);
+  const withWorkers = loaders.filter((l) => l.workers === 'yes').sort((x, y) => y.workersCount - x.workersCount)[0];
+  if (withWorkers !== undefined && (evidence.records || withWorkers.workersCount >= FLAT_MIN_WORKERS)) {
+    const workers = withWorkers.workersText === null ? '' : ` (\`num_workers\`: \`${withWorkers.workersText}\`)`;
+    return `is loaded by a DataLoader with worker processes${workers}`;
+  }
+  // Flat lists need a visible worker count; records also a count set elsewhere (`num_workers=cfg.workers`)
+  // or a loader in another module: a training dataset is loaded with workers nearly always.
+  if (!evidence.records || withWorkers !== undefined) return null;
+  if (loaders.some((l) => l.workers === 'unknown')) return 'is loaded by a DataLoader whose worker count is set elsewhere (typically > 0)';
+  if (loaders.length === 0 && !builtForTrainerWithoutWorkers(file)) return "is defined for DataLoaders built in another module (training loaders run worker processes nearly always)";
+  return null;
+}
+
+/**
+ * A file that hands its datasets to a Hugging Face `Trainer` (`Trainer(..., train_dataset=...)`): its
+ * DataLoaders run in the main process unless `dataloader_num_workers` is set.
+ */
+function builtForTrainerWithoutWorkers(file: SourceFile): boolean {
+  return /\b(Seq2Seq)?Trainer\s*\(/.test(file.text) && !/dataloader_num_workers\s*=\s*[1-9]/.test(file.text);
+}
+
 export const dataloaderCopyOnRead: Rule = {
   code: 'MH014',
   name: 'dataloader-copy-on-read',
@@ -251,10 +321,9 @@ export const dataloaderCopyOnRead: Rule = {
   summary: 'A Dataset holding one Python object per sample in a list/dict, used with `num_workers > 0`: every worker ends up with its own copy (copy-on-read).',
   check(file) {
     const findings: RuleFinding[] = [];
-    if (!file.text.includes('__getitem__') || !file.text.includes('num_workers')) return findings;
+    if (!file.text.includes('__getitem__')) return findings;
     for (const cls of datasetFacts(file).classes.values()) {
-      const loader = loadersOf(file, cls).find((l) => l.workers === 'yes');
-      if (loader === undefined) continue;
+      if (loadersOf(file, cls).length > 0 && loadersOf(file, cls).every((l) => l.workers === 'no')) continue;
       for (const key of perSampleAttributes(file, cls)) {
         const assigns = assignmentsIn(file, cls, key);
         if (assigns.length === 0 || assigns.some((a) => isArray(file, childByField(a, 'right') ?? a))) continue;
@@ -265,13 +334,15 @@ export const dataloaderCopyOnRead: Rule = {
           const emptyList = strip(right).type === 'list' && namedChildren(strip(right)).length === 0;
           const evidence = emptyList ? appendsEvidence(ctx, key, enclosingFunction(assign)) : evidenceOf(ctx, right);
           if (evidence === null) continue;
-          const workers = loader.workersText === null ? '' : ` (\`num_workers\`: \`${loader.workersText}\`)`;
+          const reach = workerReach(file, cls, evidence);
+          if (reach === null) continue;
+          const what = evidence.records ? 'one Python record (a dict, list or tuple of objects) per sample' : 'one Python object per sample';
           findings.push({
             start: assign.start,
             end: assign.end,
             message:
-              `\`${key}\` holds one Python object per sample (built from ${evidence}, indexed per item in \`__getitem__\`), and ` +
-              `dataset \`${cls.name}\` is loaded by a DataLoader with worker processes${workers}. Reading an element writes its ` +
+              `\`${key}\` holds ${what} (built from ${evidence.why}, indexed per item in \`__getitem__\`), and ` +
+              `dataset \`${cls.name}\` ${reach}. Reading an element writes its ` +
               'refcount, so every forked worker gradually copies the pages holding these objects: host RAM grows to ' +
               '(workers + 1) x their size over an epoch (pytorch/pytorch#13246). Store it as a numpy array (e.g. ' +
               '`np.array(paths)` of fixed-width strings, integer labels in an int array), tensors, or an Arrow/pandas column.',

@@ -233,6 +233,25 @@ export class Workbench {
     await this.page.keyboard.press('Escape');
   }
 
+  /**
+   * Waits until VS Code shows the light bulb on the cursor's line: its automatic code-action request for
+   * the cursor's position has been answered with actions, so the diagnostics and memhint's fixes for that
+   * line are in. A light bulb left from an earlier cursor position is on another line and does not count.
+   */
+  async lightbulbAtCursor({ timeoutMs = 15_000 } = {}) {
+    await this.page.waitForFunction(() => {
+      const editor = document.querySelector('.editor-instance .monaco-editor.focused') ?? document.querySelector('.editor-instance .monaco-editor');
+      const current = editor?.querySelector('.view-overlays .current-line, .margin-view-overlays .current-line');
+      if (!current) return false;
+      const line = current.getBoundingClientRect();
+      return [...editor.querySelectorAll('[class*="codicon-lightbulb"]')].some((bulb) => {
+        const box = bulb.getBoundingClientRect();
+        const middle = box.top + box.height / 2;
+        return box.height > 0 && middle >= line.top && middle <= line.bottom;
+      });
+    }, null, { timeout: timeoutMs });
+  }
+
   /** Opens the quick-fix menu at the cursor (Ctrl+.) and returns the offered action titles. */
   async codeActions({ timeoutMs = 10_000 } = {}) {
     await this.focusEditor();

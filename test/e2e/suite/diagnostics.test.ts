@@ -2,7 +2,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
-import { codeOf, linted, lineOf, memhint, openCopy, waitFor, type MemhintApi } from './util';
+import { codeOf, documentState, linted, lineOf, memhint, openCopy, setSetting, waitFor, type MemhintApi } from './util';
 
 describe('diagnostics and quick fixes', () => {
   let api: MemhintApi;
@@ -44,6 +44,46 @@ describe('diagnostics and quick fixes', () => {
     assert.deepEqual(diags.filter((d) => codeOf(d) === 'MH003').map((d) => d.range.start.line), [line + 1]);
     await vscode.commands.executeCommand('undo');
     await linted(api, doc);
+  });
+
+  it('answers quick fixes from the published lint while a re-lint is pending, without linting or publishing', async () => {
+    const doc = editor.document;
+    // A long debounce keeps the re-lint pending for the whole test; the setting change re-lints once first.
+    let applied: vscode.Disposable | undefined;
+    const relinted = new Promise<void>((resolve) => {
+      applied = api.onDidLint((uri) => {
+        if (uri.toString() === doc.uri.toString()) resolve();
+      });
+    });
+    const undo = await setSetting('lint.delay', 5000);
+    try {
+      await relinted;
+      applied?.dispose();
+      const line = lineOf(doc, 'set_to_none=False');
+      await editor.edit((e) => e.insert(new vscode.Position(0, 0), '# two lines above\n# push the finding down\n'));
+      let lints = 0;
+      const counting = api.onDidLint((uri) => {
+        if (uri.toString() === doc.uri.toString()) lints += 1;
+      });
+      try {
+        const at = new vscode.Range(line + 2, 10, line + 2, 10);
+        const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>('vscode.executeCodeActionProvider', doc.uri, at, vscode.CodeActionKind.QuickFix.value);
+        assert.equal(lints, 0, 'the request did not lint');
+        assert.notEqual(documentState(api, doc.uri)?.version, doc.version, 'the published lint is still the one before the edit');
+        const fix = actions.find((a) => a.isPreferred);
+        assert.ok(fix?.edit, actions.map((a) => a.title).join(' | '));
+        const edits = fix.edit.get(doc.uri);
+        assert.ok(edits.length > 0 && edits.every((e) => e.range.start.line === line + 2), JSON.stringify(edits.map((e) => e.range)));
+        const ignore = actions.find((a) => a.title === 'Ignore MH003 for this line')?.edit?.get(doc.uri) ?? [];
+        assert.deepEqual(ignore.map((e) => e.range.start.line), [line + 2]);
+      } finally {
+        counting.dispose();
+      }
+    } finally {
+      await undo();
+      await vscode.commands.executeCommand('undo');
+      await linted(api, doc);
+    }
   });
 
   it('offers the rule fix, an ignore comment and the docs as quick fixes; the fix removes the finding', async () => {

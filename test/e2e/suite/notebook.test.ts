@@ -5,7 +5,29 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
+import * as path from 'node:path';
 import { codeOf, documentState, linted, memhint, memhintDiagnostics, setSetting, testPython, waitFor } from './util';
+
+const torch2Python = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.resolve(__dirname, '../../../../.venv-torch2/bin/python');
+
+/** The temporary folders memhint made since `before` (its notebook scripts). */
+function leftovers(before: ReadonlySet<string>): string[] {
+  return fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('memhint-notebook-') && !before.has(f));
+}
+
+function tempFolders(): Set<string> {
+  return new Set(fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('memhint-notebook-')));
+}
+
+const MODEL_CELL = 'import torch\nmodel = torch.nn.Linear(256, 1024)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n';
+const STEP_CELL = 'def train_step(x):\n    opt.zero_grad()\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n';
+
+async function openNotebook(...cells: string[]): Promise<vscode.NotebookDocument> {
+  const data = new vscode.NotebookData(cells.map((text) => new vscode.NotebookCellData(vscode.NotebookCellKind.Code, text, 'python')));
+  const notebook = await vscode.workspace.openNotebookDocument('jupyter-notebook', data);
+  await vscode.window.showNotebookDocument(notebook);
+  return notebook;
+}
 
 describe('notebooks', () => {
   it('lints the Python cells of a notebook, findings on the right cell and line', async () => {
@@ -80,9 +102,6 @@ describe('notebooks', () => {
       assert.ok(hints.some((h) => h.line === 7), JSON.stringify(hints)); // loss = model(x).sum()
       const left = fs.readdirSync(os.tmpdir()).filter((f) => f.startsWith('memhint-notebook-') && !before.has(f));
       assert.deepEqual(left, [], 'the temporary script is removed');
-      // Prediction still needs a .py file: one line that says so.
-      const predicted = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.predict', cell.uri, 'train_step');
-      assert.match(predicted.error ?? '', /^cannot predict a step in a notebook yet/);
       await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
     } finally {
       for (const u of undo.reverse()) await u();
@@ -102,5 +121,85 @@ describe('notebooks', () => {
     assert.match(profiled.error ?? '', /^cannot profile a step in this notebook: cell 1 uses %run/);
     assert.ok(!(profiled.error ?? '').includes('\n'), 'one line');
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
+  it('CodeLens on a step defined in a cell: Profile this step and Predict memory on CUDA, with the cell as target', async () => {
+    await memhint();
+    const notebook = await openNotebook(MODEL_CELL, STEP_CELL, 'for _ in range(4):\n    train_step(torch.randn(64, 256))\n');
+    const cell = notebook.cellAt(1).document;
+    const lenses = await waitFor('CodeLens in the step cell', async () => {
+      const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', cell.uri);
+      return found.length >= 2 ? found : false;
+    });
+    const ours = lenses.filter((l) => l.command?.command.startsWith('memhint.'));
+    assert.deepEqual(ours.map((l) => [l.command!.command, l.range.start.line]), [['memhint.profileStep', 0], ['memhint.predict', 0]]);
+    for (const l of ours) {
+      assert.equal((l.command!.arguments![0] as vscode.Uri).toString(), cell.uri.toString());
+      assert.equal(l.command!.arguments![1], 'train_step');
+    }
+    assert.deepEqual(await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', notebook.cellAt(0).document.uri), [], 'no lens on a cell without a step');
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
+  it('Predict from a cell: the cells without the training loop as a temporary script; predicted hints on the step cell', async function () {
+    this.timeout(240_000);
+    if (!fs.existsSync(torch2Python)) this.skip();
+    const api = await memhint();
+    const undo = await setSetting('python', torch2Python);
+    try {
+      const notebook = await openNotebook(MODEL_CELL, STEP_CELL, 'def make_inputs(batch=64):\n    return (torch.randn(batch, 256),)\n', 'for _ in range(3):\n    train_step(torch.randn(64, 256))\nprint(model.weight.sum().item())\n');
+      const cell = notebook.cellAt(1).document;
+      const before = tempFolders();
+      const predicted = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.predict', cell.uri, 'train_step', { setup: 'make_inputs', whatIf: {} });
+      assert.equal(predicted.status, 'done', predicted.error);
+      const hints = await waitFor('predicted hints on the step cell', () => {
+        const h = documentState(api, cell.uri)?.hints ?? [];
+        return h.length > 0 ? h : false;
+      }, 10_000);
+      assert.ok(hints.some((h) => h.line === 2 && /^predicted /.test(h.text)), JSON.stringify(hints)); // loss = model(x).sum()
+      assert.deepEqual(documentState(api, notebook.cellAt(3).document.uri)?.hints ?? [], [], 'the left-out loop cell has no hint');
+      assert.deepEqual(leftovers(before), [], 'the temporary script is removed');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    } finally {
+      await undo();
+    }
+  });
+
+  it('the temporary script is removed after a failed run, whose error names the cell', async function () {
+    this.timeout(180_000);
+    await memhint();
+    const undo = [await setSetting('python', testPython), await setSetting('profile.backend', 'cpu')];
+    try {
+      const notebook = await openNotebook(MODEL_CELL, 'def train_step(x):\n    loss = model(x).sum()\n    raise ValueError("bad batch")\n', 'train_step(torch.randn(64, 256))\n');
+      const before = tempFolders();
+      const profiled = await vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.profileStep', notebook.cellAt(1).document.uri, 'train_step');
+      assert.equal(profiled.status, 'failed');
+      assert.match(profiled.error ?? '', /bad batch/);
+      assert.match(profiled.error ?? '', /cell 2, line 3/);
+      assert.deepEqual(leftovers(before), [], 'the temporary script is removed');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    } finally {
+      for (const u of undo.reverse()) await u();
+    }
+  });
+
+  it('the temporary script is removed after Cancel, once the run has stopped', async function () {
+    this.timeout(180_000);
+    const api = await memhint();
+    const undo = [await setSetting('python', testPython), await setSetting('profile.backend', 'cpu'), await setSetting('profile.steps', 1000)];
+    try {
+      const notebook = await openNotebook(MODEL_CELL, 'import time\n\ndef train_step(x):\n    time.sleep(0.2)\n    return model(x).sum()\n', 'for _ in range(100000):\n    train_step(torch.randn(64, 256))\n');
+      const before = tempFolders();
+      const running = vscode.commands.executeCommand<{ status: string; error?: string }>('memhint.profileStep', notebook.cellAt(1).document.uri, 'train_step');
+      // Cancel once the script exists and the run is under way (what a person sees: the progress notification).
+      await waitFor('the temporary script', () => leftovers(before).length === 1 && api.state().profile.running, 60_000);
+      await vscode.commands.executeCommand('memhint.cancelProfile');
+      const profiled = await running;
+      assert.equal(profiled.status, 'cancelled', profiled.error);
+      assert.deepEqual(leftovers(before), [], 'the temporary script is removed');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    } finally {
+      for (const u of undo.reverse()) await u();
+    }
   });
 });

@@ -7,46 +7,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, testPython } from '../lib/paths.mjs';
+import { quickInputTitled, quickPickLabels, setPython, setTextSetting } from './settings.mjs';
 import { session } from './session.mjs';
 
 const file = 'e2e_predict.py';
 /** The torch 2 interpreter CI makes (scripts/setup-torch2.sh); missing, the test fails and says so. */
 const torch2 = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.join(repoRoot, '.venv-torch2', 'bin', 'python');
-
-/** Sets a text setting in the Settings editor (User tab), as a person does, and waits until it is written. */
-async function setTextSetting(key, label, value) {
-  const { wb, page } = session;
-  await wb.runCommand('Preferences: Open User Settings');
-  await page.keyboard.type(key);
-  const item = page.locator('.settings-editor .setting-item-contents', { hasText: label }).first();
-  await item.waitFor({ timeout: 20_000 });
-  await item.locator('input').first().fill(value);
-  const deadline = Date.now() + 20_000;
-  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key] ?? '';
-  while (written() !== value) {
-    if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
-    await page.waitForTimeout(200);
-  }
-  for (let i = 0; i < 3 && (await page.locator('.monaco-modal-editor-block').isVisible().catch(() => false)); i++) {
-    await page.keyboard.press('Escape');
-    await page.waitForTimeout(300);
-  }
-}
-
-const setPython = (value) => setTextSetting('memhint.python', 'Python interpreter that runs the profiled step', value);
-
-/** The quick input's title once it shows `pattern`. */
-async function quickInputTitled(pattern) {
-  const { page } = session;
-  const title = page.locator('.quick-input-widget .quick-input-title', { hasText: pattern }).first();
-  await title.waitFor({ timeout: 30_000 });
-  return (await title.innerText()).trim();
-}
-
-async function quickPickLabels() {
-  const { page } = session;
-  return (await page.locator('.quick-input-widget .quick-input-list .monaco-list-row .label-name').allInnerTexts()).map((t) => t.trim());
-}
 
 async function clickPredictLens() {
   const { page } = session;

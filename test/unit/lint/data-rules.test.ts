@@ -59,7 +59,7 @@ const copyOnRead = (opts: { build?: string; workers?: string; index?: string; lo
     'import numpy as np',
     'from torch.utils.data import Dataset, DataLoader',
     'parser = argparse.ArgumentParser()',
-    'parser.add_argument("--workers", type=int, default=6)',
+    'parser.add_argument("--workers", type=int, default=12)',
     'args = parser.parse_args()',
     'class Files(Dataset):',
     '    def __init__(self, root):',
@@ -68,7 +68,7 @@ const copyOnRead = (opts: { build?: string; workers?: string; index?: string; lo
     '        return 3',
     '    def __getitem__(self, idx):',
     `        return self.files[${opts.index ?? 'idx'}]`,
-    `loader = DataLoader(${opts.loaderArg ?? 'Files("data")'}, batch_size=8, num_workers=${opts.workers ?? '4'})`,
+    `loader = DataLoader(${opts.loaderArg ?? 'Files("data")'}, batch_size=8, num_workers=${opts.workers ?? '8'})`,
     '',
   ].join('\n');
 
@@ -80,14 +80,14 @@ describe('MH014 dataloader-copy-on-read', () => {
     assert.equal(more, undefined);
     assert.equal(text.slice(f.start, f.end), 'self.files = sorted(glob.glob(os.path.join(root, "*.png")))');
     assert.match(f.message, /`self\.files` holds one Python object per sample \(built from a directory listing/);
-    assert.match(f.message, /`num_workers`: `4`/);
+    assert.match(f.message, /`num_workers`: `8`/);
     assert.match(f.message, /numpy array/);
     assert.equal(f.fix, null);
   });
 
   it('needs workers > 0 in a configuration the file shows', async () => {
     assert.equal(only(await lint(copyOnRead({ workers: 'args.workers' })), 'MH014').length, 1);
-    assert.match(only(await lint(copyOnRead({ workers: 'args.workers' })), 'MH014')[0].message, /args\.workers \(default 6\)/);
+    assert.match(only(await lint(copyOnRead({ workers: 'args.workers' })), 'MH014')[0].message, /args\.workers \(default 12\)/);
     assert.equal(only(await lint(copyOnRead({ workers: 'os.cpu_count()' })), 'MH014').length, 1);
     for (const workers of ['0', 'cfg.workers', 'args.unknown_flag']) assert.deepEqual(only(await lint(copyOnRead({ workers })), 'MH014'), [], workers);
     const noLoader = copyOnRead().split('\n').filter((l) => !l.startsWith('loader =')).join('\n');
@@ -113,6 +113,44 @@ describe('MH014 dataloader-copy-on-read', () => {
     const split = copyOnRead({ loaderArg: 'train_set' }).replace('loader = ', 'train_set, val_set = torch.utils.data.random_split(Files("x"), [0.8, 0.2])\nloader = ').replace('import numpy as np', 'import numpy as np\nimport torch');
     assert.equal(only(await lint(split), 'MH014').length, 1);
     assert.deepEqual(only(await lint(split.replace('random_split', 'my_split')), 'MH014'), []);
+  });
+
+  it('weighs one flat object per sample by the worker count, and records with any worker', async () => {
+    // A list of paths: a few MB per worker with 2-4 workers; from 8 workers (or one per core) it is reported.
+    for (const workers of ['2', '4', '7', '4 if args.workers else 2']) assert.deepEqual(only(await lint(copyOnRead({ workers })), 'MH014'), [], workers);
+    for (const workers of ['8', '16', 'os.cpu_count()', '8 if args.workers else 2']) assert.equal(only(await lint(copyOnRead({ workers })), 'MH014').length, 1, workers);
+    // Records (several objects per sample) from any worker on.
+    for (const build of ['json.load(open(root))', '[(p, 0) for p in glob.glob(root)]', '[l.split() for l in open(root)]', 'pd.read_csv(root).to_dict("records")']) {
+      const [f, more] = only(await lint(copyOnRead({ build, workers: '2' })), 'MH014');
+      assert.ok(f, build);
+      assert.equal(more, undefined, build);
+      assert.match(f.message, /one Python record \(a dict, list or tuple of objects\) per sample/, build);
+    }
+    // ...but one flat object each stays a flat list: a column, the keys of a parsed mapping, one field per record.
+    for (const build of ['pd.read_csv(root)["path"].tolist()', 'list(json.load(open(root)).keys())', '[d["path"] for d in json.load(open(root))]']) {
+      assert.deepEqual(only(await lint(copyOnRead({ build, workers: '2' })), 'MH014'), [], build);
+    }
+  });
+
+  it('reports records for loaders it cannot see, never flat lists', async () => {
+    const noLoader = (build: string): string =>
+      copyOnRead({ build })
+        .split('\n')
+        .filter((l) => !l.startsWith('loader ='))
+        .join('\n');
+    // A dataset module: its loaders are built in another file, with workers nearly always.
+    const [f] = only(await lint(noLoader('json.load(open(root))["data"]')), 'MH014');
+    assert.ok(f);
+    assert.match(f.message, /built in another module/);
+    assert.deepEqual(only(await lint(noLoader('sorted(glob.glob(root))')), 'MH014'), []);
+    // Handed to a Hugging Face Trainer, which loads in the main process unless told otherwise.
+    const trainer = `${noLoader('json.load(open(root))')}trainer = Trainer(model=None, train_dataset=Files("x"))\n`;
+    assert.deepEqual(only(await lint(trainer), 'MH014'), []);
+    assert.equal(only(await lint(trainer.replace('train_dataset=', 'args=TrainingArguments(dataloader_num_workers=4), train_dataset=')), 'MH014').length, 1);
+    // A worker count set in a config: records reported, a flat list not; no workers at all: neither.
+    assert.match(only(await lint(copyOnRead({ build: 'json.load(open(root))', workers: 'cfg.workers' })), 'MH014')[0]?.message ?? '', /set elsewhere/);
+    assert.deepEqual(only(await lint(copyOnRead({ workers: 'cfg.workers' })), 'MH014'), []);
+    assert.deepEqual(only(await lint(copyOnRead({ build: 'json.load(open(root))', workers: '0' })), 'MH014'), []);
   });
 });
 

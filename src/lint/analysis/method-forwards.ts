@@ -1,0 +1,78 @@
+// Forward passes a module runs through a method of its own rather than `__call__`: SAC's
+// `pi, log_pi, _ = self.policy.sample(state)` (GaussianPolicy.sample in another file). models.ts does not
+// count them: `self.policy.sample(s)` alone is no evidence, the method may well be decorated with no_grad
+// where it is defined. It counts here only when this file backpropagates that very method's output
+// somewhere (the update step's `policy_loss` is computed from `self.policy.sample(state_batch)`'s
+// `log_pi`): then the method records a graph, and so does every other call of it made with autograd on.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { backwardTargets, callsByScope, forwardReceiver, isModelKey, keyOf, scopeOf } from './models';
+import { traceForwards } from './backprop';
+import { flowOf } from './flow';
+import { gradMaybeOffAt, gradOffAt } from './gradstate';
+import { callsNamed } from './calls';
+import { enclosingClassName } from './optimized';
+import { VersionMemo } from '../session';
+
+/** Module methods that run no forward pass (or, like Hugging Face's generate(), run theirs under no_grad). */
+const NOT_FORWARD = /^(parameters|named_parameters|buffers|named_buffers|modules|named_modules|children|named_children|state_dict|load_state_dict|to|cuda|cpu|half|float|double|bfloat16|eval|train|zero_grad|requires_grad_|apply|register_\w+|detach|item|numpy|generate|forward\w*)$/;
+
+/** `self.policy.sample` for `self.policy.sample(s)` when `self.policy` is a module of the file, else null. */
+function methodReceiver(file: SourceFile, call: SyntaxNode): string | null {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'attribute') return null;
+  const attr = childByField(fn, 'attribute');
+  const object = keyOf(file, childByField(fn, 'object'));
+  if (attr === null || object === null || object === 'self' || NOT_FORWARD.test(file.textOf(attr))) return null;
+  return isModelKey(file, object) ? `${object}.${file.textOf(attr)}` : null;
+}
+
+/** The receiver, qualified by its class for `self.` keys: another class's `self.policy` is another module. */
+function methodKey(file: SourceFile, call: SyntaxNode): string | null {
+  const receiver = methodReceiver(file, call);
+  if (receiver === null || !receiver.startsWith('self.')) return receiver;
+  return `${enclosingClassName(file, call) ?? ''}#${receiver}`;
+}
+
+const memo = new VersionMemo<ReadonlySet<string>>('method-forwards');
+
+/** `R.m` keys whose call's output, made with autograd on, feeds a backward somewhere in the file. */
+export function differentiableMethods(file: SourceFile): ReadonlySet<string> {
+  return memo.get(file, (f) => {
+    const out = new Set<string>();
+    for (const [scope, calls] of callsByScope(f)) {
+      if (calls.backwards.length === 0) continue;
+      const roots = calls.backwards.flatMap((b) => backwardTargets(f, b) ?? []);
+      // The loss's own operands only: a method whose output merely feeds a forward pass's inputs
+      // (`enc.init_hidden()`, a zero state) proves nothing about its own graph.
+      traceForwards(f, flowOf(f, scope), roots, new Set(), {
+        reached: (call) => {
+          if (forwardReceiver(f, call) !== null || gradOffAt(f, call) || gradMaybeOffAt(f, call)) return;
+          const key = methodKey(f, call);
+          if (key !== null) out.add(key);
+        },
+      });
+    }
+    return out;
+  });
+}
+
+/** Changes whenever the set of differentiable methods does (for callers' caches). */
+export function methodForwardsSignature(file: SourceFile): string {
+  return [...differentiableMethods(file)].sort().join(',');
+}
+
+/** The calls of `scope` itself to a differentiable module method, with their receiver (`self.policy.sample`). */
+export function methodForwardCalls(file: SourceFile, scope: SyntaxNode): { readonly call: SyntaxNode; readonly receiver: string }[] {
+  const methods = differentiableMethods(file);
+  if (methods.size === 0) return [];
+  const out: { call: SyntaxNode; receiver: string }[] = [];
+  for (const name of new Set([...methods].map((k) => k.slice(k.lastIndexOf('.') + 1)))) {
+    for (const call of callsNamed(file, name)) {
+      if (call.start < scope.start || call.start >= scope.end || scopeOf(call) !== scope) continue;
+      const key = methodKey(file, call);
+      const receiver = methodReceiver(file, call);
+      if (key !== null && receiver !== null && methods.has(key)) out.push({ call, receiver });
+    }
+  }
+  return out;
+}

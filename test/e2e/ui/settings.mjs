@@ -1,0 +1,39 @@
+// Helpers the UI tests share for settings and quick inputs: a setting typed into the Settings editor as a
+// person does (and waited for in settings.json), the quick input's title and rows.
+import * as fs from 'node:fs';
+import { session } from './session.mjs';
+
+/** Sets a text setting in the Settings editor (User tab), as a person does, and waits until it is written. */
+export async function setTextSetting(key, label, value) {
+  const { wb, page } = session;
+  await wb.runCommand('Preferences: Open User Settings');
+  await page.keyboard.type(key);
+  const item = page.locator('.settings-editor .setting-item-contents', { hasText: label }).first();
+  await item.waitFor({ timeout: 20_000 });
+  await item.locator('input').first().fill(value);
+  const deadline = Date.now() + 20_000;
+  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key] ?? '';
+  while (written() !== value) {
+    if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
+    await page.waitForTimeout(200);
+  }
+  for (let i = 0; i < 3 && (await page.locator('.monaco-modal-editor-block').isVisible().catch(() => false)); i++) {
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+  }
+}
+
+export const setPython = (value) => setTextSetting('memhint.python', 'Python interpreter that runs the profiled step', value);
+
+/** The quick input's title once it shows `pattern`. */
+export async function quickInputTitled(pattern) {
+  const { page } = session;
+  const title = page.locator('.quick-input-widget .quick-input-title', { hasText: pattern }).first();
+  await title.waitFor({ timeout: 30_000 });
+  return (await title.innerText()).trim();
+}
+
+export async function quickPickLabels() {
+  const { page } = session;
+  return (await page.locator('.quick-input-widget .quick-input-list .monaco-list-row .label-name').allInnerTexts()).map((t) => t.trim());
+}

@@ -289,13 +289,33 @@ export function helperForward(file: SourceFile, call: SyntaxNode): HelperForward
 
 /** Calls in `scope` (its own code, not nested definitions) that reach a forward pass through helpers. */
 export function helperForwardCalls(file: SourceFile, scope: SyntaxNode): readonly SyntaxNode[] {
-  return scopeHelperCalls.keyed(file, scope, () => {
-    if (scope.type === 'module') return file.nodesOfType('call').filter((c) => scopeOf(c) === scope && helperForward(file, c) !== null);
-    return callsOf(file, scope).filter((c) => helperForward(file, c) !== null);
-  });
+  // A call reaching a forward through a helper runs a function of this file, so it is one of callSites:
+  // only those are tried, not every call of every scope (most calls of a long file resolve to nothing).
+  return scopeHelperCalls.keyed(file, scope, () => (resolvedCallsByScope(file).get(scope) ?? []).filter((c) => helperForward(file, c) !== null));
 }
 
 const scopeHelperCalls = new VersionMemo<readonly SyntaxNode[]>('indirect.scopeCalls');
+
+/** The calls of callSites (those running a function of this file) by their scope, in document order. */
+function resolvedCallsByScope(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {
+  return resolvedByScopeMemo.get(file, () => {
+    const calls: SyntaxNode[] = [];
+    for (const list of callSites(file).values()) for (const call of list) calls.push(call);
+    // Document order as nodesOfType gives it: by start, and an enclosing call (ending later) first.
+    calls.sort((a, b) => a.start - b.start || b.end - a.end);
+    const out = new Map<SyntaxNode, SyntaxNode[]>();
+    for (const call of calls) {
+      const scope = scopeOf(call);
+      if (scope === null) continue;
+      const list = out.get(scope);
+      if (list === undefined) out.set(scope, [call]);
+      else list.push(call);
+    }
+    return out;
+  });
+}
+
+const resolvedByScopeMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.resolvedCallsByScope');
 
 /** The calls of the file that run each function of the file (by localCallee), in document order. */
 export function callSites(file: SourceFile): ReadonlyMap<SyntaxNode, readonly SyntaxNode[]> {

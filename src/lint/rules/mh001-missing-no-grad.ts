@@ -12,6 +12,7 @@ import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
+import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
@@ -397,6 +398,24 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
           `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is False: no backward follows), ` +
           `so every intermediate activation stays allocated for a backward pass that never comes. Make that call under \`with torch.no_grad():\`, ` +
           `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.flag}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
+        fix: null,
+      });
+      break;
+    }
+    // A loop over phases that trains only when its variable says so (`for split in splits:` ...
+    // `if split == 'train': loss.backward()`): the forward it runs on the other passes feeds a loss that
+    // nothing backpropagates. Checked before the backward test below, which sees the training pass only.
+    const phaseLoop = findings.length === 0 ? sharedPhaseLoop(file, call, scope) : null;
+    if (phaseLoop !== null) {
+      reported.push(call);
+      // No fix: decorating or wrapping here would switch off the training pass too.
+      findings.push({
+        start: call.start,
+        end: call.end,
+        message:
+          `\`${receiver}(…)\` runs with autograd recording on every pass of \`for ${phaseLoop.subject} in …\`, but only the training pass backpropagates ` +
+          `(every gradient call is under a test of \`${phaseLoop.subject}\`), so on the evaluation passes every intermediate activation stays allocated for a backward pass that never comes. ` +
+          `Run the pass under \`with torch.set_grad_enabled(…):\` given the loop's own training test of \`${phaseLoop.subject}\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
         fix: null,
       });
       break;

@@ -127,6 +127,7 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
 
 /** torch.optim's optimizers and the common fused/third-party ones, by their last name. */
 const OPTIMIZER_CLASS = /^(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS|Adafactor|Lamb|LAMB|FusedAdam|FusedLAMB|Lion)$/;
+const OPTIMIZER_FACTORY = /^(optimizer|optimizer_class|optimizer_cls|optim_cls|(make|build|get|create)_optimizer)$/i;
 /** Expressions a `.parameters()` may sit in on its way into an optimizer's arguments. */
 const PARAMETER_CONTAINERS = new Set(['argument_list', 'list', 'tuple', 'binary_operator', 'parenthesized_expression', 'list_comprehension', 'generator_expression', 'for_in_clause', 'dictionary', 'pair', 'keyword_argument', 'list_splat', 'call']);
 
@@ -140,7 +141,9 @@ function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
     if (p.type !== 'call') continue;
     const fn = childByField(p, 'function');
     const last = fn === null ? '' : file.textOf(fn.type === 'attribute' ? (childByField(fn, 'attribute') ?? fn) : fn);
-    if (OPTIMIZER_CLASS.test(last)) return true;
+    // `optimizer = torch.optim.Adam` ... `optimizer(chain(G.parameters(), ...))` (DiscoGAN), `build_optimizer(model.parameters())`:
+    // a callee named as an optimizer (or its factory) takes the parameters it is given to train them.
+    if (OPTIMIZER_CLASS.test(last) || OPTIMIZER_FACTORY.test(last)) return true;
     if (!/^(list|tuple|chain|filter)$/.test(last)) return false;
   }
   return false;

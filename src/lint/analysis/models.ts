@@ -68,6 +68,11 @@ export interface ModelFacts {
   readonly lightningClasses: ReadonlySet<string>;
   /** Keys frozen with `requires_grad_(False)` or `p.requires_grad = False` over `.parameters()`. */
   readonly frozen: ReadonlySet<string>;
+  /**
+   * Keys whose parameters are switched back on (`requires_grad_(True)` / `p.requires_grad = True` over
+   * `.parameters()`): a freeze of these is temporary (a GAN's critic frozen for the generator's step).
+   */
+  readonly unfrozen: ReadonlySet<string>;
   /** Names of functions defined in the file (`def evaluate_model`): never modules. */
   readonly functions: ReadonlySet<string>;
 }
@@ -96,6 +101,7 @@ interface UnitModelData {
   readonly classes: readonly (readonly [string, string])[];
   readonly markers: readonly string[];
   readonly frozen: readonly string[];
+  readonly unfrozen: readonly string[];
   readonly functions: readonly string[];
   /** Assignments `key = <call or name>` that may bind a module. */
   readonly candidates: readonly { readonly key: string; readonly rhs: SyntaxNode; readonly head: string }[];
@@ -121,6 +127,7 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
 
 /** torch.optim's optimizers and the common fused/third-party ones, by their last name. */
 const OPTIMIZER_CLASS = /^(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS|Adafactor|Lamb|LAMB|FusedAdam|FusedLAMB|Lion)$/;
+const OPTIMIZER_FACTORY = /^(optimizer|optimizer_class|optimizer_cls|optim_cls|(make|build|get|create)_optimizer)$/i;
 /** Expressions a `.parameters()` may sit in on its way into an optimizer's arguments. */
 const PARAMETER_CONTAINERS = new Set(['argument_list', 'list', 'tuple', 'binary_operator', 'parenthesized_expression', 'list_comprehension', 'generator_expression', 'for_in_clause', 'dictionary', 'pair', 'keyword_argument', 'list_splat', 'call']);
 
@@ -134,7 +141,9 @@ function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
     if (p.type !== 'call') continue;
     const fn = childByField(p, 'function');
     const last = fn === null ? '' : file.textOf(fn.type === 'attribute' ? (childByField(fn, 'attribute') ?? fn) : fn);
-    if (OPTIMIZER_CLASS.test(last)) return true;
+    // `optimizer = torch.optim.Adam` ... `optimizer(chain(G.parameters(), ...))` (DiscoGAN), `build_optimizer(model.parameters())`:
+    // a callee named as an optimizer (or its factory) takes the parameters it is given to train them.
+    if (OPTIMIZER_CLASS.test(last) || OPTIMIZER_FACTORY.test(last)) return true;
     if (!/^(list|tuple|chain|filter)$/.test(last)) return false;
   }
   return false;
@@ -145,6 +154,7 @@ interface ModelParts {
   readonly classes: [string, string][];
   readonly markers: string[];
   readonly frozen: string[];
+  readonly unfrozen: string[];
   readonly functions: string[];
   readonly candidates: { key: string; rhs: SyntaxNode; head: string }[];
   readonly optimized: string[];
@@ -156,20 +166,21 @@ const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
-    const { classes, markers, frozen, functions, candidates, optimized } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
-    const token = intern(file, JSON.stringify([classes, markers, frozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head]), optimized]));
-    return { classes, markers, frozen, functions, candidates, optimized, token };
+    const { classes, markers, frozen, unfrozen, functions, candidates, optimized } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
+    const token = intern(file, JSON.stringify([classes, markers, frozen, unfrozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head]), optimized]));
+    return { classes, markers, frozen, unfrozen, functions, candidates, optimized, token };
   });
 }
 
 function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
   return {
     order: 'reverse',
-    fresh: () => ({ classes: [], markers: [], frozen: [], functions: [], candidates: [], optimized: [] }),
+    fresh: () => ({ classes: [], markers: [], frozen: [], unfrozen: [], functions: [], candidates: [], optimized: [] }),
     merge: (acc, part) => {
       for (const c of part.classes) acc.classes.push(c);
       for (const m of part.markers) acc.markers.push(m);
       for (const f of part.frozen) acc.frozen.push(f);
+      for (const f of part.unfrozen) acc.unfrozen.push(f);
       for (const f of part.functions) acc.functions.push(f);
       for (const c of part.candidates) acc.candidates.push(c);
       for (const o of part.optimized) acc.optimized.push(o);
@@ -192,18 +203,22 @@ function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
         } else if (method === 'parameters' && builtForOptimizer(file, n)) {
           const key = keyOf(file, childByField(fn, 'object'));
           if (key !== null && key !== 'self') acc.optimized.push(key);
-        } else if (method === 'requires_grad_' && /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(n, 'arguments') ?? n))) {
-          const key = frozenTarget(file, childByField(fn, 'object'));
-          if (key !== null) acc.frozen.push(key);
+        } else if (method === 'requires_grad_') {
+          const args = file.textOf(childByField(n, 'arguments') ?? n);
+          const off = /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(args);
+          const on = /^\(\s*((requires_grad\s*=\s*)?True)?\s*\)$/.test(args);
+          // `noise.requires_grad_()` lands here too: harmless, only keys that are also frozen are read.
+          const key = off || on ? frozenTarget(file, childByField(fn, 'object')) : null;
+          if (key !== null) (off ? acc.frozen : acc.unfrozen).push(key);
         }
       } else if (n.type === 'assignment') {
         const left = childByField(n, 'left');
         const right = childByField(n, 'right');
-        if (left?.type === 'attribute' && right !== null && file.textOf(right) === 'False') {
+        if (left?.type === 'attribute' && right !== null && (file.textOf(right) === 'False' || file.textOf(right) === 'True')) {
           const attr = childByField(left, 'attribute');
           if (attr !== null && file.textOf(attr) === 'requires_grad') {
             const key = frozenTarget(file, childByField(left, 'object'));
-            if (key !== null) acc.frozen.push(key);
+            if (key !== null) (file.textOf(right) === 'False' ? acc.frozen : acc.unfrozen).push(key);
           }
         }
         // `self.eval_net, self.target_net = Net(), Net()`: pair the targets with the values.
@@ -253,10 +268,12 @@ function computeFacts(file: SourceFile): ModelFacts {
   const lightningClasses = classIs(/Lightning|\bCallback\b/);
   const markerReceivers = new Set<string>();
   const frozen = new Set<string>();
+  const unfrozen = new Set<string>();
   const functions = new Set<string>();
   for (const u of units) {
     for (const m of u.markers) markerReceivers.add(m);
     for (const f of u.frozen) frozen.add(f);
+    for (const f of u.unfrozen) unfrozen.add(f);
     for (const f of u.functions) functions.add(f);
   }
 
@@ -305,7 +322,7 @@ function computeFacts(file: SourceFile): ModelFacts {
       }
     }
   }
-  return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen, functions };
+  return { assigned, markerReceivers, moduleClasses, lightningClasses, frozen, unfrozen, functions };
 }
 
 /** Changes whenever the model facts (or the imports they were resolved through) change. */
@@ -313,7 +330,7 @@ export function modelSignature(file: SourceFile): string {
   return combine(file, 'model', () => {
     const f = modelFacts(file);
     const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
-    return [importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.functions)];
+    return [importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.unfrozen), list(f.functions)];
   });
 }
 
@@ -613,27 +630,37 @@ export function computesGradients(file: SourceFile, scope: SyntaxNode, inputsOnl
 }
 
 function scanGradients(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean): boolean {
+  return gradientSites(file, scope, inputsOnly, true).length > 0;
+}
+
+/**
+ * Every place where the scope takes gradients with respect to inputs (`x.requires_grad_()`,
+ * `torch.autograd.grad`, reads of `x.grad`): where they sit decides which forwards they concern.
+ */
+export function inputGradientSites(file: SourceFile, scope: SyntaxNode): readonly SyntaxNode[] {
+  return gradientSites(file, scope, true, false);
+}
+
+function gradientSites(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean, firstOnly: boolean): SyntaxNode[] {
+  const sites: SyntaxNode[] = [];
   const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
   const roots = scope.type === 'module' ? moduleCode(file) : [scope];
   const stack = [...roots];
-  while (stack.length > 0) {
+  while (stack.length > 0 && !(firstOnly && sites.length > 0)) {
     const n = stack.pop()!;
-    if (n.type === 'call' && isGradient(file, n)) return true;
-    if (n.type === 'attribute') {
+    for (const c of n.children) stack.push(c);
+    if (n.type === 'call' && isGradient(file, n)) sites.push(n);
+    else if (n.type === 'attribute') {
       const name = childByField(n, 'attribute');
       const text = name === null ? '' : file.textOf(name);
       // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
       // gradient with respect to inputs.
-      if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) {
-        for (const c of n.children) stack.push(c);
-        continue;
-      }
-      if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) return true;
-      if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) return true;
+      if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) continue;
+      if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) sites.push(n);
+      else if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) sites.push(n);
     }
-    for (const c of n.children) stack.push(c);
   }
-  return false;
+  return sites;
 }
 
 /** `p` in `for p in model.parameters():` / `for name, p in net.named_parameters():`. */

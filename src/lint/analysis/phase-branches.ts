@@ -83,3 +83,31 @@ export function onEvaluationPass(file: SourceFile, node: SyntaxNode, loop: Synta
   }
   return gradientCalls > 0;
 }
+
+/**
+ * The loop over phases (`for split in splits:`) whose every gradient call sits under a test of its own
+ * variable that selects training (`if split == 'train': loss.backward()`), around a forward pass that no
+ * phase test restricts to training: on the other passes that forward records a graph nobody uses. The
+ * innermost such loop within `scope`, or null.
+ */
+export function sharedPhaseLoop(file: SourceFile, node: SyntaxNode, scope: SyntaxNode): { readonly loop: SyntaxNode; readonly subject: string } | null {
+  for (let p = node.parent; p !== null && p !== scope; p = p.parent) {
+    if (p.type !== 'for_statement') continue;
+    const left = childByField(p, 'left');
+    if (left?.type !== 'identifier') continue;
+    const subject = file.textOf(left);
+    if (phaseAt(file, node, p)?.phase === 'train') return null;
+    const calls = file.nodesOfType('call');
+    let gradientCalls = 0;
+    let trainOnly = true;
+    for (let i = firstStartingAtOrAfter(calls, p.start); i < calls.length && calls[i].start < p.end; i++) {
+      const c = calls[i];
+      if (backwardTargets(file, c) === null && !isGradientCall(file, c)) continue;
+      gradientCalls++;
+      const phase = phaseAt(file, c, p);
+      if (phase === null || phase.phase !== 'train' || phase.subject !== subject) trainOnly = false;
+    }
+    if (gradientCalls > 0 && trainOnly) return { loop: p, subject };
+  }
+  return null;
+}

@@ -4,7 +4,7 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, keyOf, modelFacts, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
@@ -12,6 +12,7 @@ import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
+import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
@@ -44,6 +45,8 @@ interface ScopeInfo {
   readonly skip: boolean;
   readonly markers: readonly Marker[];
   readonly evalName: boolean;
+  /** Where the scope takes gradients with respect to inputs (an attack, a saliency map, test-time adaptation). */
+  readonly inputGradients: readonly SyntaxNode[];
 }
 
 const scopeCache = new VersionMemo<ScopeInfo>('MH001.scopeInfo');
@@ -76,7 +79,25 @@ function computeScopeInfo(file: SourceFile, scope: SyntaxNode): ScopeInfo {
     const evaluating = method === 'eval' || (mode !== null && file.textOf(mode) === 'False');
     markers.push({ offset: call.start, receiver, evaluating });
   }
-  return { skip: tracing || computesGradients(file, scope, true) || isTestFunction(file, scope), markers, evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope) };
+  return {
+    skip: tracing || isTestFunction(file, scope),
+    markers,
+    evalName: scope.type === 'function_definition' && isEvalFunctionName(file, scope),
+    inputGradients: computesGradients(file, scope, true) ? inputGradientSites(file, scope) : [],
+  };
+}
+
+/**
+ * Gradients with respect to inputs taken at the forward's loop level or around it (`x.requires_grad_()`
+ * before or in the loop of an FGSM attack): its graph may be what they need. One taken only in another
+ * loop of the scope (a GAN's generator iterations) says nothing of a separate validation loop.
+ */
+function underInputGradients(scope: SyntaxNode, info: ScopeInfo, call: SyntaxNode): boolean {
+  return info.inputGradients.some((site) => {
+    // A site in a nested function runs whenever that function is called: take it as scope-wide.
+    const region = scopeOf(site) === scope ? (enclosingLoops(site)[0] ?? scope) : scope;
+    return contains(region, call);
+  });
 }
 
 function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
@@ -171,7 +192,11 @@ function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
 function isFrozen(file: SourceFile, receiver: string, scope: SyntaxNode): boolean {
   const covers = (f: string): boolean => receiver === f || receiver.startsWith(`${f}.`);
   // A helper's parameter frozen inside the helper freezes what the helper is called with, not this name elsewhere.
-  for (const f of modelFacts(file).frozen) if (covers(f) && !frozenOnlyInOtherFunctions(file, f, scope)) return true;
+  const facts = modelFacts(file);
+  // Frozen and switched back on elsewhere (WGAN's critic, frozen only for the generator's step): whether it
+  // records at this forward depends on the order, so its freeze is no evidence of a graph-free forward.
+  const thawed = (f: string): boolean => [...facts.unfrozen].some((u) => f === u || f.startsWith(`${u}.`));
+  for (const f of facts.frozen) if (covers(f) && !thawed(f) && !frozenOnlyInOtherFunctions(file, f, scope)) return true;
   for (const f of frozenThroughHelpers(file)) if (covers(f)) return true;
   return false;
 }
@@ -355,6 +380,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
+    if (underInputGradients(scope, info, call)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // The flow analysis does not follow a method's output: report it only where every use is visibly cut
     // from its history (`return action.detach().cpu().numpy()[0]`), never where it may be returned for a loss.
@@ -372,6 +398,24 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
           `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is False: no backward follows), ` +
           `so every intermediate activation stays allocated for a backward pass that never comes. Make that call under \`with torch.no_grad():\`, ` +
           `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.flag}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
+        fix: null,
+      });
+      break;
+    }
+    // A loop over phases that trains only when its variable says so (`for split in splits:` ...
+    // `if split == 'train': loss.backward()`): the forward it runs on the other passes feeds a loss that
+    // nothing backpropagates. Checked before the backward test below, which sees the training pass only.
+    const phaseLoop = findings.length === 0 ? sharedPhaseLoop(file, call, scope) : null;
+    if (phaseLoop !== null) {
+      reported.push(call);
+      // No fix: decorating or wrapping here would switch off the training pass too.
+      findings.push({
+        start: call.start,
+        end: call.end,
+        message:
+          `\`${receiver}(…)\` runs with autograd recording on every pass of \`for ${phaseLoop.subject} in …\`, but only the training pass backpropagates ` +
+          `(every gradient call is under a test of \`${phaseLoop.subject}\`), so on the evaluation passes every intermediate activation stays allocated for a backward pass that never comes. ` +
+          `Run the pass under \`with torch.set_grad_enabled(…):\` given the loop's own training test of \`${phaseLoop.subject}\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
         fix: null,
       });
       break;

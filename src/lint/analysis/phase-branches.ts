@@ -71,7 +71,14 @@ function phaseAt(file: SourceFile, node: SyntaxNode, scope: SyntaxNode): Phase |
  */
 export function onEvaluationPass(file: SourceFile, node: SyntaxNode, loop: SyntaxNode): boolean {
   const own = phaseAt(file, node, loop);
-  if (own === null || own.phase !== 'eval') return false;
+  return own !== null && own.phase === 'eval' && trainsOnlyWhen(file, loop, own.subject);
+}
+
+/**
+ * The loop has gradient calls (backward, optimizer step, zero_grad), and every one of them sits under a
+ * test of `subject` that selects training.
+ */
+function trainsOnlyWhen(file: SourceFile, loop: SyntaxNode, subject: string): boolean {
   const calls = file.nodesOfType('call');
   let gradientCalls = 0;
   for (let i = firstStartingAtOrAfter(calls, loop.start); i < calls.length && calls[i].start < loop.end; i++) {
@@ -79,7 +86,7 @@ export function onEvaluationPass(file: SourceFile, node: SyntaxNode, loop: Synta
     if (backwardTargets(file, c) === null && !isGradientCall(file, c)) continue;
     gradientCalls++;
     const phase = phaseAt(file, c, loop);
-    if (phase === null || phase.phase !== 'train' || phase.subject !== own.subject) return false;
+    if (phase === null || phase.phase !== 'train' || phase.subject !== subject) return false;
   }
   return gradientCalls > 0;
 }
@@ -97,17 +104,7 @@ export function sharedPhaseLoop(file: SourceFile, node: SyntaxNode, scope: Synta
     if (left?.type !== 'identifier') continue;
     const subject = file.textOf(left);
     if (phaseAt(file, node, p)?.phase === 'train') return null;
-    const calls = file.nodesOfType('call');
-    let gradientCalls = 0;
-    let trainOnly = true;
-    for (let i = firstStartingAtOrAfter(calls, p.start); i < calls.length && calls[i].start < p.end; i++) {
-      const c = calls[i];
-      if (backwardTargets(file, c) === null && !isGradientCall(file, c)) continue;
-      gradientCalls++;
-      const phase = phaseAt(file, c, p);
-      if (phase === null || phase.phase !== 'train' || phase.subject !== subject) trainOnly = false;
-    }
-    if (gradientCalls > 0 && trainOnly) return { loop: p, subject };
+    if (trainsOnlyWhen(file, p, subject)) return { loop: p, subject };
   }
   return null;
 }

@@ -76,16 +76,22 @@ function deepCopies(file: SourceFile, built: ReadonlyMap<string, Construction>):
   return out;
 }
 
-/** The class a module is built from, when the file defines it and it freezes itself. */
-function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
+/** The class of this file a module is built from (`Perceptual(...)` -> `class Perceptual`), or null. */
+function localClassOf(file: SourceFile, value: SyntaxNode): SyntaxNode | null {
   const call = innermostCall(value);
-  if (call.type !== 'call') return false;
+  if (call.type !== 'call') return null;
   const name = calleeMethod(file, call) ?? '';
   for (const cls of file.nodesOfType('class_definition')) {
     const n = childByField(cls, 'name');
-    if (n !== null && file.textOf(n) === name) return SELF_FREEZING.test(file.textOf(cls));
+    if (n !== null && file.textOf(n) === name) return cls;
   }
-  return false;
+  return null;
+}
+
+/** The class a module is built from, when the file defines it and it freezes itself. */
+function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
+  const cls = localClassOf(file, value);
+  return cls !== null && SELF_FREEZING.test(file.textOf(cls));
 }
 
 /**
@@ -94,15 +100,9 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
  * perceptual-loss network under another name.
  */
 function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
-  const call = innermostCall(value);
-  if (call.type !== 'call') return false;
-  const name = calleeMethod(file, call) ?? '';
-  for (const cls of file.nodesOfType('class_definition')) {
-    const n = childByField(cls, 'name');
-    const body = childByField(cls, 'body');
-    if (n !== null && body !== null && file.textOf(n) === name) return FEATURE_NETWORK.test(file.textOf(body));
-  }
-  return false;
+  const cls = localClassOf(file, value);
+  const body = cls === null ? null : childByField(cls, 'body');
+  return body !== null && FEATURE_NETWORK.test(file.textOf(body));
 }
 
 /** The call records a graph in a scope that trains. */

@@ -4,7 +4,7 @@
 // The grouping is cached per top-level statement node, and within it per function body. The document
 // mirror reuses the nodes of statements (and functions) an edit did not touch, so after a one-character
 // edit only the edited function (or statement outside functions) is regrouped.
-import type { SourceFile, SyntaxNode } from '../syntax';
+import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
 import { enclosingFunction } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
@@ -102,4 +102,12 @@ export function callsNamedByFunction(file: SourceFile, method: string): Readonly
     }
     return byFunction;
   });
+}
+
+/** Every call that starts inside `node` (nested functions included), in source order. */
+export function callsWithin(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
+  const calls = file.nodesOfType('call');
+  const out: SyntaxNode[] = [];
+  for (let i = firstStartingAtOrAfter(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
+  return out;
 }

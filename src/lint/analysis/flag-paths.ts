@@ -2,9 +2,9 @@
 // `def iteration(self, epoch, loader, train=True)` whose every backward()/optimizer step sits under
 // `if train:`. A call site that passes `train=False` outside no_grad runs the forward passes with autograd on
 // for nothing (MH001); inside the function nothing tells the two paths apart but the flag.
-import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { keywordArgument, positionalArguments } from './context';
-import { callsNamed } from './calls';
+import { callsNamed, callsWithin } from './calls';
 import { backwardTargets, isGradientCall, scopeOf } from './models';
 import { gradMaybeOffAt, gradOffAt } from './gradstate';
 import { parameterNames } from './values';
@@ -23,7 +23,7 @@ export interface FlagSelectedEval {
  */
 export function flagSelectedEval(file: SourceFile, fn: SyntaxNode): FlagSelectedEval | null {
   if (fn.type !== 'function_definition') return null;
-  const gradientCalls = callsOf(file, fn).filter((c) => scopeOf(c) === fn && (backwardTargets(file, c) !== null || isGradientCall(file, c)));
+  const gradientCalls = callsWithin(file, fn).filter((c) => scopeOf(c) === fn && (backwardTargets(file, c) !== null || isGradientCall(file, c)));
   if (gradientCalls.length === 0) return null;
   const params = parameterNames(file, fn);
   const flags = new Set(gradientCalls.map((c) => guardingFlag(file, fn, c)));
@@ -52,13 +52,6 @@ export function guardingFlag(file: SourceFile, fn: SyntaxNode, call: SyntaxNode)
     return condition?.type === 'identifier' ? file.textOf(condition) : null;
   }
   return null;
-}
-
-function callsOf(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
-  const calls = file.nodesOfType('call');
-  const out: SyntaxNode[] = [];
-  for (let i = firstStartingAtOrAfter(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
-  return out;
 }
 
 /**

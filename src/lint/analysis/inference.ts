@@ -13,7 +13,7 @@ import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, is
 import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
-import { unitCallGroups } from './calls';
+import { callsWithin, unitCallGroups } from './calls';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
 
@@ -83,7 +83,7 @@ class GradientReach {
     const known = this.memo.get(fn);
     if (known !== undefined) return known;
     this.memo.set(fn, false); // recursion guard
-    const result = computesGradients(this.file, fn) || callsIn(this.file, fn).some((c) => this.callReaches(c));
+    const result = computesGradients(this.file, fn) || callsWithin(this.file, fn).some((c) => this.callReaches(c));
     this.memo.set(fn, result);
     return result;
   }
@@ -92,7 +92,7 @@ class GradientReach {
 
   nodeReaches(node: SyntaxNode): boolean {
     let r = this.nodeMemo.get(node);
-    if (r === undefined) this.nodeMemo.set(node, (r = callsIn(this.file, node).some((c) => this.callReaches(c))));
+    if (r === undefined) this.nodeMemo.set(node, (r = callsWithin(this.file, node).some((c) => this.callReaches(c))));
     return r;
   }
 }
@@ -125,13 +125,6 @@ const reaches = new VersionMemo<GradientReach>('inference.reach');
 
 function reachOf(file: SourceFile): GradientReach {
   return reaches.get(file, (f) => new GradientReach(f));
-}
-
-function callsIn(file: SourceFile, node: SyntaxNode): SyntaxNode[] {
-  const calls = file.nodesOfType('call');
-  const out: SyntaxNode[] = [];
-  for (let i = firstStartingAtOrAfter(calls, node.start); i < calls.length && calls[i].start < node.end; i++) out.push(calls[i]);
-  return out;
 }
 
 /** `optimizer.step()`, `scaler.step(opt)`: this iteration's update is done. */
@@ -385,7 +378,7 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   const trainingLoop = loops.find((l) => !contains(region, l) && l !== region && reach.nodeReaches(l)) ?? null;
   const named = scope.type === 'function_definition' && isInferenceName(file.textOf(childByField(scope, 'name') ?? scope));
   const stepsBefore = (within: SyntaxNode, optimizerOnly = false): boolean =>
-    callsIn(file, within).some((c) => c.end <= region.start && (optimizerOnly ? isOptimizerStep(file, c) : isStepOrBackward(file, c)));
+    callsWithin(file, within).some((c) => c.end <= region.start && (optimizerOnly ? isOptimizerStep(file, c) : isStepOrBackward(file, c)));
   let kind: InferenceKind | null = null;
   let end = scope.end;
   if (trainingLoop !== null) {
@@ -404,7 +397,7 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   else if (stepsBefore(scope)) kind = 'after-training';
   if (kind === null) return null;
   // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.
-  const after = callsIn(file, scope).filter((c) => c.start >= region.end && c.start < end);
+  const after = callsWithin(file, scope).filter((c) => c.start >= region.end && c.start < end);
   if (after.some((c) => isStepOrBackward(file, c) || reach.callReaches(c))) {
     if (kind !== 'after-step') return null;
   }
@@ -464,7 +457,7 @@ export function noGradStatement(file: SourceFile, scope: SyntaxNode, call: Synta
  */
 export function backpropagatesAfter(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): boolean {
   const loops = enclosingLoops(call).filter((l) => contains(scope, l));
-  return callsIn(file, scope).some((c) => c.start >= call.end && isStepOrBackward(file, c) && loops.every((l) => contains(l, c)));
+  return callsWithin(file, scope).some((c) => c.start >= call.end && isStepOrBackward(file, c) && loops.every((l) => contains(l, c)));
 }
 
 const signatures = new VersionMemo<string>('inference.signature');

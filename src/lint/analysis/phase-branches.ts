@@ -2,7 +2,8 @@
 // `for split in ["train", "valid"]: ... if split == "train": loss.backward(); optimizer.step()` and, in the
 // same loop, `if split == "valid": tracker["z"] = torch.cat(...)`. The loop trains, but the branch that only
 // runs when the phase says evaluation is evaluation code: no gradient step happens on that pass.
-import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { callsWithin } from './calls';
 import { backwardTargets, isGradientCall } from './models';
 
 const EVAL_WORDS = /^(val|valid|validation|test|testing|eval|evaluation|dev|inference|predict)$/i;
@@ -79,10 +80,8 @@ export function onEvaluationPass(file: SourceFile, node: SyntaxNode, loop: Synta
  * test of `subject` that selects training.
  */
 function trainsOnlyWhen(file: SourceFile, loop: SyntaxNode, subject: string): boolean {
-  const calls = file.nodesOfType('call');
   let gradientCalls = 0;
-  for (let i = firstStartingAtOrAfter(calls, loop.start); i < calls.length && calls[i].start < loop.end; i++) {
-    const c = calls[i];
+  for (const c of callsWithin(file, loop)) {
     if (backwardTargets(file, c) === null && !isGradientCall(file, c)) continue;
     gradientCalls++;
     const phase = phaseAt(file, c, loop);

@@ -178,6 +178,34 @@ describe('profiler: loop targets and the working directory', function () {
     }
   });
 
+  // minGPT's chargpt.py calls Trainer.run() in mingpt/trainer.py and has no loop itself: it was profiled
+  // whole, as one step, for --max-seconds (30 s of sampling text). The loop of an imported user module
+  // that the script calls into is now the training loop.
+  it('finds the training loop in a module of the user\'s that the script imports and runs (torch 1.13 and 2.x)', async () => {
+    const dir = path.join(FIXTURES, 'imported_loop');
+    const trainer = path.join(dir, 'trainlib', 'trainer.py');
+    for (const python of [TORCH1_PYTHON, torch2Python()]) {
+      let stdout = '';
+      const report = ok(await runProfile(base({ script: path.join(dir, 'run.py'), python, scriptArgs: ['--keep-losses'] }),
+        { onStdout: (c) => (stdout += c.toString()) }));
+      assert.equal(report.target.kind, 'loop');
+      assert.equal(report.target.loopFile, trainer);
+      assert.equal(report.target.loopLine, lineNumber(trainer, 'while True:'));
+      assert.equal(report.steps.length, 3);
+      assert.equal(lineOf(report, trainer, 'loss.backward()').calls, 3);
+      assert.doesNotMatch(stdout, /trained all iterations/, 'stopped after warmup + steps of the 6 iterations');
+      assert.ok(report.notes.some((n) => /run\.py has no training loop: profiled the one it runs in .*trainer\.py:\d+/.test(n)), report.notes.join('\n'));
+      const root = (report.modules ?? []).find((m) => m.path === '');
+      assert.equal(root?.params, (32 * 32 + 32) * 4);
+      assert.equal(root?.grads, (32 * 32 + 32) * 4);
+      // backward() freed what the kept graphs saved: each step leaks the 4-byte loss and its graph's nodes.
+      assert.deepEqual(report.leaks.map((l) => [l.file, l.code, l.bytesByStep]), [[trainer, 'loss = out.square().sum()', [4, 4]]]);
+    }
+    const helpers = ok(await runProfile(base({ script: path.join(dir, 'helpers_only.py') })));
+    assert.equal(helpers.target.kind, 'script', 'a module imported for its helpers, its loop never called');
+    assert.equal(helpers.target.loopFile ?? null, null);
+  });
+
   it('finds the training loop: innermost reaching backward() and step(), through the file\'s functions', async () => {
     const cases: Array<[string, number[]]> = [
       // epoch loop around a batch loop: the batch loop

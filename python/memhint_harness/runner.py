@@ -418,6 +418,7 @@ class Runner:
             self.notes.append("no training loop found (a for/while loop whose body reaches backward() and "
                               "optimizer.step()): the whole script was profiled as one step")
             return self._run_script(code, module)
+        self._note_loop_inside_target(source)
         self._exec(code, module.__dict__)
         if self.unsupported is not None:
             raise TargetError("unsupported_target", self.unsupported)
@@ -429,6 +430,21 @@ class Runner:
         if self.calls < self.total_calls:
             self.notes.append("the script called %s only %d time(s); %d warmup + %d steps were requested"
                               % (options.function, self.calls, options.warmup, options.steps))
+
+    def _note_loop_inside_target(self, source):
+        """A target that contains the training loop (pytorch/examples' `train()`, called once per epoch)
+        measures whole epochs: said in the report, with the loop to profile instead."""
+        name = self.options.function.split(".")[-1]
+        try:
+            loops = LoopFinder(source, self.script).training_loops()
+        except (SyntaxError, ValueError):
+            return
+        inside = [loop for loop in loops if loop.function == name]
+        if inside:
+            script = os.path.basename(self.script)
+            self.notes.append("%s contains the training loop (line %d): each call of it is a whole pass over that "
+                              "loop (an epoch), not one training step; `%s:%d` (or `%s` alone) makes each iteration "
+                              "a step" % (self.options.function, inside[0].header, script, inside[0].header, script))
 
     def _run_loop(self, code, module):
         try:

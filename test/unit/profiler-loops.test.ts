@@ -206,6 +206,18 @@ describe('profiler: loop targets and the working directory', function () {
     assert.equal(helpers.target.loopFile ?? null, null);
   });
 
+  it('a ::FUNCTION target that contains the training loop (one call per epoch) says so and names the loop', async () => {
+    const script = path.join(FIXTURES, 'epoch_function.py');
+    const report = ok(await runProfile(base({ script, function: 'train' })));
+    assert.equal(report.steps.length, 3);
+    assert.equal(lineOf(report, script, 'loss.backward()').calls, 3 * 3, 'three iterations per call');
+    const loop = lineNumber(script, 'for x in data:');
+    assert.ok(report.notes.some((n) => n.startsWith(`train contains the training loop (line ${loop})`) &&
+      n.includes(`epoch_function.py:${loop}`)), report.notes.join('\n'));
+    const plain = ok(await runProfile(base({ script: path.join(FIXTURES, 'stdlib_user.py'), function: 'step' })));
+    assert.ok(!plain.notes.some((n) => /contains the training loop/.test(n)), 'a real step function gets no such note');
+  });
+
   it('finds the training loop: innermost reaching backward() and step(), through the file\'s functions', async () => {
     const cases: Array<[string, number[]]> = [
       // epoch loop around a batch loop: the batch loop

@@ -200,6 +200,7 @@ describe('profiler: loop targets and the working directory', function () {
       assert.equal(root?.grads, (32 * 32 + 32) * 4);
       // backward() freed what the kept graphs saved: each step leaks the 4-byte loss and its graph's nodes.
       assert.deepEqual(report.leaks.map((l) => [l.file, l.code, l.bytesByStep]), [[trainer, 'loss = out.square().sum()', [4, 4]]]);
+      assert.match(report.leaks[0]?.heldBy ?? '', /^`self\.losses` in run\(\) \(list\)$/, 'an attribute of the trainer');
     }
     const helpers = ok(await runProfile(base({ script: path.join(dir, 'helpers_only.py') })));
     assert.equal(helpers.target.kind, 'script', 'a module imported for its helpers, its loop never called');

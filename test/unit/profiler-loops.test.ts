@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { formatReport } from '../../src/profiler/format';
 import { findHarnessRoot, runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
 import type { LineStats, ProfileReport } from '../../src/profiler/report';
 import { TORCH1_PYTHON, torch2Python } from './torch2';
@@ -191,6 +192,8 @@ describe('profiler: loop targets and the working directory', function () {
       assert.equal(report.target.kind, 'loop');
       assert.equal(report.target.loopFile, trainer);
       assert.equal(report.target.loopLine, lineNumber(trainer, 'while True:'));
+      assert.equal(formatReport(report, () => null).split('\n')[0],
+        `memhint profile — ${path.join(dir, 'run.py')} — loop at ${trainer}:${report.target.loopLine} (each iteration of the loop is a step)`);
       assert.equal(report.steps.length, 3);
       assert.equal(lineOf(report, trainer, 'loss.backward()').calls, 3);
       assert.doesNotMatch(stdout, /trained all iterations/, 'stopped after warmup + steps of the 6 iterations');

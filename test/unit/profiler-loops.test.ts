@@ -222,6 +222,37 @@ describe('profiler: loop targets and the working directory', function () {
     assert.ok(!plain.notes.some((n) => /contains the training loop/.test(n)), 'a real step function gets no such note');
   });
 
+  it('follows the script\'s imports to the user\'s files: packages, relative imports, only loops it calls into', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-imports-'));
+    try {
+      const write = (name: string, text: string): void => {
+        fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+        fs.writeFileSync(path.join(root, name), text);
+      };
+      const loop = 'def run(self):\n    for x in data:\n        model(x).backward()\n        opt.step()\n';
+      write('pkg/__init__.py', 'from .engine import Engine\n'); // relative, one level down
+      write('pkg/engine.py', 'class Engine:\n' + loop.replace(/^/gm, '    '));
+      write('pkg/unused.py', 'def fit():\n    for x in data:\n        model(x).backward()\n        opt.step()\n');
+      write('calls.py', 'from pkg import Engine\nimport pkg.unused\nEngine().run()\n');
+      write('helpers.py', 'import pkg.unused\nprint(1)\n');
+      const code = 'import json, sys, ast\nfrom memhint_harness.imported_loops import training_loops_in_imports\n' +
+        'out = {}\nfor name in sys.argv[2:]:\n    path = sys.argv[1] + "/" + name\n' +
+        '    loops = training_loops_in_imports(path, ast.parse(open(path).read()), [sys.argv[1]], lambda f: True)\n' +
+        '    out[name] = [[l.file[len(sys.argv[1]) + 1:], l.header, l.function] for l in loops]\nprint(json.dumps(out))';
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(TORCH1_PYTHON, ['-c', code, root, 'calls.py', 'helpers.py'], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, out) =>
+          error ? reject(new Error(error.message)) : resolve(out),
+        ),
+      );
+      assert.deepEqual(JSON.parse(stdout), {
+        'calls.py': [['pkg/engine.py', 3, 'run']], // fit() of pkg/unused.py is imported, never called
+        'helpers.py': [],
+      });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('finds the training loop: innermost reaching backward() and step(), through the file\'s functions', async () => {
     const cases: Array<[string, number[]]> = [
       // epoch loop around a batch loop: the batch loop

@@ -300,7 +300,8 @@ def describe_holders(tracker, cdatas):
             if holder is objects:
                 continue
             if isinstance(holder, (list, dict, tuple, set)) and not _is_namespace(holder):
-                name = _name_of(holder, types, tracker.user_files)
+                name = _name_of(holder, types, tracker.user_files) or _attribute_name(holder, types,
+                                                                                    tracker.user_files)
                 if name:
                     found[described[0]] = "%s (%s)" % (name, type(holder).__name__)
                     break
@@ -323,6 +324,42 @@ def _local_name(frame, value):
                 return "`%s`" % name
     except Exception:
         return None
+    return None
+
+
+def _attribute_name(container, types, user_files):
+    """`self.losses` in run(): the container is an attribute of an object (a Trainer's list of losses, as
+    in minGPT-style trainer classes) that a user frame or module names. One level: owner.attribute."""
+    import gc
+
+    for holder in gc.get_referrers(container):
+        if isinstance(holder, (types.FrameType, types.ModuleType, type)) or _is_namespace(holder):
+            continue
+        if isinstance(holder, dict):
+            # An instance's __dict__ (Python < 3.11, or a materialized one): its owner refers to it.
+            attribute = _key_of(holder, container)
+            owners = [o for o in gc.get_referrers(holder) if getattr(o, "__dict__", None) is holder]
+        else:
+            # Python 3.11+ keeps an instance's attributes inline: the instance itself is the referrer.
+            try:
+                attribute = _key_of(vars(holder), container)
+            except TypeError:
+                continue
+            owners = [holder]
+        if attribute is None:
+            continue
+        for owner in owners:
+            name = _name_of(owner, types, user_files)
+            if name and name.startswith("`"):
+                end = name.index("`", 1)  # "`self` in run()" -> "`self.losses` in run()"
+                return "%s.%s%s" % (name[:end], attribute, name[end:])
+    return None
+
+
+def _key_of(mapping, value):
+    for key, item in mapping.items():
+        if item is value and isinstance(key, str):
+            return key
     return None
 
 

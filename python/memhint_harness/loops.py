@@ -30,6 +30,7 @@ class Loop:
     keyword: str  # "for" or "while"
     function: str  # enclosing function, "<module>" at top level
     first_statement_end: int = 0  # last line of the body's first statement
+    file: str = ""  # the source file (a module the script imports, when the loop is not in the script)
 
 
 @dataclass
@@ -90,6 +91,7 @@ class LoopFinder:
 
     def __init__(self, source: str | bytes, filename: str) -> None:
         self.tree = ast.parse(source, filename)
+        self.filename = filename
         self.loops: list[tuple[LoopNode, Loop]] = []
         functions: dict[str, list[FunctionNode]] = {}
         self._collect(self.tree.body, "<module>", functions)
@@ -126,7 +128,7 @@ class LoopFinder:
                 keyword = "while" if isinstance(node, ast.While) else "for"
                 first_end = getattr(node.body[0], "end_lineno", None) or body_first
                 self.loops.append((node, Loop(node.lineno, max(node.lineno, body_first - 1), body_first, end,
-                                              keyword, owner, first_end)))
+                                              keyword, owner, first_end, self.filename)))
             for child in ast.iter_child_nodes(node):
                 stack.append((child, owner))
 
@@ -196,6 +198,12 @@ def code_with_line(code: types.CodeType, lines: tuple[int, ...]) -> Optional[typ
             return current
         queue.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     return None
+
+
+def runs_loop(code: types.CodeType, loop: Loop) -> bool:
+    """Whether `code` is the function (or module) whose frame runs `loop`: its name is the loop's enclosing
+    function and it has bytecode on the loop's first body line (a comprehension in the header has not)."""
+    return code.co_name == loop.function.rsplit(".", 1)[-1] and loop.body_first in _line_numbers(code)
 
 
 def _line_numbers(code: types.CodeType) -> set[int]:

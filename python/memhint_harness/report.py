@@ -89,6 +89,7 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
         "version": REPORT_VERSION,
         "harnessVersion": HARNESS_VERSION,
         "target": {"kind": _target_kind(options, runner), "loopLine": runner.loop.header if runner.loop else None,
+                   "loopFile": _loop_file(options, runner),
                    "script": os.path.abspath(options.script), "function": options.function,
                    "setup": options.setup, "warmup": options.warmup, "steps": options.steps,
                    "maxSeconds": options.max_seconds, "scriptArgs": list(options.script_args)},
@@ -119,6 +120,14 @@ def build_report(options, environment, notes, tracker, state, runner, cuda, part
     for observer in runner.observers:
         observer.contribute(report, _code)
     return report
+
+
+def _loop_file(options, runner):
+    """The file of the profiled loop when it is not the script (a module the script imports), else None."""
+    loop = runner.loop
+    if loop is None or not loop.file or os.path.abspath(loop.file) == os.path.abspath(options.script):
+        return None
+    return os.path.abspath(loop.file)
 
 
 def _target_kind(options, runner):

@@ -12,8 +12,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .imported_loops import training_loops_in_imports
 from .linetrace import SWITCH_TRACE
-from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line
+from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line, runs_loop
 from .tracker import StopProfiling
 
 _gettrace = sys.gettrace
@@ -68,6 +69,9 @@ class Runner:
         self.loop_watches: Dict[types.CodeType, List[LoopWatch]] = {}  # per code object, its candidate loops
         self.loop_candidates: List[Loop] = []
         self.loop: Optional[Loop] = None  # the loop being profiled, once one ran
+        # Training loops in modules the script imports (it has none): watched once their code first runs.
+        self.pending_loops: Dict[str, List[Loop]] = {}
+        self._codes_checked: set = set()
         self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
         self.observers: List[Any] = []  # observers.StepObserver: told of step boundaries, add report fields
@@ -228,7 +232,7 @@ class Runner:
         else:
             loops = finder.training_loops()
             if not loops:
-                return False
+                return self._arm_imported_loops(finder.tree)
         for loop in loops:
             runs = code_with_line(code, (loop.header, loop.body_first))
             if runs is not None:
@@ -237,6 +241,30 @@ class Runner:
             raise TargetError("missing_target", "%s: no code runs the loop on line %d" % (self.script, loops[0].header))
         self.loop_candidates = loops
         return True
+
+    def _arm_imported_loops(self, tree):
+        """No training loop in the script: those of the user's modules it imports and calls into. Their code
+        objects do not exist before the import, so each is matched when its code first runs (on_line)."""
+        loops = training_loops_in_imports(self.script, tree, sys.path, self.tracker.user_files.is_user)
+        if not loops:
+            return False
+        for loop in loops:
+            self.pending_loops.setdefault(os.path.abspath(loop.file), []).append(loop)
+        self.loop_candidates = loops
+        return True
+
+    def _watch_imported(self, code):
+        self._codes_checked.add(code)
+        for loop in self.pending_loops.get(os.path.abspath(code.co_filename), ()):
+            if runs_loop(code, loop):
+                self.loop_watches.setdefault(code, []).append(LoopWatch(loop))
+
+    def where(self, loop):
+        """A loop's place for messages: its line in the script, else file:line."""
+        if not loop.file or os.path.abspath(loop.file) == self.script:
+            return "line %d" % loop.header
+        relative = os.path.relpath(loop.file)  # to the working directory, as the user typed the script's path
+        return "%s:%d" % (loop.file if relative.startswith("..") else relative, loop.header)
 
     def _on_loop_line(self, frame):
         for watch in self.loop_watches[frame.f_code]:
@@ -288,6 +316,8 @@ class Runner:
     # ------------------------------------------------------------------ line hook
 
     def on_line(self, frame):
+        if self.pending_loops and frame.f_code not in self._codes_checked:
+            self._watch_imported(frame.f_code)
         if self.loop_watches and frame.f_code in self.loop_watches:
             self._on_loop_line(frame)
         if self.done and self.stop_deadline is not None and time.perf_counter() > self.stop_deadline:
@@ -388,6 +418,7 @@ class Runner:
             self.notes.append("no training loop found (a for/while loop whose body reaches backward() and "
                               "optimizer.step()): the whole script was profiled as one step")
             return self._run_script(code, module)
+        self._note_loop_inside_target(source)
         self._exec(code, module.__dict__)
         if self.unsupported is not None:
             raise TargetError("unsupported_target", self.unsupported)
@@ -400,6 +431,21 @@ class Runner:
             self.notes.append("the script called %s only %d time(s); %d warmup + %d steps were requested"
                               % (options.function, self.calls, options.warmup, options.steps))
 
+    def _note_loop_inside_target(self, source):
+        """A target that contains the training loop (pytorch/examples' `train()`, called once per epoch)
+        measures whole epochs: said in the report, with the loop to profile instead."""
+        name = self.options.function.split(".")[-1]
+        try:
+            loops = LoopFinder(source, self.script).training_loops()
+        except (SyntaxError, ValueError):
+            return
+        inside = [loop for loop in loops if loop.function == name]
+        if inside:
+            script = os.path.basename(self.script)
+            self.notes.append("%s contains the training loop (line %d): each call of it is a whole pass over that "
+                              "loop (an epoch), not one training step; `%s:%d` (or `%s` alone) makes each iteration "
+                              "a step" % (self.options.function, inside[0].header, script, inside[0].header, script))
+
     def _run_loop(self, code, module):
         try:
             self._exec(code, module.__dict__)
@@ -411,6 +457,8 @@ class Runner:
                     self._close_loop_step()
                 finally:
                     self.tracker.resume_tracing(trace)
+        if self.pending_loops:
+            return self._imported_loop_notes()
         lines = ", ".join(str(loop.header) for loop in self.loop_candidates)
         if self.loop is None:
             raise TargetError("target_not_called", "%s ran to completion without reaching the loop on line %s"
@@ -420,9 +468,24 @@ class Runner:
             self.notes.append("profiled the training loop on line %d; other candidate loops: line %s (pick one "
                               "with %s:LINE)" % (self.loop.header, ", ".join(map(str, others)),
                                                  os.path.basename(self.script)))
+        self._short_run_note()
+
+    def _imported_loop_notes(self):
+        places = ", ".join(self.where(loop) for loop in self.loop_candidates)
+        if self.loop is None:
+            raise TargetError("target_not_called", "%s has no training loop and ran to completion without reaching "
+                              "the one in the modules it imports (%s)" % (self.script, places))
+        self.notes.append("%s has no training loop: profiled the one it runs in %s (a module of yours that it "
+                          "imports); each iteration is a step" % (os.path.basename(self.script), self.where(self.loop)))
+        others = [self.where(loop) for loop in self.loop_candidates if loop is not self.loop]
+        if others:
+            self.notes.append("other candidate loops in imported modules: %s" % ", ".join(others))
+        self._short_run_note()
+
+    def _short_run_note(self):
         if self.calls < self.total_calls:
-            self.notes.append("the loop on line %d ran only %d iteration(s); %d warmup + %d steps were requested"
-                              % (self.loop.header, self.calls, self.options.warmup, self.options.steps))
+            self.notes.append("the loop on %s ran only %d iteration(s); %d warmup + %d steps were requested"
+                              % (self.where(self.loop), self.calls, self.options.warmup, self.options.steps))
 
     def _exec(self, code, namespace):
         try:

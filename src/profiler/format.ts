@@ -127,6 +127,9 @@ export function formatReport(report: ProfileReport, readSource: (file: string) =
 
 function targetSuffix(report: ProfileReport): string {
   if (report.target.function) return `::${report.target.function}`;
+  if (report.target.loopLine && report.target.loopFile) {
+    return ` — loop at ${report.target.loopFile}:${report.target.loopLine} (each iteration of the loop is a step)`;
+  }
   if (report.target.loopLine) return `:${report.target.loopLine} (each iteration of the loop is a step)`;
   return '';
 }

@@ -51,6 +51,9 @@ export interface ProfileTarget {
   readonly function: string | null;
   /** kind loop: the 1-based line of the loop's `for`/`while` header; else null. */
   readonly loopLine: number | null;
+  /** kind loop: the loop's file when it is not `script` (a module of the user's that the script imports
+   *  and runs, e.g. minGPT's trainer); null or absent otherwise (reports before this field). */
+  readonly loopFile?: string | null;
   readonly setup: string | null;
   readonly warmup: number;
   readonly steps: number;

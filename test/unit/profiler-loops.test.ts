@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { formatReport } from '../../src/profiler/format';
 import { findHarnessRoot, runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
 import type { LineStats, ProfileReport } from '../../src/profiler/report';
 import { TORCH1_PYTHON, torch2Python } from './torch2';
@@ -175,6 +176,80 @@ describe('profiler: loop targets and the working directory', function () {
       }
     } finally {
       fs.rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  // minGPT's chargpt.py calls Trainer.run() in mingpt/trainer.py and has no loop itself: it was profiled
+  // whole, as one step, for --max-seconds (30 s of sampling text). The loop of an imported user module
+  // that the script calls into is now the training loop.
+  it('finds the training loop in a module of the user\'s that the script imports and runs (torch 1.13 and 2.x)', async () => {
+    const dir = path.join(FIXTURES, 'imported_loop');
+    const trainer = path.join(dir, 'trainlib', 'trainer.py');
+    for (const python of [TORCH1_PYTHON, torch2Python()]) {
+      let stdout = '';
+      const report = ok(await runProfile(base({ script: path.join(dir, 'run.py'), python, scriptArgs: ['--keep-losses'] }),
+        { onStdout: (c) => (stdout += c.toString()) }));
+      assert.equal(report.target.kind, 'loop');
+      assert.equal(report.target.loopFile, trainer);
+      assert.equal(report.target.loopLine, lineNumber(trainer, 'while True:'));
+      assert.equal(formatReport(report, () => null).split('\n')[0],
+        `memhint profile — ${path.join(dir, 'run.py')} — loop at ${trainer}:${report.target.loopLine} (each iteration of the loop is a step)`);
+      assert.equal(report.steps.length, 3);
+      assert.equal(lineOf(report, trainer, 'loss.backward()').calls, 3);
+      assert.doesNotMatch(stdout, /trained all iterations/, 'stopped after warmup + steps of the 6 iterations');
+      assert.ok(report.notes.some((n) => /run\.py has no training loop: profiled the one it runs in .*trainer\.py:\d+/.test(n)), report.notes.join('\n'));
+      const root = (report.modules ?? []).find((m) => m.path === '');
+      assert.equal(root?.params, (32 * 32 + 32) * 4);
+      assert.equal(root?.grads, (32 * 32 + 32) * 4);
+      // backward() freed what the kept graphs saved: each step leaks the 4-byte loss and its graph's nodes.
+      assert.deepEqual(report.leaks.map((l) => [l.file, l.code, l.bytesByStep]), [[trainer, 'loss = out.square().sum()', [4, 4]]]);
+      assert.match(report.leaks[0]?.heldBy ?? '', /^`self\.losses` in run\(\) \(list\)$/, 'an attribute of the trainer');
+    }
+    const helpers = ok(await runProfile(base({ script: path.join(dir, 'helpers_only.py') })));
+    assert.equal(helpers.target.kind, 'script', 'a module imported for its helpers, its loop never called');
+    assert.equal(helpers.target.loopFile ?? null, null);
+  });
+
+  it('a ::FUNCTION target that contains the training loop (one call per epoch) says so and names the loop', async () => {
+    const script = path.join(FIXTURES, 'epoch_function.py');
+    const report = ok(await runProfile(base({ script, function: 'train' })));
+    assert.equal(report.steps.length, 3);
+    assert.equal(lineOf(report, script, 'loss.backward()').calls, 3 * 3, 'three iterations per call');
+    const loop = lineNumber(script, 'for x in data:');
+    assert.ok(report.notes.some((n) => n.startsWith(`train contains the training loop (line ${loop})`) &&
+      n.includes(`epoch_function.py:${loop}`)), report.notes.join('\n'));
+    const plain = ok(await runProfile(base({ script: path.join(FIXTURES, 'stdlib_user.py'), function: 'step' })));
+    assert.ok(!plain.notes.some((n) => /contains the training loop/.test(n)), 'a real step function gets no such note');
+  });
+
+  it('follows the script\'s imports to the user\'s files: packages, relative imports, only loops it calls into', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-imports-'));
+    try {
+      const write = (name: string, text: string): void => {
+        fs.mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
+        fs.writeFileSync(path.join(root, name), text);
+      };
+      const loop = 'def run(self):\n    for x in data:\n        model(x).backward()\n        opt.step()\n';
+      write('pkg/__init__.py', 'from .engine import Engine\n'); // relative, one level down
+      write('pkg/engine.py', 'class Engine:\n' + loop.replace(/^/gm, '    '));
+      write('pkg/unused.py', 'def fit():\n    for x in data:\n        model(x).backward()\n        opt.step()\n');
+      write('calls.py', 'from pkg import Engine\nimport pkg.unused\nEngine().run()\n');
+      write('helpers.py', 'import pkg.unused\nprint(1)\n');
+      const code = 'import json, sys, ast\nfrom memhint_harness.imported_loops import training_loops_in_imports\n' +
+        'out = {}\nfor name in sys.argv[2:]:\n    path = sys.argv[1] + "/" + name\n' +
+        '    loops = training_loops_in_imports(path, ast.parse(open(path).read()), [sys.argv[1]], lambda f: True)\n' +
+        '    out[name] = [[l.file[len(sys.argv[1]) + 1:], l.header, l.function] for l in loops]\nprint(json.dumps(out))';
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(TORCH1_PYTHON, ['-c', code, root, 'calls.py', 'helpers.py'], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, out) =>
+          error ? reject(new Error(error.message)) : resolve(out),
+        ),
+      );
+      assert.deepEqual(JSON.parse(stdout), {
+        'calls.py': [['pkg/engine.py', 3, 'run']], // fit() of pkg/unused.py is imported, never called
+        'helpers.py': [],
+      });
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
     }
   });
 

@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { FsdpUnitInfo } from '../../src/profiler/distributed';
 import type { ProfileReport } from '../../src/profiler/report';
+import { formatBytes } from '../../src/profiler/units';
 import { formatPrediction } from '../../src/predict/format';
 import { predictWorldSizes, type WorldSizesOutcome } from '../../src/predict/ranks';
 import { childPredictor, type PredictOptions, type PredictOutcome, type Predictor } from '../../src/predict/run';
@@ -16,9 +17,11 @@ import { REPO, torch2Python } from './predict-torch2';
 const FIXTURE = path.join(REPO, 'test/fixtures/predict/fsdp_mlp.py');
 const MiB = 1024 ** 2;
 const SWEEP = [1, 2, 8];
+const HIDDEN = 1024;
+const CAPACITY = 43 * MiB;
 
-// fsdp_mlp.py: Linear(64, 256), ReLU, Linear(256, 256), ReLU, Linear(256, 10), float32, AdamW; each Linear a unit.
-const LINEARS: readonly [number, number][] = [[64, 256], [256, 256], [256, 10]];
+// fsdp_mlp.py: Linear(64, H), ReLU, Linear(H, H), ReLU, Linear(H, 10), float32, AdamW; each Linear a unit.
+const LINEARS: readonly [number, number][] = [[64, HIDDEN], [HIDDEN, HIDDEN], [HIDDEN, 10]];
 const FULL_BYTES = LINEARS.reduce((s, [i, o]) => s + 4 * (i * o + o), 0);
 /** FSDP1: one flat parameter per unit, padded to a multiple of the world size; every rank holds ceil(n / N). */
 const fsdp1Shard = (n: number): number => LINEARS.reduce((s, [i, o]) => s + 4 * Math.ceil((i * o + o) / n), 0);
@@ -53,7 +56,7 @@ function memoised(predictor: Predictor): { predictor: Predictor; outcome: (world
 
 function report(outcome: PredictOutcome): PredictedReport {
   assert.equal(outcome.failure, null, outcome.failure?.message);
-  return outcome.report as PredictedReport;
+  return outcome.report;
 }
 
 const units = (list: readonly FsdpUnitInfo[]) => list.map(({ location, ...u }) => ({ ...u, line: location?.line }));
@@ -72,7 +75,7 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
       this.timeout(600_000);
       const python = torch2Python();
       options = {
-        script: FIXTURE, function: 'train_step', setup: 'make_inputs', setupArgs: { api }, python, deviceMemoryBytes: 23 * MiB,
+        script: FIXTURE, function: 'train_step', setup: 'make_inputs', setupArgs: { api, hidden: HIDDEN }, python, deviceMemoryBytes: CAPACITY,
         amp: null, checkpoint: null, maxSplitSizeBytes: null, warmup: 2, steps: 1, timeoutMs: 300_000, cwd: REPO,
       };
       cache = memoised(childPredictor());
@@ -102,20 +105,23 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
       const shards = entries.map((e) => e.fsdpShardBytes ?? 0);
       assert.ok(shards[0] > shards[1] && shards[1] > shards[2], shards.join(' > '));
       assert.equal(shards[0], FULL_BYTES);
-      // the largest unit gathered (Linear(256, 256)) does not shrink: FSDP all-gathers it whole on every rank
-      assert.deepEqual(entries.map((e) => e.fsdpLargestGatheredBytes), SWEEP.map(() => 4 * (256 * 256 + 256)));
+      // the largest unit gathered (Linear(H, H)) does not shrink: FSDP all-gathers it whole on every rank
+      assert.deepEqual(entries.map((e) => e.fsdpLargestGatheredBytes), SWEEP.map(() => 4 * (HIDDEN * HIDDEN + HIDDEN)));
       const raw = entries.map((e) => e.rawPeakBytes ?? 0);
       assert.ok(raw[0] > raw[1] && raw[1] > raw[2], `raw peaks ${raw.join(' > ')}`);
       const allocated = entries.map((e) => e.maxAllocatedBytes ?? 0);
-      assert.ok(allocated[0] > allocated[1] && allocated[1] >= allocated[2], `max allocated ${allocated.join(' ≥ ')}`);
+      assert.ok(allocated[0] > allocated[1] && allocated[1] > allocated[2], `max allocated ${allocated.join(' > ')}`);
+      // Max reserved need not decrease (the allocator's segments): measured 62-64, 42 and 44 MiB, so the
+      // smallest world size that fits 43 MiB is 2 although 8 does not fit.
       const ranks = sweep.report?.prediction.ranks;
-      const fitting = entries.filter((e) => (e.maxReservedBytes ?? Infinity) <= 23 * MiB).map((e) => e.worldSize);
-      assert.equal(ranks?.smallestFitting, fitting[0] ?? null);
-      assert.equal(ranks?.smallestFitting, 2, entries.map((e) => `${e.worldSize}: ${e.maxReservedBytes}`).join(', '));
+      assert.deepEqual(entries.map((e) => e.fits), [false, true, false], entries.map((e) => `${e.worldSize}: ${e.maxReservedBytes}`).join(', '));
+      assert.equal(ranks?.smallestFitting, 2);
+      assert.equal(ranks?.reportWorldSize, 2);
       const text = formatPrediction({ report: sweep.report as PredictedReport, whatIf: null, advice: [], snapshotAdvice: [], maxBatch: null });
-      assert.match(text, /Smallest world size that fits in 23 MiB per rank: 2/);
-      assert.match(text, /^ {7}2 .* FSDP shards 166 KiB, largest unit gathered 257 KiB/m);
-      assert.match(text, new RegExp(`^FSDP \\(rank \\d of 2, predicted\\):\\n  rank \\d: ${api === 'fsdp1' ? 'FullyShardedDataParallel FULL_SHARD' : 'fully_shard'} at .*fsdp_mlp\\.py:${wrapLine}: 3 unit\\(s\\), parameters 332 KiB full, 166 KiB this rank’s shard`, 'm'));
+      const escape = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      assert.match(text, /Smallest world size that fits in 43 MiB per rank: 2/);
+      assert.match(text, new RegExp(`^ {7}2 .* FSDP shards ${escape(formatBytes(shard(2)))}, largest unit gathered 4 MiB`, 'm'));
+      assert.match(text, new RegExp(`^FSDP \\(rank \\d of 2, predicted\\):\\n  rank \\d: ${api === 'fsdp1' ? 'FullyShardedDataParallel FULL_SHARD' : 'fully_shard'} at .*fsdp_mlp\\.py:${wrapLine}: 3 unit\\(s\\), parameters ${escape(formatBytes(FULL_BYTES))} full, ${escape(formatBytes(shard(2)))} this rank’s shard`, 'm'));
     });
 
     it('rank 0 and rank 1 of 2 equal a real gloo job on the CPU in shards, gradients and optimizer state; the rest differs as explained', async function () {
@@ -123,7 +129,7 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
       const run = await runProfileCli([
         `${FIXTURE}::train_step`, '--setup', 'make_inputs', '--nproc-per-node', '2', '--warmup', '2', '--steps', '1',
         '--python', options.python, '--format', 'json',
-      ], { FSDP_API: api });
+      ], { FSDP_API: api, FSDP_HIDDEN: String(HIDDEN) });
       assert.equal(run.code, 0, run.stderr);
       const merged = JSON.parse(run.stdout) as { reports: ProfileReport[]; fsdp: (FsdpUnitInfo & { rank: number })[] };
       const counters = 4 * COUNTERS[api];
@@ -140,9 +146,13 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
         assert.equal(root(measured), root(predicted) + counters);
         assert.equal(measured.peak?.byKind.parameter, predicted.peak?.byKind.parameter);
         assert.equal(measured.peak?.byKind.optimizer_state, (predicted.peak?.byKind.optimizer_state ?? 0) + counters);
-        // lines: the forward equal, its all-gathers included
+        // lines: the forward's allocations equal, its all-gathers included (frees are not compared: gloo frees its
+        // reduce-scatter copies when its worker thread lets go of them, sometimes during the next forward)
         const at = (r: ProfileReport, line: number) => r.lines.find((l) => l.line === line);
-        const forwardFigures = (r: ProfileReport) => [at(r, forward)?.calls, at(r, forward)?.self, at(r, forward)?.inclusive, at(r, forward)?.savedForBackward];
+        const forwardFigures = (r: ProfileReport) => {
+          const l = at(r, forward);
+          return [l?.calls, l?.self.allocated, l?.self.allocations, l?.inclusive.allocated, l?.inclusive.allocations, l?.savedForBackward];
+        };
         assert.deepEqual(forwardFigures(predicted), forwardFigures(measured), `rank ${rank}: the forward line`);
         // backward: gloo's reduce-scatter copies its input through torch (the fake group does not), one
         // unsharded gradient per unit: the units' gathered bytes in 3 more allocations

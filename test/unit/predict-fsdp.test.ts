@@ -2,9 +2,11 @@
 // torch's fake process group (torch 2.x): per-rank shards against hand-computed sizes, a sweep over world sizes,
 // and rank 0 and rank 1 of 2 against a real 2-rank gloo job on the CPU (`profile --nproc-per-node 2`).
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { FsdpUnitInfo } from '../../src/profiler/distributed';
+import { findHarnessRoot } from '../../src/profiler/launcher';
 import type { ProfileReport } from '../../src/profiler/report';
 import { formatBytes } from '../../src/profiler/units';
 import { formatPrediction } from '../../src/predict/format';
@@ -167,3 +169,19 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
     });
   });
 }
+
+describe('predict --world-sizes: FSDP feature detection (torch 2)', function () {
+  this.timeout(60_000);
+
+  it('every FSDP function the prediction adjusts exists in this torch; a missing one is named (FSDP then refused)', () => {
+    const missing = (before: string): string =>
+      execFileSync(torch2Python(), ['-c', `${before}\nfrom memhint_harness.predict import fsdp\nprint(fsdp.missing())`], {
+        env: { ...process.env, PYTHONPATH: findHarnessRoot() }, encoding: 'utf-8',
+      }).trim();
+    assert.equal(missing(''), 'None');
+    assert.equal(
+      missing('import torch.distributed.fsdp._init_utils as u\ndel u._materialize_meta_module'),
+      'torch.distributed.fsdp._init_utils._materialize_meta_module',
+    );
+  });
+});

@@ -37,9 +37,10 @@ options:
   --checkpoint PATTERN    checkpoint modules whose path or class matches (fnmatch, comma-separated)
   --max-batch ARG         largest value of setup argument ARG that fits --device-memory (bisection)
   --max-split-size SIZE   the allocator's max_split_size (PYTORCH_CUDA_ALLOC_CONF)
-  --world-sizes N,N,..    predict rank 0 and the last rank of a torch.distributed job of each size (DDP) on
-                          torch's fake process group: the worst rank's peaks side by side and the smallest
-                          size whose worst rank fits --device-memory
+  --world-sizes N,N,..    predict rank 0 and the last rank of a torch.distributed job of each size (DDP,
+                          FSDP) on torch's fake process group: the worst rank's peaks side by side and the
+                          smallest size whose worst rank fits --device-memory
+  --nproc-per-node N      one world size, as profile --nproc-per-node N runs it (= --world-sizes N)
   --warmup N              calls before the predicted one (default 1: optimizer state exists; 2 with
                           --world-sizes: DDP rebuilds its buckets in its second iteration)
   --steps N               predicted calls (default 1; meta tensors are deterministic)
@@ -61,10 +62,23 @@ interface ParsedPredict {
 const RULES = {
   valued: new Set([
     '--setup', '--setup-arg', '--device', '--device-memory', '--gpu', '--compute-capability', '--amp', '--checkpoint', '--max-batch', '--max-split-size',
-    '--warmup', '--steps', '--python', '--format', '--out', '--timeout', '--world-sizes',
+    '--warmup', '--steps', '--python', '--format', '--out', '--timeout', '--world-sizes', '--nproc-per-node',
   ]),
   repeatable: new Set(['--setup-arg']),
 };
+
+/** --world-sizes N,N,.. or --nproc-per-node N (profile's flag: one world size); null when neither is given. */
+export function parseWorldSizeFlags(sizes: string | null, nproc: string | null): number[] | null {
+  if (sizes !== null && nproc !== null) throw new UsageError('give --world-sizes or --nproc-per-node, not both');
+  if (nproc !== null) {
+    if (!/^[1-9][0-9]*$/.test(nproc.trim())) throw new UsageError(`--nproc-per-node: "${nproc}" is not a positive integer`);
+    return [Number(nproc.trim())];
+  }
+  if (sizes === null) return null;
+  const parsed = parseWorldSizes(sizes);
+  if (parsed === null) throw new UsageError(`--world-sizes: "${sizes}" is not a list of positive integers (e.g. 1,2,8,64)`);
+  return parsed;
+}
 
 export function parseSetupArg(text: string): [string, unknown] {
   const eq = text.indexOf('=');
@@ -105,11 +119,7 @@ export function parsePredictArgs(args: readonly string[]): ParsedPredict {
       throw new UsageError(`--max-batch ${maxBatchArg}: the given --setup-arg ${maxBatchArg} is not a positive integer`);
     }
   }
-  const worldSizesRaw = scanned.string('--world-sizes');
-  const worldSizes = worldSizesRaw === null ? null : parseWorldSizes(worldSizesRaw);
-  if (worldSizesRaw !== null && worldSizes === null) {
-    throw new UsageError(`--world-sizes: "${worldSizesRaw}" is not a list of positive integers (e.g. 1,2,8,64)`);
-  }
+  const worldSizes = parseWorldSizeFlags(scanned.string('--world-sizes'), scanned.string('--nproc-per-node'));
   const timeoutS = scanned.seconds('--timeout') ?? 600;
   return {
     format,

@@ -1,6 +1,7 @@
 // Text rendering of a prediction: the profile's per-line table (same report schema), then the allocator
 // model, the device-memory verdict, the per-module breakdown, what-ifs, advice and the max-batch curve.
 import { formatReport } from '../profiler/format';
+import { formatFsdp } from '../profiler/distributed-report';
 import { formatBytes } from '../profiler/units';
 import type { MaxBatchResult, VariantResult } from './run';
 import type { ModuleStats, PredictedReport, RankFigures, RanksPrediction, WorldSizePrediction } from './schema';
@@ -43,6 +44,9 @@ export function formatPrediction(view: PredictionView): string {
       }
     }
   }
+  if (p.world?.fsdp?.length) {
+    out.push('', `FSDP (rank ${p.world.rank} of ${p.world.worldSize}, predicted):`, ...formatFsdp(p.world.fsdp.map((u) => ({ ...u, rank: p.world?.rank ?? 0 }))));
+  }
   if (p.ranks) out.push('', ...formatRanks(p.ranks, p.deviceMemoryBytes));
   if (view.whatIf) {
     const w = view.whatIf;
@@ -64,14 +68,16 @@ function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] 
   const shown = ranks.worldSizes.find((e) => e.worldSize === ranks.reportWorldSize);
   const out = [
     `Per rank (the worst of rank 0 and the last rank of each world size, torch's fake process group; the report above is rank ${shown?.rank ?? 0} of world size ${ranks.reportWorldSize}):`,
-    `  ${'ranks'.padStart(6)}  ${'max reserved'.padStart(12)}  ${'max allocated'.padStart(13)}  ${'raw peak'.padStart(10)}  gradient buckets`,
+    `  ${'ranks'.padStart(6)}  ${'max reserved'.padStart(12)}  ${'max allocated'.padStart(13)}  ${'raw peak'.padStart(10)}  gradient buckets (DDP) / parameters (FSDP)`,
   ];
   for (const e of ranks.worldSizes) {
     if (e.error !== null) {
       out.push(`  ${String(e.worldSize).padStart(6)}  error: ${e.error}`);
       continue;
     }
-    const buckets = e.gradientBuckets.length === 0 ? '-' : `${e.gradientBuckets.length} (${e.gradientBuckets.map((b) => formatBytes(b)).join(', ')})`;
+    const buckets = e.fsdpShardBytes !== undefined
+      ? `FSDP shards ${formatBytes(e.fsdpShardBytes)}, largest unit gathered ${formatBytes(e.fsdpLargestGatheredBytes ?? 0)}`
+      : e.gradientBuckets.length === 0 ? '-' : `${e.gradientBuckets.length} (${e.gradientBuckets.map((b) => formatBytes(b)).join(', ')})`;
     out.push(
       `  ${String(e.worldSize).padStart(6)}  ${formatBytes(e.maxReservedBytes ?? 0).padStart(12)}  ${formatBytes(e.maxAllocatedBytes ?? 0).padStart(13)}  ` +
         `${formatBytes(e.rawPeakBytes ?? 0).padStart(10)}  ${buckets}${e.fits === false ? '  ✗' : ''}${rankNote(e)}`,

@@ -22,6 +22,16 @@ export function gradientBuckets(report: PredictedReport): number[] {
   return sizes;
 }
 
+/** FSDP figures of the rank: its parameter shards over all units, and the largest unit's gathered buffer. */
+export function fsdpFigures(report: PredictedReport): Pick<WorldSizePrediction, 'fsdpShardBytes' | 'fsdpLargestGatheredBytes'> {
+  const units = (report.prediction.world?.fsdp ?? []).filter((u) => !u.error);
+  if (units.length === 0) return {};
+  return {
+    fsdpShardBytes: units.reduce((sum, u) => sum + (u.shardBytes ?? 0), 0),
+    fsdpLargestGatheredBytes: Math.max(...units.map((u) => u.gatheredBytes ?? u.fullBytes ?? 0)),
+  };
+}
+
 function figures(rank: number, outcome: PredictOutcome): RankFigures {
   const report = outcome.failure === null ? outcome.report : null;
   return {
@@ -64,6 +74,7 @@ function entry(worldSize: number, ranks: readonly RankFigures[], worstReport: Pr
     rawPeakBytes: worst.rawPeakBytes,
     fits: worst.fits,
     gradientBuckets: worstReport ? gradientBuckets(worstReport) : [],
+    ...(worstReport ? fsdpFigures(worstReport) : {}),
     error: worst.error,
     ranksPredicted: ranks,
   };

@@ -2,6 +2,7 @@
 // A predicted report is a ProfileReport (same per-line counters, peak snapshot, steps) with
 // `mode: "predicted"`, environment.device "cuda (predicted)", plus the allocator model and a per-module
 // breakdown. Sizes in bytes.
+import type { FsdpUnitInfo } from '../profiler/distributed';
 import { isProfileReport, type ModuleStats, type ProfileReport, type SourceLocation } from '../profiler/report';
 
 export type { ModuleStats };
@@ -51,6 +52,8 @@ export interface WorldPrediction {
   readonly rank: number;
   readonly backend: 'fake';
   readonly ddp: readonly DdpPrediction[];
+  /** Each FSDP unit of the rank, as `profile --nproc-per-node` describes it (absent before FSDP was predicted). */
+  readonly fsdp?: readonly FsdpUnitInfo[];
   /** Backends the user's init_process_group asked for (the fake group stood in for them). */
   readonly userInitBackends: readonly string[];
 }
@@ -76,6 +79,10 @@ export interface WorldSizePrediction {
   readonly fits: boolean | null;
   /** Gradient bucket bytes of every DDP in the rank, in the order built (rebuilt sizes where DDP rebuilt). */
   readonly gradientBuckets: readonly number[];
+  /** FSDP: the rank's parameter shards over all units, and the largest unit's gathered buffer (what FSDP
+   *  all-gathers at once for one unit); absent without FSDP. */
+  readonly fsdpShardBytes?: number;
+  readonly fsdpLargestGatheredBytes?: number;
   readonly error: string | null;
   /** Rank 0 and the last rank (absent in reports written before other ranks were predicted). */
   readonly ranksPredicted?: readonly RankFigures[];

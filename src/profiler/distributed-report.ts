@@ -320,7 +320,7 @@ export function formatDistributed(report: DistributedReport, readSource: (file: 
 }
 
 /** Per rank and wrapping line: units, full vs this rank's shard bytes, the largest unit gathered. */
-function formatFsdp(units: readonly (FsdpUnitInfo & { readonly rank: number })[]): string[] {
+export function formatFsdp(units: readonly (FsdpUnitInfo & { readonly rank: number })[]): string[] {
   const groups = new Map<string, (FsdpUnitInfo & { readonly rank: number })[]>();
   for (const u of units) {
     const key = `${u.rank}\0${u.api}\0${u.location ? `${u.location.file}:${u.location.line}` : ''}`;

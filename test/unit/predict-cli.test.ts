@@ -67,6 +67,17 @@ describe('predict: CLI arguments', () => {
     assert.throws(() => parsePredictArgs(['train.py::step', '--setup', 'f', '--compute-capability', 'sm90']), /not MAJOR.MINOR/);
   });
 
+  it('--world-sizes N,N,.. or, as profile spells one world size, --nproc-per-node N', () => {
+    const args = (...rest: string[]) => parsePredictArgs(['train.py::step', '--setup', 'f', ...rest]);
+    assert.deepEqual(args('--world-sizes', '64,1,8,2').worldSizes, [1, 2, 8, 64]);
+    assert.deepEqual(args('--nproc-per-node', '8').worldSizes, [8]);
+    assert.equal(args().worldSizes, null);
+    assert.equal(args('--nproc-per-node', '2').options.warmup, 2); // DDP's bucket rebuild, as with --world-sizes
+    assert.throws(() => args('--nproc-per-node', '2', '--world-sizes', '2,4'), /give --world-sizes or --nproc-per-node, not both/);
+    assert.throws(() => args('--nproc-per-node', '0'), /--nproc-per-node: "0" is not a positive integer/);
+    assert.throws(() => args('--world-sizes', '2,x'), /--world-sizes: "2,x" is not a list of positive integers/);
+  });
+
   it('reads setup-arg values as JSON, else as strings', () => {
     assert.deepEqual(parseSetupArg('lr=0.5'), ['lr', 0.5]);
     assert.deepEqual(parseSetupArg('flag=true'), ['flag', true]);
@@ -151,5 +162,24 @@ describe('predict: torch version gate (system python)', function () {
       assert.equal(outcome.failure, null);
       assert.equal(outcome.report?.mode, 'predicted');
     }
+  });
+
+  it('--world-sizes with FSDP: on torch < 2.0 one line, asked once for all world sizes', async function () {
+    const { execFileSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const { childPredictor } = await import('../../src/predict/run');
+    const { predictWorldSizes } = await import('../../src/predict/ranks');
+    const version = execFileSync(python, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf-8' }).trim();
+    if (Number(version.split('.')[0]) >= 2) this.skip(); // torch 2 predicts FSDP: test/unit/predict-fsdp.test.ts
+    const asked: number[] = [];
+    const predictor = childPredictor();
+    const outcome = await predictWorldSizes((o) => (asked.push(o.worldSize ?? 0), predictor(o)), {
+      ...base, script: path.resolve(__dirname, '../../../test/fixtures/predict/fsdp_mlp.py'), setupArgs: { api: 'fsdp2' },
+      python, deviceMemoryBytes: null, timeoutMs: 240_000,
+    }, [2, 8, 64]);
+    assert.deepEqual(asked, [2]);
+    assert.equal(outcome.failure?.kind, 'unsupported_torch');
+    assert.match(outcome.failure.message, /^memhint predict needs torch >= 2\.0 .* has torch 1\./);
+    assert.ok(!outcome.failure.message.includes('\n'));
   });
 });

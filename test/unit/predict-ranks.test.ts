@@ -12,7 +12,6 @@ import { childPredictor, type PredictOptions } from '../../src/predict/run';
 import type { PredictedReport } from '../../src/predict/schema';
 import { runProfileCli } from './profile-cli-runner';
 import { REPO, torch2Python } from './predict-torch2';
-import { describePredictFailure } from '../../src/cli/predict-command';
 
 const FIXTURE = path.join(REPO, 'test/fixtures/predict/ddp_mlp.py');
 const MiB = 1024 ** 2;
@@ -42,7 +41,7 @@ function pythonSchemaCheck(python: string, report: unknown): Promise<string> {
 }
 
 describe('predict --world-sizes: one rank of a DDP job on the fake process group', function () {
-  this.timeout(60_000);
+  this.timeout(180_000); // the gloo comparison runs a 2-rank job and a prediction: over a minute on a loaded machine
   let python: string;
   let options: PredictOptions;
   let predicted: PredictedReport;
@@ -172,27 +171,4 @@ describe('predict --world-sizes: one rank of a DDP job on the fake process group
     assert.deepEqual({ ...measured.peak?.byKind, optimizer_state: 0 }, { ...report.peak?.byKind, optimizer_state: 0 });
     assert.equal(measured.steps[0].peakLive, report.steps[0].peakLive + counters);
   });
-
-  for (const [api, line] of [['fsdp2', 25], ['fsdp1', 19]] as const) {
-    it(`refuses FSDP (${api}) in one line at the user's FSDP call, once for all world sizes`, async () => {
-      const worldSizes: number[] = [];
-      const predictor = childPredictor();
-      const outcome = await predictWorldSizes(
-        (o) => {
-          worldSizes.push(o.worldSize ?? 0);
-          return predictor(o);
-        },
-        { ...options, script: path.join(REPO, 'test/fixtures/predict/fsdp_mlp.py'), setupArgs: { api }, warmup: 1 },
-        [2, 8],
-      );
-      assert.deepEqual(worldSizes, [2]);
-      assert.ok(outcome.failure);
-      assert.equal(outcome.failure.kind, 'unsupported_torch');
-      assert.match(outcome.failure.message, /^FSDP cannot be predicted: with torch 2\.\S+ FSDP treats parameters on the meta device as deferred initialisation/);
-      assert.equal(outcome.failure.location?.line, line);
-      const printed = describePredictFailure(outcome.failure).trimEnd().split('\n');
-      assert.equal(printed.length, 2, printed.join('\n')); // the message and its line, no traceback
-      assert.match(printed[1], new RegExp(`^  at .*fsdp_mlp\\.py:${line}$`));
-    });
-  }
 });

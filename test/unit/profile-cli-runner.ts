@@ -11,10 +11,11 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-export function runProfileCli(args: string[]): Promise<CliRun> {
+/** `env`: variables added to this process's environment for the child (and the ranks it starts). */
+export function runProfileCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   const script = `require(${JSON.stringify(COMMAND)}).runProfileCommand(process.argv.slice(1)).then((c) => { process.exitCode = c; })`;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['-e', script, ...args], { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...env } }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
       resolve({ code, stdout, stderr });
     });

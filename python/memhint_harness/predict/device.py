@@ -100,6 +100,9 @@ class MetaDevice(TorchFunctionMode):
         self.constructors = _constructors()
         self.placeholders = {}  # (file, line, function) -> what was replaced by a zero
         self.autocast = autocast  # AutocastEmulation, or None
+        # Modules (name prefixes) whose explicit host allocations stand for the GPU's: FSDP run on its CPU code
+        # path over the fake process group allocates its buffers on its mesh's device, the host (ranks.py).
+        self.device_libraries: tuple = ()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs) if kwargs else {}
@@ -109,7 +112,7 @@ class MetaDevice(TorchFunctionMode):
             device = kwargs.get("device")
             if device is None and _host_scalar(func, args, kwargs):
                 return func(*args, **kwargs)
-            if device is None or not _is_host_device(device):
+            if device is None or not _is_host_device(device) or self._library_device_call():
                 kwargs["device"] = META
                 kwargs.pop("pin_memory", None)
             return func(*args, **kwargs)
@@ -158,12 +161,19 @@ class MetaDevice(TorchFunctionMode):
                     "size: nonzero, boolean-mask indexing, unique, masked_select...)" % _name(func)) from None
             raise
 
+    def _library_device_call(self):
+        """The factory call being handled comes from a library whose host device stands for the GPU."""
+        if not self.device_libraries:
+            return False
+        caller = sys._getframe(2).f_globals.get("__name__", "")
+        return caller.startswith(self.device_libraries)
+
     def _backward(self, args, kwargs):
         """`loss.backward()`: a mode is off while it handles a call, but Python code that runs inside backward
         (checkpoint recomputation, custom Functions, hooks) must still see the meta device and autocast."""
         named = dict(zip(("gradient", "retain_graph", "create_graph", "inputs"), args[1:]))
         named.update(kwargs)
-        with self:
+        with self, _EngineSeesModes():
             return torch.autograd.backward(args[0], named.get("gradient"), named.get("retain_graph"),
                                            bool(named.get("create_graph", False)), inputs=named.get("inputs"))
 
@@ -207,6 +217,43 @@ class MetaDevice(TorchFunctionMode):
             result.append("predicted values are zeros: %s at %s:%d (%s) returned 0; code that branches on it "
                           "took the zero branch" % (", ".join(sorted(what)), file, line, function))
         return result
+
+
+class _EngineSeesModes:
+    """Lets `torch.autograd.backward` start autograd's engine while this mode is on the stack.
+
+    `torch.autograd.backward` first offers the call to the active torch-function modes; the mode handling it is
+    off its stack meanwhile, so without this the engine started with no mode, and the engine's graph task keeps
+    the modes that were active when it started for every hook and Python Function it runs. Hooks run in backward
+    (FSDP's pre-backward all-gathers and post-backward reduce-scatters, checkpoint recomputation, custom
+    Functions) then allocated on the host instead of meta. For the duration of the call the module's
+    `has_torch_function` answers only for tensor subclasses with a `__torch_function__` of their own."""
+
+    def __init__(self):
+        self.module = sys.modules.get("torch.autograd")
+        self.original = getattr(self.module, "has_torch_function", None)
+
+    def __enter__(self):
+        if self.original is not None:
+            setattr(self.module, "has_torch_function", _subclass_overrides)
+        return self
+
+    def __exit__(self, *exc):
+        if self.original is not None:
+            setattr(self.module, "has_torch_function", self.original)
+        return False
+
+
+_PLAIN_TORCH_FUNCTION = {getattr(torch.Tensor.__torch_function__, "__func__", torch.Tensor.__torch_function__),
+                         torch._C._disabled_torch_function_impl}
+
+
+def _subclass_overrides(values):
+    for value in values:
+        override = getattr(type(value), "__torch_function__", None)
+        if getattr(override, "__func__", override) not in _PLAIN_TORCH_FUNCTION:
+            return True
+    return False
 
 
 def _name(func):

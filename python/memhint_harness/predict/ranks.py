@@ -23,11 +23,10 @@ buckets, the flattened parameter broadcast) are the profiler's ordinary, counted
    reduces the bucket in place, so the hook allocates what it does: nothing through torch. Only when the
    user registered no hook of their own (a user's hook runs unchanged and must work on the fake group).
 
-FSDP is refused, in one line at the user's FSDP call: FSDP treats parameters on the meta device as deferred
-initialisation to be materialised on a real device (torch 2.13, measured: `fully_shard` raises "FSDP parameters
-should be materialized from meta device before training" at the first forward; `FullyShardedDataParallel`
-moves them to the accelerator, "Cannot access accelerator device when none is available"), so its sharding
-cannot be replayed on meta tensors.
+FSDP (FullyShardedDataParallel and fully_shard) runs its own code on meta tensors too, with the few checks
+that would materialise meta parameters on a real device bypassed (fsdp.py): its sharding, padding and
+all-gather / reduce-scatter buffers are the rank's counted allocations. Where this torch lacks one of the
+functions adjusted, FSDP is refused in one line at the user's FSDP call.
 
 Where the fake process group is missing (torch builds without torch.distributed, or a torch that moved it),
 the prediction is refused in one line.
@@ -60,10 +59,9 @@ class FsdpOnMeta(RuntimeError):
     """FSDP was asked to wrap a module whose parameters are on meta (see the module docstring)."""
 
 
-FSDP_REFUSAL = ("FSDP cannot be predicted: with torch %s FSDP treats parameters on the meta device as "
-                "deferred initialisation and materialises them on a real device, so it does not run on meta "
-                "tensors; predict the model without FSDP (--world-sizes predicts DDP) or measure FSDP with "
-                "`memhint profile --nproc-per-node N` (gloo on the CPU)")
+FSDP_REFUSAL = ("FSDP cannot be predicted with torch %s: FSDP treats parameters on the meta device as "
+                "deferred initialisation, and %s, which the prediction adjusts to run it on meta tensors, is "
+                "missing; measure FSDP with `memhint profile --nproc-per-node N` (gloo on the CPU)")
 
 
 def _is_meta(module):
@@ -85,7 +83,11 @@ class FakeWorld:
         self.ddps = []  # (ddp, location, user_hook: [bool])
         self.user_inits = []  # what the user's init_process_group calls asked for
         self.notes = []
+        self.fsdp_units = []  # prediction.world.fsdp: the profiler's FSDP unit records
+        self._fsdp_missing = None  # the FSDP function this torch lacks, when FSDP is refused
         self._restore = []
+        # modules whose host allocations stand for the GPU's (device.MetaDevice.device_libraries)
+        self.device_libraries: tuple = ()
 
     # -- process group ------------------------------------------------------------------------------------
     def install(self):
@@ -102,7 +104,7 @@ class FakeWorld:
         dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=self.rank, world_size=self.world_size)
         self._patch(dist, "init_process_group", self._user_init(dist))
         self._patch_ddp()
-        self._refuse_fsdp()
+        self._patch_fsdp()
 
     def _patch(self, owner, name, value):
         self._restore.append((owner, name, getattr(owner, name)))
@@ -200,11 +202,83 @@ class FakeWorld:
     # -- FSDP ---------------------------------------------------------------------------------------------
     def refusal(self):
         """The one line that explains why FSDP is refused (FsdpOnMeta's message)."""
-        return FSDP_REFUSAL % self.torch.__version__
+        return FSDP_REFUSAL % (self.torch.__version__, self._fsdp_missing)
 
-    def _refuse_fsdp(self):
+    def _patch_fsdp(self):
+        try:
+            from torch.distributed.fsdp import FullyShardedDataParallel  # noqa: F401 - is FSDP there at all
+        except Exception:  # noqa: BLE001 - torch without FSDP: nothing to adjust
+            return
+        from . import fsdp
+
+        self._fsdp_missing = fsdp.missing()
+        if self._fsdp_missing is not None:
+            self._refuse_fsdp()
+            return
+        fsdp.install(self.torch, self._patch)
+        self.device_libraries = fsdp.FSDP_LIBRARIES
+        self._watch_fsdp()
+
+    def _fsdp_entry_points(self):
+        """(owner, name, original) of FullyShardedDataParallel.__init__ and every module's fully_shard."""
         import importlib
 
+        from torch.distributed.fsdp import FullyShardedDataParallel
+
+        found: list = [(FullyShardedDataParallel, "__init__", FullyShardedDataParallel.__init__)]
+        for owner_name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp",
+                           "torch.distributed._composable.fsdp.fully_shard"):
+            try:
+                owner = importlib.import_module(owner_name)
+            except Exception:  # noqa: BLE001 - an API this torch does not have
+                continue
+            original = getattr(owner, "fully_shard", None)
+            if callable(original) and not isinstance(original, type(importlib)):
+                found.append((owner, "fully_shard", original))
+        return found
+
+    def _watch_fsdp(self):
+        """Describes each FSDP unit as `profile --nproc-per-node` does (distributed.py's records): the
+        outermost FullyShardedDataParallel its nested units when it is built, each fully_shard call its own."""
+        from ..distributed import _caller_in_user_code
+
+        world = self
+        seen, names, depth = set(), {}, [0]
+        for owner, name, original in self._fsdp_entry_points():
+            if name == "__init__":
+                def init(module_self, *args, _original=original, **kwargs):
+                    location = _caller_in_user_code() if depth[0] == 0 else None
+                    depth[0] += 1
+                    try:
+                        _original(module_self, *args, **kwargs)
+                    finally:
+                        depth[0] -= 1
+                    if location is not None:
+                        world._describe_units(module_self, location, "FullyShardedDataParallel", seen, names)
+
+                self._patch(owner, name, init)
+            else:
+                def shard(module, *args, _original=original, **kwargs):
+                    location = _caller_in_user_code()
+                    result = _original(module, *args, **kwargs)
+                    world._describe_units(module, location, "fully_shard", seen, names)
+                    return result
+
+                shard.__wrapped__ = original
+                self._patch(owner, name, shard)
+
+    def _describe_units(self, module, location, api, seen, names):
+        from . import fsdp
+
+        try:
+            if api == "FullyShardedDataParallel":
+                for name, inner in module.named_modules():
+                    names.setdefault(id(inner), ".".join(p for p in name.split(".") if p != "_fsdp_wrapped_module"))
+            self.fsdp_units.extend(fsdp.describe_units(module, location, api, seen, names))
+        except Exception as error:  # noqa: BLE001 - a description must never lose the prediction
+            self.fsdp_units.append({"api": api, "location": location, "error": "%s: %s" % (type(error).__name__, error)})
+
+    def _refuse_fsdp(self):
         message = self.refusal()
 
         def refusing(original):
@@ -217,20 +291,8 @@ class FakeWorld:
             wrapper.__wrapped__ = original
             return wrapper
 
-        try:
-            from torch.distributed.fsdp import FullyShardedDataParallel
-        except Exception:  # noqa: BLE001 - torch without FSDP: nothing to refuse
-            return
-        self._patch(FullyShardedDataParallel, "__init__", refusing(FullyShardedDataParallel.__init__))
-        for owner_name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp",
-                           "torch.distributed._composable.fsdp.fully_shard"):
-            try:
-                owner = importlib.import_module(owner_name)
-            except Exception:  # noqa: BLE001 - an API this torch does not have
-                continue
-            original = getattr(owner, "fully_shard", None)
-            if callable(original) and not isinstance(original, type(importlib)):
-                self._patch(owner, "fully_shard", refusing(original))
+        for owner, name, original in self._fsdp_entry_points():
+            self._patch(owner, name, refusing(original))
 
     # -- report -------------------------------------------------------------------------------------------
     def describe(self):
@@ -249,7 +311,7 @@ class FakeWorld:
                 record = {"location": location, "error": "%s: %s" % (type(error).__name__, error)}
             ddps.append(record)
         return {"worldSize": self.world_size, "rank": self.rank, "backend": "fake", "ddp": ddps,
-                "userInitBackends": self.user_inits}
+                "fsdp": self.fsdp_units, "userInitBackends": self.user_inits}
 
 
 def _bucket_as_reduced(_state, bucket):

@@ -195,7 +195,7 @@ export class Workbench {
               texts.push(JSON.parse(content.replace(/^'(.*)'$/, '"$1"')));
               // Where the text starts on screen: the (empty) span's left edge plus the pseudo-element's margin.
               const left = span.getBoundingClientRect().left + parseFloat(style.marginLeft || '0');
-              const codeRight = Math.max(...[...line.querySelectorAll('span')].filter((x) => x.textContent).map((x) => x.getBoundingClientRect().right), 0);
+              const codeRight = Math.max(...[...line.querySelectorAll('span')].filter((x) => x.children.length === 0 && x.textContent).map((x) => x.getBoundingClientRect().right), 0);
               styles.push({ color: style.color, fontWeight: style.fontWeight, left, codeRight });
             }
           }

@@ -40,7 +40,11 @@ export async function setNumberSetting(key, label, value, { isDefault = false } 
     if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
     await page.waitForTimeout(200);
   }
-  await wb.runCommand('View: Close All Editors');
+  // The Settings editor opens as a modal editor in VS Code 1.139: Escape closes it.
+  for (let i = 0; i < 3 && (await page.locator('.monaco-modal-editor-block').isVisible().catch(() => false)); i++) {
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+  }
 }
 
 export const setPython = (value) => setTextSetting('memhint.python', 'Python interpreter that runs the profiled step', value);

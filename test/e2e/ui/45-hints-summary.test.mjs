@@ -70,7 +70,7 @@ describe('UI: hints modes and call counts, summary layout', function () {
     await wb.screenshot('hints-x4-light');
   });
 
-  it('current-line mode shows only the hint of the cursor line', async () => {
+  it('current-line mode shows only the hint of the cursor line, above-threshold mode only medium and large ones', async () => {
     const { wb } = session;
     await setSetting('memhint.hints.mode', 'Which profiled lines show an end-of-line memory hint', 'currentLine');
     try {
@@ -80,6 +80,11 @@ describe('UI: hints modes and call counts, summary layout', function () {
       const decorated = await decorationsUntil((d) => d.length === 1 && d[0].code.includes('loss.backward()'));
       assert.equal(decorated.length, 1);
       await wb.screenshot('hints-current-line-light');
+      // Above-threshold mode: this small step's lines are all under the medium threshold (16 MiB), so
+      // none keeps a hint, the cursor's included.
+      await setSetting('memhint.hints.mode', 'Which profiled lines show an end-of-line memory hint', 'aboveThreshold');
+      await wb.gotoLine(backward, 9);
+      await decorationsUntil((d) => d.length === 0);
     } finally {
       await setSetting('memhint.hints.mode', 'Which profiled lines show an end-of-line memory hint', 'all', { isDefault: true });
     }

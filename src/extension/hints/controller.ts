@@ -11,13 +11,8 @@ import { notebookOf } from '../lint/diagnostics';
 import { hintsForCell } from '../profile/notebookScript';
 import type { NotebookExports } from '../profile/notebookExports';
 import { realign } from './lineShift';
-import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type HintSize, type LineHint } from './model';
-
-const COLORS: Record<HintSize, string> = {
-  small: 'memhint.hint.small',
-  medium: 'memhint.hint.medium',
-  large: 'memhint.hint.large',
-};
+import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type LineHint } from './model';
+import { hintStyle } from './style';
 
 export class HintsController implements vscode.Disposable, vscode.HoverProvider {
   private readonly decoration = vscode.window.createTextEditorDecorationType({
@@ -130,7 +125,7 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       hints = hintsForFile(stored.report, filePathsOf(document.uri), this.config.thresholds, this.config.colorBy);
     } else return;
     // After a failed run the figures are an earlier run's: say so on every hint, in the quiet colour.
-    if (stored.stale !== null) hints = hints.map((h) => ({ ...h, text: `${h.text} (stale)`, size: 'small' }));
+    if (stored.stale !== null) hints = hints.map((h) => ({ ...h, text: `${h.text} (stale)`, size: 'small', stale: true }));
     // A file edited since it was profiled keeps only the hints whose line still reads the same.
     const kept = hints.filter((h) => h.line < document.lineCount && document.lineAt(h.line).text.trim() === h.code);
     if (kept.length > 0) this.byDocument.set(document.uri.toString(), kept);
@@ -169,7 +164,9 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
       if (h.line >= editor.document.lineCount) continue;
       const line = editor.document.lineAt(h.line);
       const end = line.range.end;
-      const after: vscode.ThemableDecorationAttachmentRenderOptions = { contentText: clip(h.text, this.config.maxLength), color: new vscode.ThemeColor(COLORS[h.size]) };
+      // One decoration type for every hint; colour and weight travel per range (measured by size, predicted apart).
+      const style = hintStyle(h);
+      const after: vscode.ThemableDecorationAttachmentRenderOptions = { contentText: clip(h.text, this.config.maxLength), color: new vscode.ThemeColor(style.color), fontWeight: style.fontWeight };
       // Aligned hints start at the same column (in character widths, `ch`, so a monospace font lines them up).
       const margin = this.config.alignColumn > 0 ? alignMargin(visualWidth(line.text, tabSize), this.config.alignColumn) : null;
       options.push({ range: new vscode.Range(end, end), renderOptions: { after: margin === null ? after : { ...after, margin: `0 0 0 ${margin}ch` } } });

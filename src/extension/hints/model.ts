@@ -41,6 +41,10 @@ export interface LineHint {
   readonly steps: number;
   readonly leak: Leak | null;
   readonly liveAtPeak: LiveByLine | null;
+  /** From a `memhint predict` report (meta tensors, allocator model), not measured. */
+  readonly predicted: boolean;
+  /** An earlier run's figures, shown after a later run failed (the controller sets it). */
+  readonly stale: boolean;
 }
 
 /** A report `memhint predict` made (meta tensors, allocator model), not a measurement. */
@@ -59,7 +63,8 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
 
   const hints: LineHint[] = [];
   // Predicted figures say so on every hint: they must never be read as measured.
-  const prefix = isPredicted(report) ? 'predicted ' : '';
+  const predicted = isPredicted(report);
+  const prefix = predicted ? 'predicted ' : '';
   for (const stats of report.lines) {
     if (!inFile(stats.file)) continue;
     const leak = leaks.get(stats.line) ?? null;
@@ -79,6 +84,8 @@ export function hintsForFile(report: ProfileReport, filePaths: readonly string[]
       steps,
       leak,
       liveAtPeak,
+      predicted,
+      stale: false,
     });
   }
   return hints.sort((a, b) => a.line - b.line);
@@ -172,7 +179,7 @@ export function hoverMarkdown(hint: LineHint, report: ProfileReport): string {
   const b = (n: number, signed = false): string => formatBytes(n, { signed });
   const per = steps === 1 ? 'one step' : `per step, mean of ${steps} steps`;
   const out: string[] = [];
-  const how = isPredicted(report) ? '**predicted** for CUDA on meta tensors, not measured' : `${report.environment.backend} backend`;
+  const how = isPredicted(report) ? '**predicted** for CUDA on meta tensors, not measured' : `**measured** on the ${report.environment.backend} backend`;
   out.push(`**memhint** · line ${stats.line}${stats.function ? ` in \`${stats.function}\`` : ''} · ${per} · ${how}`);
   out.push('');
   out.push('| | this line | with callees | in backward |');

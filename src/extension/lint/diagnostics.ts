@@ -219,16 +219,20 @@ export class DiagnosticsController implements vscode.Disposable {
    * from its last line's end, not getText(), so checking a huge document on every change costs nothing.
    */
   private tooLarge(document: vscode.TextDocument): string | null {
+    return this.overLimit(document.uri, document.offsetAt(document.lineAt(document.lineCount - 1).range.end));
+  }
+
+  /** Why text of `length` characters at `uri` (a file, or a notebook's joined cells) is not linted, or null. */
+  private overLimit(uri: vscode.Uri, length: number): string | null {
     let project: ProjectConfig | null = null;
-    if (document.uri.scheme === 'file') {
+    if (uri.scheme === 'file') {
       try {
-        project = this.projectOf(document.uri);
+        project = this.projectOf(uri);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // Reported by settingsFor; the default limit applies meanwhile.
       }
     }
-    const length = document.offsetAt(document.lineAt(document.lineCount - 1).range.end);
     return oversizeReason(length, sizeLimitOf(project));
   }
 
@@ -352,31 +356,40 @@ export class DiagnosticsController implements vscode.Disposable {
     const started = performance.now();
     const cells = nb.getCells();
     const published = new Set<string>();
+    let skipped = false;
     try {
       const program = buildNotebookProgram(cellInputsOf(nb));
-      const settings = this.settingsFor(nb);
-      const doc = this.linter.open(program.text);
-      let findings: readonly Finding[];
-      try {
-        findings = settings === null ? [] : lintAndLog(doc.source, settings, this.ruleFailures, nb.uri.fsPath);
-      } finally {
-        doc.dispose();
+      // The same limit as a file's, on the program the linter would parse (the joined cells): a notebook
+      // is re-linted whole on every edit, so a huge one would otherwise stall the extension host.
+      const tooLarge = this.overLimit(nb.uri, program.text.length);
+      if (tooLarge !== null) {
+        this.warnOnce(`${nb.uri.fsPath}: ${tooLarge}`);
+        skipped = true;
+      } else {
+        const settings = this.settingsFor(nb);
+        const doc = this.linter.open(program.text);
+        let findings: readonly Finding[];
+        try {
+          findings = settings === null ? [] : lintAndLog(doc.source, settings, this.ruleFailures, nb.uri.fsPath);
+        } finally {
+          doc.dispose();
+        }
+        const byCell = findingsByCell(program, findings);
+        for (const segment of program.segments) {
+          const cell = cells[segment.cell];
+          const cellFindings = byCell.filter((f) => f.cell === segment.cell).map((f) => f.finding);
+          // The cell's own parse: quick fixes ("Ignore for this line") and the step finder work in cell offsets.
+          // An unchanged cell keeps its last one (an edit re-lints the notebook but changes one cell).
+          const previous = this.cellResults.get(cell.document.uri.toString());
+          const source = previous !== undefined && previous.version === cell.document.version && previous.source.text === cell.document.getText() ? previous.source : parseOnce(this.linter, cell.document.getText());
+          const cellKey = cell.document.uri.toString();
+          const diagnostics = this.unlessSame(previous?.diagnostics, cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set())), cell.document.uri);
+          this.cellResults.set(cellKey, { version: cell.document.version, source, findings: cellFindings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics });
+          this.cellPending.delete(cellKey);
+          published.add(cellKey);
+        }
+        this.log.debug(`linted notebook ${nb.uri.fsPath} (${program.segments.length} cells): ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
       }
-      const byCell = findingsByCell(program, findings);
-      for (const segment of program.segments) {
-        const cell = cells[segment.cell];
-        const cellFindings = byCell.filter((f) => f.cell === segment.cell).map((f) => f.finding);
-        // The cell's own parse: quick fixes ("Ignore for this line") and the step finder work in cell offsets.
-        // An unchanged cell keeps its last one (an edit re-lints the notebook but changes one cell).
-        const previous = this.cellResults.get(cell.document.uri.toString());
-        const source = previous !== undefined && previous.version === cell.document.version && previous.source.text === cell.document.getText() ? previous.source : parseOnce(this.linter, cell.document.getText());
-        const cellKey = cell.document.uri.toString();
-        const diagnostics = this.unlessSame(previous?.diagnostics, cellFindings.map((f) => this.toDiagnostic(cell.document, source, f, new Set())), cell.document.uri);
-        this.cellResults.set(cellKey, { version: cell.document.version, source, findings: cellFindings, settings: settings ?? { select: [], ignore: [], targetTorch: null }, diagnostics });
-        this.cellPending.delete(cellKey);
-        published.add(cellKey);
-      }
-      this.log.debug(`linted notebook ${nb.uri.fsPath} (${program.segments.length} cells): ${findings.length} findings in ${(performance.now() - started).toFixed(2)} ms`);
     } catch (err) {
       this.log.error(`lint failed for notebook ${nb.uri.fsPath}`, err);
     }
@@ -388,7 +401,8 @@ export class DiagnosticsController implements vscode.Disposable {
       this.collection.delete(vscode.Uri.parse(old));
     }
     t.cells = published;
-    for (const c of cells) if (published.has(c.document.uri.toString())) this.linted.fire(c.document.uri);
+    // Skipped as too large, every cell was cleared above: tests and waiters hear of each.
+    for (const c of cells) if (published.has(c.document.uri.toString()) || skipped) this.linted.fire(c.document.uri);
   }
 
   private run(document: vscode.TextDocument, t: Tracked): void {

@@ -171,7 +171,9 @@ export class Workbench {
   /**
    * Inline decorations' texts in the active editor, as rendered: VS Code renders `before`/`after`
    * decoration text as CSS pseudo-elements (`content:`) on spans inside the view lines. Returns one
-   * entry per decorated line: its 1-based line number (from the gutter), the line's code, and the texts.
+   * entry per decorated line: its 1-based line number (from the gutter), the line's code, the texts, and
+   * each text's rendered style (`color` as `rgb(...)`, `fontWeight`, `left`: where the text starts, px;
+   * `codeRight`: where the line's code ends, px).
    */
   async inlineDecorations() {
     return this.page.locator('.editor-instance .monaco-editor').first().evaluate((editor) => {
@@ -184,17 +186,23 @@ export class Workbench {
       const out = [];
       for (const line of editor.querySelectorAll('.view-lines .view-line')) {
         const texts = [];
+        const styles = [];
         for (const span of line.querySelectorAll('span')) {
           for (const pseudo of ['::before', '::after']) {
-            const content = getComputedStyle(span, pseudo).content;
+            const style = getComputedStyle(span, pseudo);
+            const content = style.content;
             if (content && content !== 'none' && content !== 'normal' && content !== '""') {
               texts.push(JSON.parse(content.replace(/^'(.*)'$/, '"$1"')));
+              // Where the text starts on screen: the (empty) span's left edge plus the pseudo-element's margin.
+              const left = span.getBoundingClientRect().left + parseFloat(style.marginLeft || '0');
+              const codeRight = Math.max(...[...line.querySelectorAll('span')].filter((x) => x.children.length === 0 && x.textContent).map((x) => x.getBoundingClientRect().right), 0);
+              styles.push({ color: style.color, fontWeight: style.fontWeight, left, codeRight });
             }
           }
         }
         if (texts.length === 0) continue;
         const top = lineHeightOf(line);
-        out.push({ line: numbers.get(top) ?? -1, code: (line.textContent ?? '').replace(/\u00a0/g, ' '), texts });
+        out.push({ line: numbers.get(top) ?? -1, code: (line.textContent ?? '').replace(/\u00a0/g, ' '), texts, styles });
       }
       return out.sort((a, b) => a.line - b.line);
     });

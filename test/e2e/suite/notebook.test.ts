@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import * as path from 'node:path';
-import { codeOf, documentState, linted, memhint, memhintDiagnostics, setSetting, testPython, waitFor } from './util';
+import { codeOf, documentState, linted, memhint, memhintDiagnostics, setSetting, testPython, waitFor, workspaceRoot } from './util';
 
 const torch2Python = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.resolve(__dirname, '../../../../.venv-torch2/bin/python');
 
@@ -201,5 +201,44 @@ describe('notebooks', () => {
     } finally {
       for (const u of undo.reverse()) await u();
     }
+  });
+  it('skips a notebook whose joined cells exceed [tool.memhint] max-file-size, like a file, and lints it within the limit', async () => {
+    const api = await memhint();
+    // Each cell is under 1 KiB; the program the linter parses (the cells joined) is over it.
+    const padding = (n: number): string => Array.from({ length: n }, (_, i) => `# padding line ${i} ${'-'.repeat(40)}\n`).join('');
+    const cells = [`import torch\nmodel = torch.nn.Linear(4, 4)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n${padding(10)}`, `${padding(10)}opt.zero_grad(set_to_none=False)\n`];
+    const notebookJson = JSON.stringify({
+      cells: cells.map((text, i) => ({ cell_type: 'code', execution_count: null, id: `c${i}`, metadata: {}, outputs: [], source: text.split(/(?<=\n)/) })),
+      metadata: { language_info: { name: 'python' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    });
+    const open = async (folder: string, limit: string): Promise<vscode.TextDocument> => {
+      const dir = path.join(workspaceRoot(), folder);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'pyproject.toml'), `[tool.memhint]\nmax-file-size = "${limit}"\n`);
+      fs.writeFileSync(path.join(dir, 'sized.ipynb'), notebookJson);
+      const linting = new Promise<void>((resolve) => {
+        const sub = api.onDidLint((uri) => {
+          if (uri.scheme === 'vscode-notebook-cell' && uri.fsPath.startsWith(dir)) {
+            sub.dispose();
+            resolve();
+          }
+        });
+      });
+      const notebook = await vscode.workspace.openNotebookDocument(vscode.Uri.file(path.join(dir, 'sized.ipynb')));
+      await vscode.window.showNotebookDocument(notebook);
+      await linting;
+      assert.ok(cells.every((c) => c.length < 1024) && cells.join('\n').length > 1024, 'each cell is under the limit, the joined cells over it');
+      return notebook.cellAt(1).document;
+    };
+    const within = await open('nb-within-limit', '64KiB');
+    await waitFor('MH003 on the second cell within the limit', () => memhintDiagnostics(within.uri).some((d) => codeOf(d) === 'MH003'));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+    const over = await open('nb-over-limit', '1KiB');
+    // Skipped: the cell that has MH003 within the limit has no diagnostics, and no lint result.
+    assert.deepEqual(memhintDiagnostics(over.uri).map(codeOf), []);
+    assert.equal(documentState(api, over.uri)?.version ?? -1, -1);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 });

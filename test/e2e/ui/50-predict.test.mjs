@@ -21,6 +21,39 @@ async function clickPredictLens() {
   await lens.click();
 }
 
+/** Every hint wears `colour` and reads at WCAG AA (4.5:1) on the editor's background. */
+async function assertHintColour(decorated, colour) {
+  const { page } = session;
+  assert.ok(decorated.length > 0);
+  for (const d of decorated) for (const st of d.styles) assert.equal(st.color, colour, d.code);
+  const background = await page.locator('.editor-instance .monaco-editor-background').first().evaluate((el) => getComputedStyle(el).backgroundColor);
+  const ratio = contrast(colour, background);
+  assert.ok(ratio >= 4.5, `predicted hints ${colour} on ${background}: contrast ${ratio.toFixed(2)}`);
+}
+
+function contrast(a, b) {
+  const lum = (css) => {
+    const [r, g, bl] = (css.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/** The hover's text on the line that contains `code` (the cursor put on it). */
+async function hoverOn(code) {
+  const { wb } = session;
+  const lines = await wb.visibleLines();
+  const index = lines.findIndex((l) => l.includes(code));
+  assert.ok(index >= 0, `${code} is on screen`);
+  const text = fs.readFileSync(path.join(session.workspace, file), 'utf8').split('\n');
+  await wb.gotoLine(text.findIndex((l) => l.includes(code)) + 1, text.find((l) => l.includes(code)).indexOf(code) + 2);
+  return wb.hoverAtCursor();
+}
+
 describe('UI: predict memory on CUDA', function () {
   this.timeout(300_000);
 
@@ -91,7 +124,17 @@ describe('UI: predict memory on CUDA', function () {
       await page.waitForTimeout(250);
     }
     assert.ok(decorated.length > 0 && decorated.every((d) => d.texts.join(' ').startsWith('predicted ')), JSON.stringify(decorated));
+    // Styled apart from measured hints: memhint.predictedHintForeground (#d2a8ff in dark themes, #8250df
+    // in light ones), readable on the editor's background in both.
+    await assertHintColour(decorated, 'rgb(210, 168, 255)');
     await wb.screenshot('predict-hints-dark');
+    const hover = await hoverOn('logits = model(x)');
+    assert.match(hover, /predicted for CUDA on meta tensors, not measured/, hover);
+    await wb.dismissHover();
+    await wb.setColorTheme('Light Modern');
+    await assertHintColour(await wb.inlineDecorations(), 'rgb(130, 80, 223)');
+    await wb.screenshot('predict-hints-light');
+    await wb.setColorTheme('Dark Modern');
     await wb.runCommand('memhint: Show Memory Summary');
     const frame = await wb.webview('memhint: Memory Summary');
     const callout = frame.locator('#prediction');

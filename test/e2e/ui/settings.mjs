@@ -23,6 +23,30 @@ export async function setTextSetting(key, label, value) {
   }
 }
 
+/**
+ * Sets a number setting in the Settings editor (User tab) as a person types it, and waits until VS Code
+ * wrote it (`isDefault`: the default value, which VS Code removes from settings.json instead).
+ */
+export async function setNumberSetting(key, label, value, { isDefault = false } = {}) {
+  const { wb, page } = session;
+  await wb.runCommand('Preferences: Open User Settings');
+  await page.keyboard.type(key);
+  const item = page.locator('.settings-editor .setting-item-contents', { hasText: label }).first();
+  await item.waitFor({ timeout: 20_000 });
+  await item.locator('input').first().fill(String(value));
+  const deadline = Date.now() + 20_000;
+  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key];
+  while (isDefault ? written() !== undefined && written() !== value : written() !== value) {
+    if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
+    await page.waitForTimeout(200);
+  }
+  // The Settings editor opens as a modal editor in VS Code 1.139: Escape closes it.
+  for (let i = 0; i < 3 && (await page.locator('.monaco-modal-editor-block').isVisible().catch(() => false)); i++) {
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(300);
+  }
+}
+
 export const setPython = (value) => setTextSetting('memhint.python', 'Python interpreter that runs the profiled step', value);
 
 /** The quick input's title once it shows `pattern`. */

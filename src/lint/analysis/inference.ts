@@ -15,6 +15,7 @@ import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
 import { callsWithin, unitCallGroups } from './calls';
 import { derivedReadOutside, HISTORY_CUTS, listsCutAfter } from './rollout-lists';
+import { differentiatesWeights } from './weight-gradients';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
 
@@ -128,9 +129,12 @@ function reachOf(file: SourceFile): GradientReach {
   return reaches.get(file, (f) => new GradientReach(f));
 }
 
-/** `optimizer.step()`, `scaler.step(opt)`: this iteration's update is done. */
+/**
+ * `optimizer.step()`, `scaler.step(opt)`, or MAML's functional update (`torch.autograd.grad(loss,
+ * fast_weights)`, weight-gradients.ts): this iteration's update is done.
+ */
 function isOptimizerStep(file: SourceFile, call: SyntaxNode): boolean {
-  return calleeLastName(file, call) === 'step' && isGradientCall(file, call);
+  return (calleeLastName(file, call) === 'step' && isGradientCall(file, call)) || differentiatesWeights(file, call);
 }
 
 /** Backward / optimizer step calls (not zero_grad: clearing gradients trains nothing yet). */
@@ -366,13 +370,27 @@ function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
   return modelFacts(file).moduleClasses.has(name);
 }
 
+/** MAML's functional update (`torch.autograd.grad(loss, fast_weights)`) in `loop` before `region`. */
+function weightUpdateBefore(file: SourceFile, loop: SyntaxNode, region: SyntaxNode): boolean {
+  return callsWithin(file, loop).some((c) => c.end <= region.start && differentiatesWeights(file, c));
+}
+
+/** The function itself calls `backward()` / `torch.autograd.grad(...)`: autograd must be on when it runs. */
+function differentiatesItself(file: SourceFile, fn: SyntaxNode): boolean {
+  return callsWithin(file, fn).some((c) => backwardTargets(file, c) !== null);
+}
+
 /**
  * Why a forward pass that no evaluation marker/name/loader points at is still inference, or null.
  * The caller has already excluded grad-off code, forwards feeding a backward, and scopes that take
  * gradients with respect to inputs.
  */
 export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
-  if (isReturnedClosure(file, scope) || isModelMethod(file, scope)) return null;
+  // A module's own `sample()` runs under whatever its caller does. A method that differentiates itself
+  // (a meta-learner's `finetunning()` taking `autograd.grad`) cannot run under no_grad: its forwards after
+  // a functional weight update are judged below (MAML's query-set evaluation), and only those.
+  const modelMethod = isModelMethod(file, scope);
+  if (isReturnedClosure(file, scope) || (modelMethod && !differentiatesItself(file, scope))) return null;
   if (forwardsFeedingBackward(file, scope).has(call)) return null;
   const reach = reachOf(file);
   const region = gradientFreeRegion(call, scope, reach);
@@ -398,6 +416,7 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
   else if (stepsBefore(scope)) kind = 'after-training';
   if (kind === null) return null;
+  if (modelMethod && !(kind === 'after-step' && trainingLoop !== null && weightUpdateBefore(file, trainingLoop, region))) return null;
   // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.
   const after = callsWithin(file, scope).filter((c) => c.start >= region.end && c.start < end);
   if (after.some((c) => isStepOrBackward(file, c) || reach.callReaches(c))) {

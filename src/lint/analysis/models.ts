@@ -5,6 +5,7 @@ import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
 import { combine, importSignature, intern, moduleCode, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
+import { differentiatesWeights } from './weight-gradients';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -611,7 +612,9 @@ export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean
   if (fn === null) return false;
   if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   const name = qualifiedName(file, fn) ?? '';
-  if (name === 'torch.autograd.grad' || name === 'autograd.grad' || name.startsWith('torch.autograd.functional.')) return true;
+  // MAML's inner loop differentiates the weights (weight-gradients.ts): no input gradient.
+  if (name === 'torch.autograd.grad' || name === 'autograd.grad') return !differentiatesWeights(file, call);
+  if (name.startsWith('torch.autograd.functional.')) return true;
   if (name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
   if (fn.type !== 'attribute') return false;
   const method = file.textOf(childByField(fn, 'attribute') ?? fn);

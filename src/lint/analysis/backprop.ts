@@ -77,6 +77,8 @@ export function traceForwards(
   while (stack.length > 0 && budget-- > 0) {
     const n = stack.pop()!;
     if (n.type === 'lambda' || n.type === 'function_definition') continue;
+    // `Categorical(logits=x)`: the keyword's name is not a read of a variable `logits`.
+    if (n.field === 'name' && n.parent?.type === 'keyword_argument') continue;
     if (n.type === 'call') {
       operands?.reached(n);
       if (forwardReceiver(file, n) !== null) {

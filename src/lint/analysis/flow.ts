@@ -42,6 +42,8 @@ const CLEAN_BUILTINS = new Set(['float', 'int', 'bool', 'len', 'str', 'repr', 'r
 const PROPAGATING_BUILTINS = new Set(['sum', 'max', 'min', 'abs', 'list', 'tuple', 'zip', 'enumerate', 'reversed', 'sorted', 'iter', 'next', 'map', 'filter', 'dict', 'set']);
 const CLEAN_TORCH = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|linspace|logspace|eye|randn|rand|randint|randperm|normal|zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like|argmax|argmin|argsort|isnan|isinf|isfinite|eq|ne|lt|gt|le|ge|equal|numel|is_tensor|no_grad|inference_mode|manual_seed|device|Generator|get_rng_state|save|load|sign|bucketize|searchsorted|autograd\.grad)$/;
 
+const DISTRIBUTIONS = /^torch\.distributions\./;
+
 /** Modules whose functions return NumPy arrays or Python numbers, never tensors with autograd history. */
 const NON_TENSOR_MODULES = /^(numpy|scipy|sklearn|math|statistics|pandas)\./;
 
@@ -280,6 +282,23 @@ export class ScopeFlow {
     return fn?.type === 'identifier' ? this.tupleReturning.get(this.file.textOf(fn)) : undefined;
   }
 
+  /**
+   * A `torch.distributions` object: built by a call of that package here, or a name every reaching
+   * definition of which is one (`m = Categorical(probs)`). Its `sample()` draws without history (it runs
+   * under no_grad; `rsample()` is the differentiable one), so an RL action sampled from it is clean. Other
+   * `sample()` methods (a SAC policy's `sample(state)` returns log-probs with history) are not.
+   */
+  private isDistribution(e: SyntaxNode | null): boolean {
+    const built = (v: SyntaxNode | null): boolean => {
+      const fn = v?.type === 'call' ? childByField(v, 'function') : null;
+      return fn !== null && DISTRIBUTIONS.test(qualifiedName(this.file, fn) ?? '');
+    };
+    if (e === null || built(e)) return e !== null;
+    if (e.type !== 'identifier') return false;
+    const defs = this.reachingDefs(this.file.textOf(e), e);
+    return defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.element === undefined && built(d.value));
+  }
+
   /** A name that receives `.backward()` holds a graph even when its source is opaque to us. */
   private upgrade(key: string, t: Taint): Taint {
     return t === Taint.Unknown && this.backwardKeys.has(key) ? Taint.Tainted : t;
@@ -312,6 +331,7 @@ export class ScopeFlow {
       const attr = childByField(fn, 'attribute');
       const method = attr === null ? '' : file.textOf(attr);
       if (SAFE_METHODS.has(method)) return Taint.Clean;
+      if (method === 'sample' && this.isDistribution(childByField(fn, 'object'))) return Taint.Clean;
       const name = qualifiedName(file, fn);
       if (name !== null && name.startsWith('torch.')) return this.torchCallTaint(name, call);
       const receiver = this.taintOf(childByField(fn, 'object'));

@@ -6,7 +6,7 @@
 // loop, comes after the training steps, or sits in a function named for inference - and only when the
 // forward's output cannot leave for code that might backpropagate it (another file, an attribute, a
 // return value).
-import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import { enclosingLoops } from './context';
 import { qualifiedName } from './imports';
 import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, isGradientCall, modelFacts } from './models';
@@ -14,6 +14,8 @@ import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
 import { callsWithin, unitCallGroups } from './calls';
+import { derivedReadOutside, HISTORY_CUTS, listsCutAfter } from './rollout-lists';
+import { differentiatesWeights } from './weight-gradients';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
 
@@ -127,9 +129,12 @@ function reachOf(file: SourceFile): GradientReach {
   return reaches.get(file, (f) => new GradientReach(f));
 }
 
-/** `optimizer.step()`, `scaler.step(opt)`: this iteration's update is done. */
+/**
+ * `optimizer.step()`, `scaler.step(opt)`, or MAML's functional update (`torch.autograd.grad(loss,
+ * fast_weights)`, weight-gradients.ts): this iteration's update is done.
+ */
 function isOptimizerStep(file: SourceFile, call: SyntaxNode): boolean {
-  return calleeLastName(file, call) === 'step' && isGradientCall(file, call);
+  return (calleeLastName(file, call) === 'step' && isGradientCall(file, call)) || differentiatesWeights(file, call);
 }
 
 /** Backward / optimizer step calls (not zero_grad: clearing gradients trains nothing yet). */
@@ -184,9 +189,6 @@ function historyEscapes(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode, fr
   return false;
 }
 
-/** Methods whose result carries no history (`dist.sample()`, `x.item()`, `x.detach()`). */
-const HISTORY_CUTS = new Set(['item', 'tolist', 'numpy', 'detach', 'sample', 'argmax', 'argmin']);
-
 /** The expression uses the forward call or a name derived from it, other than through a history cut. */
 function refsHistory(file: SourceFile, expr: SyntaxNode, forward: SyntaxNode, derived: ReadonlySet<string>): boolean {
   const stack = [expr];
@@ -215,19 +217,26 @@ function boundNames(file: SourceFile, target: SyntaxNode, out: Set<string>): voi
  * Nothing derived from the forward's output in `region` outlives it (syntactically: names assigned from
  * it, except through `.item()`/`.detach()`/`dist.sample()`...): no such value is put in a container
  * (`log_probs.append(dist.log_prob(a))`), handed to a call made for its effect (`memory.push(s, a, log_prob)`)
- * or stored through a subscript, and no name bound to one is read
- * anywhere else in the scope, where a later backward could reach it. Calls out of the file and attribute
- * stores are historyEscapes' concern.
+ * or stored through a subscript, and no read elsewhere in the scope sees a name bound to one, where a later
+ * backward could reach it. Calls out of the file and attribute stores are historyEscapes' concern.
+ * With `detachedLists` (a rollout loop), a fresh local list may collect it when every later read of the
+ * list detaches it (`torch.stack(logp_buf).detach()`: PPO's rollout, rollout-lists.ts).
  */
-function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, forward: SyntaxNode): boolean {
+function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, forward: SyntaxNode, detachedLists = false): boolean {
   const { nodes, derived } = derivedIn(file, region, forward);
+  const lists: SyntaxNode[] = [];
   for (const n of nodes) {
     if (n.type === 'call') {
       const fn = childByField(n, 'function');
       const method = fn?.type === 'attribute' ? file.textOf(childByField(fn, 'attribute') ?? fn) : null;
       const args = childByField(n, 'arguments');
       if (args === null || !refsHistory(file, args, forward, derived)) continue;
-      if (method !== null && LOCAL_CONTAINER_METHODS.has(method)) return false;
+      if (method !== null && LOCAL_CONTAINER_METHODS.has(method)) {
+        const list = fn === null ? null : childByField(fn, 'object');
+        if (!detachedLists || list === null) return false;
+        lists.push(list);
+        continue;
+      }
       // Called for its effect with the history in hand (`memory.push(s, a, log_prob)`, `buffer.store(...)`): it may keep it.
       if (n.parent?.type === 'expression_statement') return false;
     } else if (n.type === 'assignment' || n.type === 'augmented_assignment') {
@@ -236,13 +245,10 @@ function historyDiesIn(file: SourceFile, scope: SyntaxNode, region: SyntaxNode, 
       if (left?.type === 'subscript' && right !== null && refsHistory(file, right, forward, derived)) return false;
     }
   }
-  if (derived.size === 0) return true;
-  const body = scope.type === 'module' ? scope : (childByField(scope, 'body') ?? scope);
-  const ids = file.nodesOfType('identifier');
-  for (let i = firstStartingAtOrAfter(ids, body.start); i < ids.length && ids[i].start < body.end; i++) {
-    if (!contains(region, ids[i]) && derived.has(file.textOf(ids[i]))) return false;
-  }
-  return true;
+  if (lists.length === 0 && derived.size === 0) return true;
+  const flow = flowOf(file, scope);
+  if (!listsCutAfter(file, flow, scope, region, lists, LOCAL_CONTAINER_METHODS)) return false;
+  return !derivedReadOutside(file, flow, scope, region, derived);
 }
 
 /** The region's nodes in document order (nested definitions left out), and the names bound from the forward's history. */
@@ -364,13 +370,27 @@ function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
   return modelFacts(file).moduleClasses.has(name);
 }
 
+/** MAML's functional update (`torch.autograd.grad(loss, fast_weights)`) in `loop` before `region`. */
+function weightUpdateBefore(file: SourceFile, loop: SyntaxNode, region: SyntaxNode): boolean {
+  return callsWithin(file, loop).some((c) => c.end <= region.start && differentiatesWeights(file, c));
+}
+
+/** The function itself calls `backward()` / `torch.autograd.grad(...)`: autograd must be on when it runs. */
+function differentiatesItself(file: SourceFile, fn: SyntaxNode): boolean {
+  return callsWithin(file, fn).some((c) => backwardTargets(file, c) !== null);
+}
+
 /**
  * Why a forward pass that no evaluation marker/name/loader points at is still inference, or null.
  * The caller has already excluded grad-off code, forwards feeding a backward, and scopes that take
  * gradients with respect to inputs.
  */
 export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
-  if (isReturnedClosure(file, scope) || isModelMethod(file, scope)) return null;
+  // A module's own `sample()` runs under whatever its caller does. A method that differentiates itself
+  // (a meta-learner's `finetunning()` taking `autograd.grad`) cannot run under no_grad: its forwards after
+  // a functional weight update are judged below (MAML's query-set evaluation), and only those.
+  const modelMethod = isModelMethod(file, scope);
+  if (isReturnedClosure(file, scope) || (modelMethod && !differentiatesItself(file, scope))) return null;
   if (forwardsFeedingBackward(file, scope).has(call)) return null;
   const reach = reachOf(file);
   const region = gradientFreeRegion(call, scope, reach);
@@ -386,7 +406,7 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
     if (stepsBefore(trainingLoop, true)) {
       kind = 'after-step';
       end = trainingLoop.end;
-    } else if (loops.some((l) => contains(region, l) || l === region) && historyDiesIn(file, scope, region, call)) {
+    } else if (loops.some((l) => contains(region, l) || l === region) && historyDiesIn(file, scope, region, call, true)) {
       // Before the update: an RL rollout loop that acts (`a = dist.sample().item()`) and keeps no history
       // for the update that follows (REINFORCE's `log_probs.append(...)` does, and stays unreported).
       kind = 'rollout';
@@ -396,6 +416,7 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
   else if (stepsBefore(scope)) kind = 'after-training';
   if (kind === null) return null;
+  if (modelMethod && !(kind === 'after-step' && trainingLoop !== null && weightUpdateBefore(file, trainingLoop, region))) return null;
   // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.
   const after = callsWithin(file, scope).filter((c) => c.start >= region.end && c.start < end);
   if (after.some((c) => isStepOrBackward(file, c) || reach.callReaches(c))) {

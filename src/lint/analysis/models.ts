@@ -5,6 +5,7 @@ import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
 import { combine, importSignature, intern, moduleCode, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
+import { differentiatesWeights } from './weight-gradients';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -283,6 +284,18 @@ function computeFacts(file: SourceFile): ModelFacts {
   // Local names bound to model zoos (`from torchvision import models`, `import timm`).
   const builderHeads = new Set<string>();
   for (const [local, b] of importBindings(file)) if (/^(torchvision|timm|torch\.hub)/.test(b.qualified)) builderHeads.add(local);
+  // Classes this file shows to build modules: another instance of the same class is optimized, put in
+  // eval/train mode or named as a model (`encoder = sm.EncoderRNN(...)`, then `encoder_test =
+  // sm.EncoderRNN(10, 10, 2)` in a smoke test). The class is in another file; its instances are modules here.
+  const shownConstructors = new Set<string>();
+  for (const u of units) {
+    for (const { key, rhs, head } of u.candidates) {
+      if (head !== '' || rhs.type !== 'call' || !(assigned.has(key) || markerReceivers.has(key) || isModelKeyByName(key))) continue;
+      const fn = childByField(rhs, 'function');
+      const name = fn === null ? null : qualifiedName(file, fn);
+      if (name !== null && /^[A-Z]/.test(lastSegment(name)) && !WRAPPERS.test(name)) shownConstructors.add(name);
+    }
+  }
   const isModuleExpr = (expr: SyntaxNode | null, depth = 0): boolean => {
     if (expr === null || depth > 8) return false;
     const key = keyOf(file, expr);
@@ -312,7 +325,7 @@ function computeFacts(file: SourceFile): ModelFacts {
     if (WRAPPERS.test(name)) return positionalArguments(expr).some((a) => isModuleExpr(a, depth + 1));
     if (name.startsWith('torch.nn.') && /^[A-Z]/.test(lastSegment(name))) return !NOT_CALLABLE_MODULES.test(name);
     if (name.startsWith('torchvision.models.') || name === 'timm.create_model' || name === 'torch.hub.load') return true;
-    return moduleClasses.has(name);
+    return moduleClasses.has(name) || shownConstructors.has(name);
   };
   for (let pass = 0; pass < 2; pass++) {
     for (const u of units) {
@@ -611,7 +624,9 @@ export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean
   if (fn === null) return false;
   if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   const name = qualifiedName(file, fn) ?? '';
-  if (name === 'torch.autograd.grad' || name === 'autograd.grad' || name.startsWith('torch.autograd.functional.')) return true;
+  // MAML's inner loop differentiates the weights (weight-gradients.ts): no input gradient.
+  if (name === 'torch.autograd.grad' || name === 'autograd.grad') return !differentiatesWeights(file, call);
+  if (name.startsWith('torch.autograd.functional.')) return true;
   if (name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
   if (fn.type !== 'attribute') return false;
   const method = file.textOf(childByField(fn, 'attribute') ?? fn);

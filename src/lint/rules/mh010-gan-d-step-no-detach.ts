@@ -14,6 +14,7 @@ import { optimizedModels, optimizedSignature } from '../analysis/optimized';
 import { callsIndexStamp, callsNamed } from '../analysis/calls';
 import { functionsNamed, valuesIndexStamp } from '../analysis/values';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
+import { functionNetworkCalled, functionNetworks, functionNetworksSignature } from '../analysis/function-networks';
 
 type Role = 'D' | 'G';
 
@@ -70,11 +71,30 @@ function lossRole(key: string): Role | null {
   return stripped === last || stripped === '' ? null : roleOf(stripped);
 }
 
+/** The network a call runs: a module's forward pass (`netD(x)`), or a network written as a function (`D(x)`, function-networks.ts). */
+function networkOf(file: SourceFile, call: SyntaxNode): string | null {
+  return forwardReceiver(file, call) ?? functionNetworkCalled(file, call);
+}
+
+/** The network calls whose outputs flow into `roots` with history: module forward passes and function networks. */
+function networkCallsFeeding(file: SourceFile, flow: ScopeFlow, roots: readonly SyntaxNode[]): Set<SyntaxNode> {
+  const found = new Set<SyntaxNode>();
+  traceForwards(file, flow, roots, found);
+  // A function network is an ordinary call to the trace: it is seen among the calls on the paths.
+  if (functionNetworks(file).size > 0) {
+    traceForwards(file, flow, roots, new Set(), {
+      reached: (call) => {
+        if (functionNetworkCalled(file, call) !== null) found.add(call);
+      },
+    });
+  }
+  return found;
+}
+
 /** The generator forward passes whose output reaches `input` with history. */
 function generatorOutputsIn(file: SourceFile, flow: ScopeFlow, input: SyntaxNode): SyntaxNode[] {
-  const found = new Set<SyntaxNode>();
-  traceForwards(file, flow, [input], found);
-  return [...found].filter((g) => roleOf(forwardReceiver(file, g) ?? '') === 'G' && !gradOffAt(file, g) && !frozenBefore(file, scopeOf(g) ?? g, g));
+  const found = networkCallsFeeding(file, flow, [input]);
+  return [...found].filter((g) => roleOf(networkOf(file, g) ?? '') === 'G' && !gradOffAt(file, g) && !frozenBefore(file, scopeOf(g) ?? g, g));
 }
 
 const TOGGLE = /requires_grad|toggle_grad|^freeze|^unfreeze/i;
@@ -85,7 +105,7 @@ const TOGGLE = /requires_grad|toggle_grad|^freeze|^unfreeze/i;
  * then its output has no history and the D step cannot backpropagate into it.
  */
 function frozenBefore(file: SourceFile, scope: SyntaxNode, forward: SyntaxNode): boolean {
-  const receiver = forwardReceiver(file, forward);
+  const receiver = networkOf(file, forward);
   const calls = file.nodesOfType('call');
   let frozen = false;
   for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < forward.start; i++) {
@@ -109,17 +129,16 @@ function checkScope(file: SourceFile, scope: SyntaxNode, backwards: readonly Syn
   for (const backward of backwards) {
     const targets = backwardTargets(file, backward) ?? [];
     if (targets.length === 0 || steppedRole(file, scope, backward, targets) !== 'D') continue;
-    const feeding = new Set<SyntaxNode>();
-    traceForwards(file, flow, targets, feeding);
-    for (const d of feeding) {
-      const receiver = forwardReceiver(file, d);
+    const feeding = networkCallsFeeding(file, flow, targets);
+    for (const d of [...feeding].sort((a, b) => a.start - b.start)) {
+      const receiver = networkOf(file, d);
       if (receiver === null || roleOf(receiver) !== 'D' || reported.has(d) || gradOffAt(file, d)) continue;
       const input = positionalArguments(d)[0];
       if (input === undefined || PENALTY_INPUT.test(file.textOf(input))) continue;
       const generators = generatorOutputsIn(file, flow, input);
       if (generators.length === 0) continue;
       reported.add(d);
-      const g = forwardReceiver(file, generators[0]) ?? 'the generator';
+      const g = networkOf(file, generators[0]) ?? 'the generator';
       findings.push({
         start: d.start,
         end: d.end,
@@ -192,10 +211,12 @@ export const ganDStepNoDetach: Rule = {
     const calls = callsByScope(file);
     if (calls.size === 0) return [];
     // Beyond the scope: flows and model facts, optimizer bindings, `zero_grad` calls and helper functions defined elsewhere.
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file)]);
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file), functionNetworksSignature(file)]);
     return checkScopes(file, findingsCache, signature, (scope) => {
       const c = calls.get(scope);
-      return c === undefined || c.backwards.length === 0 || c.forwards.length < 2 ? [] : checkScope(file, scope, c.backwards);
+      // Networks written as functions are not among the scope's forward passes.
+      const networks = c === undefined ? 0 : c.forwards.length + (functionNetworks(file).size > 0 ? 2 : 0);
+      return c === undefined || c.backwards.length === 0 || networks < 2 ? [] : checkScope(file, scope, c.backwards);
     });
   },
 };

@@ -159,6 +159,46 @@ describe('MH001 missing-no-grad fix', () => {
     assert.deepEqual(only(await lint(fixed), 'MH001'), []);
   });
 
+  it('wraps the query forward after a functional (MAML) update, and the scores are unchanged (real torch)', async function () {
+    const text = [
+      'import torch',
+      'import torch.nn.functional as F',
+      '',
+      'def finetune_scores(net, tasks, inner_lr=0.4, steps=3):',
+      '    accs = []',
+      '    for x_s, y_s, x_q, y_q in tasks:',
+      '        weights = [p for p in net.parameters()]',
+      '        for _ in range(steps):',
+      '            loss = F.cross_entropy(F.linear(x_s, *weights), y_s)',
+      '            grads = torch.autograd.grad(loss, weights)',
+      '            weights = [w - inner_lr * g for w, g in zip(weights, grads)]',
+      '            logits = net(x_q, weights)',
+      '            accs.append((logits.requires_grad, round(F.cross_entropy(logits, y_q).item(), 5)))',
+      '    return accs',
+      '',
+      'class Net(torch.nn.Linear):',
+      '    def forward(self, x, weights=None):',
+      '        return F.linear(x, *(weights or (self.weight, self.bias)))',
+      '',
+      'torch.manual_seed(0)',
+      'tasks = [(torch.randn(6, 4), torch.randint(0, 3, (6,)), torch.randn(5, 4), torch.randint(0, 3, (5,))) for _ in range(2)]',
+      'print(finetune_scores(Net(4, 3), tasks))',
+      '',
+    ].join('\n');
+    const [f] = only(await lint(text), 'MH001');
+    assert.ok(f?.fix, 'MH001 with a fix');
+    assert.equal(lineOf(text, f.start), 12);
+    const fixed = applyFix(text, f.fix);
+    assert.match(fixed, /\n {12}with torch\.no_grad\(\):\n {16}logits = net\(x_q, weights\)\n/);
+    assert.deepEqual(await syntaxErrors(fixed), []);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+    if (!hasTorch()) this.skip();
+    this.timeout(120000);
+    const before = runPython(text).trim();
+    assert.match(before, /\(True, /);
+    assert.equal(runPython(fixed).trim(), before.replace(/True/g, 'False'));
+  });
+
   it('the wrap keeps training intact and only stops the evaluation graph (real torch)', async function () {
     if (!hasTorch()) this.skip();
     this.timeout(120000);

@@ -69,6 +69,47 @@ describe('MH010 gan-d-step-no-detach fix', () => {
     assert.notEqual(runPython(src.replace('output = netD(fake)', 'output = netD(fake.detach())')), runPython(src));
   });
 
+  it('detaches the fake sample of networks written as functions, and the trained weights are unchanged', async function () {
+    const src = [
+      'import torch',
+      'torch.manual_seed(0)',
+      'g_w = torch.randn(4, 6, requires_grad=True)',
+      'd_w = torch.randn(6, 1, requires_grad=True)',
+      'G_params = [g_w]',
+      'D_solver = torch.optim.SGD([d_w], lr=0.1)',
+      'G_solver = torch.optim.SGD(G_params, lr=0.1)',
+      '',
+      'def G(z):',
+      '    return torch.tanh(z @ g_w)',
+      '',
+      'def D(x):',
+      '    return torch.sigmoid(x @ d_w)',
+      '',
+      'for real in [torch.randn(5, 6) for _ in range(3)]:',
+      '    z = torch.randn(5, 4)',
+      '    G_sample = G(z)',
+      '    D_fake = D(G_sample)',
+      '    D_loss = -(torch.log(D(real)) + torch.log(1 - D_fake)).mean()',
+      '    D_loss.backward()',
+      '    D_solver.step()',
+      '    G_solver.zero_grad()',
+      '    D_solver.zero_grad()',
+      '    G_loss = -torch.log(D(G(z))).mean()',
+      '    G_loss.backward()',
+      '    G_solver.step()',
+      '    G_solver.zero_grad()',
+      '    D_solver.zero_grad()',
+      'print([round(float(p.sum()), 6) for p in (g_w, d_w)])',
+      '',
+    ].join('\n');
+    const found = await findingsOf(src, 'MH010');
+    assert.equal(found.length, 1);
+    const fixed = await checkFix(src, found[0]);
+    assert.match(fixed, /D_fake = D\(G_sample\.detach\(\)\)/);
+    if (!hasTorch()) this.skip();
+    assert.equal(runPython(fixed), runPython(src));
+  });
+
   it('does not flag the G step or a detached D input', async () => {
     const src = gan('    optimizerG.zero_grad()').replace('output = netD(fake)', 'output = netD(fake.detach())');
     assert.equal((await findingsOf(src, 'MH010')).length, 0);

@@ -20,6 +20,50 @@ export interface SyntaxNode {
 
 export type NodeIndex = Map<string, SyntaxNode[]>;
 
+/**
+ * What a mirrored node is, apart from where it is: its type, field, namedness and MISSING flag. A
+ * document interns one per combination (a few hundred), so each node holds one reference instead of
+ * four fields (see MirrorNode).
+ */
+export interface NodeKind {
+  readonly type: string;
+  readonly named: boolean;
+  readonly field: string | null;
+  readonly missing: boolean;
+}
+
+/**
+ * The mirror's node. A class of five fields rather than an object of eight: V8 here (no pointer
+ * compression) spends 8 bytes per field and 24 per header, so a node takes 64 bytes instead of 88, a
+ * sixth of the mirror's memory (one node per ~3 characters of source). The four fields that only
+ * depend on the kind are read through it; one class keeps every read site monomorphic.
+ */
+export class MirrorNode implements SyntaxNode {
+  constructor(
+    readonly kind: NodeKind,
+    public start: number,
+    public end: number,
+    public children: SyntaxNode[],
+    public parent: SyntaxNode | null,
+  ) {}
+
+  get type(): string {
+    return this.kind.type;
+  }
+
+  get named(): boolean {
+    return this.kind.named;
+  }
+
+  get field(): string | null {
+    return this.kind.field;
+  }
+
+  get missing(): boolean {
+    return this.kind.missing;
+  }
+}
+
 const NO_NODES: readonly SyntaxNode[] = Object.freeze([]);
 
 export interface Position {

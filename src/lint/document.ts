@@ -5,7 +5,7 @@
 import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
 import { AnalysisSession } from './session';
-import { positionIn, SourceFile, spliceLineStarts, type NodeIndex, type SyntaxNode } from './syntax';
+import { MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
 import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
@@ -493,8 +493,10 @@ function firstUnitAtOrAfter(units: readonly Unit[], offset: number): number {
   return lo;
 }
 
+const MODULE_KIND: NodeKind = Object.freeze({ type: 'module', named: true, field: null, missing: false });
+
 function newRoot(text: string): SyntaxNode {
-  return { type: 'module', named: true, field: null, missing: false, start: 0, end: text.length, children: [], parent: null };
+  return new MirrorNode(MODULE_KIND, 0, text.length, [], null);
 }
 
 /** Ranges after an edit: those it touches grow to cover the new text, later ones shift. */
@@ -570,16 +572,7 @@ class Reconciler {
       }
     }
     if (old.type !== type || depth > MAX_RECONCILE_DEPTH) return this.copy(cursor, parent, segments);
-    const node: SyntaxNode = {
-      type,
-      named: cursor.nodeIsNamed,
-      field: cursor.currentFieldName,
-      missing: cursor.nodeIsMissing,
-      start,
-      end,
-      children: [],
-      parent,
-    };
+    const node = new MirrorNode(kindNamed(this.tables, type, cursor.currentFieldName, cursor.nodeIsNamed, cursor.nodeIsMissing), start, end, [], parent);
     segments.push({ kind: 'node', node });
     // Where each old child starts after the edits (null where an edit touches it): non-decreasing, like
     // the new children's starts, so one pointer walks both (no string keys per child of a long block).
@@ -667,11 +660,18 @@ function shift(node: SyntaxNode, delta: number): void {
   }
 }
 
-/** Per-language lookups that turn the cursor's numeric ids into the mirror's strings without a wasm call. */
+/**
+ * Per-language lookups that turn the cursor's numeric ids into the mirror's strings without a wasm
+ * call, and the document's interned node kinds (see MirrorNode).
+ */
 interface NodeTables {
   readonly types: readonly string[];
   readonly named: readonly boolean[];
   readonly fields: readonly (string | null)[];
+  /** Kinds by (type id, field id, named, missing), see kindOf. */
+  readonly kinds: Map<number, NodeKind>;
+  /** Kinds of the nodes the reconciler builds, by their strings (see kindNamed). */
+  readonly kindsByName: Map<string, NodeKind>;
 }
 
 /** Built per document (a few hundred wasm calls, well under a parse). */
@@ -682,14 +682,35 @@ function nodeTables(language: TS.Language): NodeTables {
     types.push(language.types[id] ?? 'ERROR');
     named.push(language.nodeTypeIsNamed(id));
   }
-  return { types, named, fields: language.fields.map((f) => f ?? null) };
+  return { types, named, fields: language.fields.map((f) => f ?? null), kinds: new Map(), kindsByName: new Map() };
+}
+
+/** The kind of the node under `cursor` (whose type and field ids are given) as copySubtree sees it. */
+function kindOf(tables: NodeTables, typeId: number, fieldId: number, named: boolean, missing: boolean, cursor: TS.TreeCursor): NodeKind {
+  // Field ids are small (tree-sitter-python has a few dozen), type ids at most 65535: the key stays a small integer.
+  const key = ((typeId * (tables.fields.length + 1) + fieldId) << 2) | (named ? 2 : 0) | (missing ? 1 : 0);
+  let kind = tables.kinds.get(key);
+  if (kind === undefined) {
+    kind = Object.freeze({ type: typeId === ERROR_TYPE_ID ? 'ERROR' : (tables.types[typeId] ?? cursor.nodeType), named, field: tables.fields[fieldId] ?? null, missing });
+    tables.kinds.set(key, kind);
+  }
+  return kind;
+}
+
+/** The kind of a node the reconciler builds, from the cursor's strings (a few nodes per edit). */
+function kindNamed(tables: NodeTables, type: string, field: string | null, named: boolean, missing: boolean): NodeKind {
+  const key = `${type}\u0000${field ?? ''}\u0000${named ? 1 : 0}${missing ? 1 : 0}`;
+  let kind = tables.kindsByName.get(key);
+  if (kind === undefined) {
+    kind = Object.freeze({ type, named, field, missing });
+    tables.kindsByName.set(key, kind);
+  }
+  return kind;
 }
 
 const ERROR_TYPE_ID = 65535;
 /** Shared by every leaf: no node gets children after it is built, so one frozen array serves all. */
 const NO_CHILDREN: SyntaxNode[] = Object.freeze([] as SyntaxNode[]) as SyntaxNode[];
-
-type MutableNode = { -readonly [K in keyof SyntaxNode]: SyntaxNode[K] };
 
 /**
  * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Each
@@ -699,21 +720,16 @@ type MutableNode = { -readonly [K in keyof SyntaxNode]: SyntaxNode[K] };
  * `index` (by type, document order) is filled on the way.
  */
 function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
-  const { types, named, fields } = tables;
-  const make = (p: SyntaxNode | null): MutableNode => {
+  const { named } = tables;
+  const make = (p: SyntaxNode | null): MirrorNode => {
     const typeId = cursor.nodeTypeId;
-    const type = typeId === ERROR_TYPE_ID ? 'ERROR' : types[typeId] ?? cursor.nodeType;
-    const node: MutableNode = {
-      type,
-      named: typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed),
-      field: fields[cursor.currentFieldId] ?? null,
-      missing: false,
-      start: cursor.startIndex + base,
-      end: cursor.endIndex + base,
-      children: NO_CHILDREN,
-      parent: p,
-    };
-    if (node.start === node.end) node.missing = cursor.nodeIsMissing;
+    const start = cursor.startIndex + base;
+    const end = cursor.endIndex + base;
+    const isNamed = typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed);
+    const missing = start === end && cursor.nodeIsMissing;
+    const kind = kindOf(tables, typeId, cursor.currentFieldId, isNamed, missing, cursor);
+    const type = kind.type;
+    const node = new MirrorNode(kind, start, end, NO_CHILDREN, p);
     if (index !== undefined) {
       const list = index.get(type);
       if (list === undefined) index.set(type, [node]);
@@ -726,7 +742,7 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
   // Iterative descent: deeply nested expressions must not overflow the JS stack. Children are
   // gathered in one reused scratch array per depth and copied out at their exact length: arrays
   // grown by push keep up to ~17 spare slots each, which was a third of the mirror's memory.
-  const stack: MutableNode[] = [top];
+  const stack: MirrorNode[] = [top];
   const scratch: SyntaxNode[][] = [[]];
   for (;;) {
     const depth = stack.length - 1;

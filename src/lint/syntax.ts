@@ -20,6 +20,55 @@ export interface SyntaxNode {
 
 export type NodeIndex = Map<string, SyntaxNode[]>;
 
+/**
+ * What a mirrored node is, apart from where it is: its type, field, namedness and MISSING flag. A
+ * document interns one per combination (a few hundred), so each node holds one reference instead of
+ * four fields (see MirrorNode).
+ */
+export interface NodeKind {
+  readonly type: string;
+  readonly named: boolean;
+  readonly field: string | null;
+  readonly missing: boolean;
+}
+
+/**
+ * The mirror's node. A class of six fields rather than an object of eight: V8 here (no pointer
+ * compression) spends 8 bytes per field and 24 per header, so a node takes 72 bytes instead of 88 (the
+ * mirror has one node per ~3 characters of source). `named`, `field` and `missing` are read through the
+ * kind; one class keeps every read site monomorphic.
+ */
+export class MirrorNode implements SyntaxNode {
+  /**
+   * The kind's type, kept as a field of its own: the rules compare it at nearly every node they visit,
+   * and a getter is a call until V8 optimises the caller (a one-shot lint runs much code unoptimised).
+   * Reading it through the kind would save 8 more bytes per node.
+   */
+  readonly type: string;
+
+  constructor(
+    readonly kind: NodeKind,
+    public start: number,
+    public end: number,
+    public children: SyntaxNode[],
+    public parent: SyntaxNode | null,
+  ) {
+    this.type = kind.type;
+  }
+
+  get named(): boolean {
+    return this.kind.named;
+  }
+
+  get field(): string | null {
+    return this.kind.field;
+  }
+
+  get missing(): boolean {
+    return this.kind.missing;
+  }
+}
+
 const NO_NODES: readonly SyntaxNode[] = Object.freeze([]);
 
 export interface Position {

@@ -7,7 +7,8 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
-import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { callSiteArguments, importedReturns } from '../analysis/imported-values';
 import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
@@ -59,8 +60,11 @@ const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|itertools\.isl
 type Pinned = 'yes' | 'no' | 'unknown';
 
 interface Loader {
+  /** The constructions, when they are in this file (empty for a loader built in another module). */
   readonly calls: readonly SyntaxNode[];
   readonly pinned: Pinned;
+  /** `data/loader.py:42`: where a loader built in another module of the project is constructed. */
+  readonly origin?: string;
 }
 
 const MAX_DEPTH = 6;
@@ -133,7 +137,8 @@ function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
 function merge(results: readonly Loader[]): Loader | null {
   if (results.length === 0) return null;
   const pins = new Set(results.map((r) => r.pinned));
-  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown' };
+  const origin = results.find((r) => r.origin !== undefined)?.origin;
+  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown', ...(origin === undefined ? {} : { origin }) };
 }
 
 /** The DataLoader construction(s) an expression evaluates to (through tqdm/enumerate and names), or null. */
@@ -146,7 +151,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     if (name !== null && !WRAPPERS.test(name)) {
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
-      return returned === null ? null : loaderOfAll(file, returned, depth + 1);
+      return returned === null ? importedLoader(file, v, null, depth) : loaderOfAll(file, returned, depth + 1);
     }
     if (name === null) return null;
     v = positionalArguments(v)[0] ?? null;
@@ -175,7 +180,43 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
-  return values === null ? null : loaderOfAll(file, values, depth + 1);
+  if (values === null) return v.type === 'identifier' ? boundLoader(file, v, depth) : null;
+  return loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * A name valuesOf cannot see through because its value comes from another module of the project
+ * (`train_set, test_set = get_datasets(...)` imported from utils/dataset.py), directly or through the
+ * parameters it is passed to. Null without a project, or when any binding is not a known loader.
+ */
+function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader | null {
+  if (file.session.project === null || depth > MAX_DEPTH) return null;
+  const binding = bindingOf(file, name);
+  if (binding === null) return null;
+  if (binding.kind === 'parameter') {
+    const args = callSiteArguments(file, binding.def, file.textOf(name));
+    return args === null ? null : loaderOfAll(file, args, depth + 1);
+  }
+  const loaders: Loader[] = [];
+  for (const { right, index } of binding.sources) {
+    const l = index === null ? loaderOf(file, right, depth + 1) : importedLoader(file, right, index, depth + 1);
+    if (l === null) return null;
+    loaders.push(l);
+  }
+  return merge(loaders);
+}
+
+/** The loader a call of a function imported from another module of the project returns (element `index` when unpacked). */
+function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null, depth: number): Loader | null {
+  if (depth > MAX_DEPTH) return null;
+  const returned = importedReturns(file, call, index);
+  if (returned === null) return null;
+  const foreign = returned.module.file;
+  const l = loaderOfAll(foreign, returned.values, depth + 1);
+  if (l === null) return null;
+  // Its constructions are nodes of the other file: only where they are goes with the verdict.
+  const origin = l.origin ?? (l.calls.length > 0 ? `${returned.module.display}:${foreign.lineOf(l.calls[0].start) + 1}` : returned.where);
+  return { calls: [], pinned: l.pinned, origin };
 }
 
 /**
@@ -1104,11 +1145,13 @@ export const blockingTransfer: Rule = {
   summary: 'Batch copies to the GPU that block: no `non_blocking=True` from a pinned loader, or a CUDA training loader without `pin_memory=True`.',
   check(file) {
     const findings: RuleFinding[] = [];
-    if (!file.text.includes('Loader')) return findings;
+    // With a project, the loader may be built in a module the file imports: no construction here is needed.
+    const project = file.session.project;
+    if (project === null && !file.text.includes('Loader')) return findings;
     const aliases = new Set<string>();
     for (const b of importBindings(file).values()) if (b.qualified.endsWith('Loader')) aliases.add(b.local);
     const signature = importSignature(file);
-    if (!unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
+    if (project === null && !unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
     // A helper's copy is found from every loop that passes it a batch: reported once.
     const copiesReported = new Set<SyntaxNode>();
@@ -1116,7 +1159,7 @@ export const blockingTransfer: Rule = {
     for (const loop of [...file.nodesOfType('for_statement'), ...file.nodesOfType('while_statement')].sort((x, y) => x.start - y.start)) {
       const body = childByField(loop, 'body');
       if (body === null) continue;
-      const { transfers } = loopResult(file, loop, body, signature);
+      const { transfers } = loopResult(file, loop, body, project === null ? signature : `${signature}|${project.lookup.stamp}`);
       if (transfers.length > 0) steps.push({ transfers, trains: () => isTrainingLoop(file, loop) });
     }
     for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
@@ -1125,11 +1168,13 @@ export const blockingTransfer: Rule = {
         if (t.loader.pinned !== 'yes' || copiesReported.has(t.call)) continue;
         copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
+        // A loader of another module: say where, since the verdict depends on that file.
+        const where = t.loader.origin === undefined ? '' : ` (loader built in ${t.loader.origin})`;
         findings.push({
           start: t.call.start,
           end: t.call.end,
           message:
-            'This batch comes from a DataLoader with `pin_memory=True`, but the copy to the GPU has no `non_blocking=True`, ' +
+            `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
             'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
           fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
         });

@@ -9,6 +9,7 @@ import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
 import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns } from '../analysis/imported-values';
+import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
@@ -393,8 +394,8 @@ function loaderOfLoop(file: SourceFile, loop: SyntaxNode): LoopLoader | null {
     const loader = merge(zipped);
     return loader === null ? null : { loader, enumerated: found.enumerated, zipped };
   }
-  // `for x, y in self.get_loader(ds)`: a loader built by a function or method of this file.
-  const built = it.type === 'call' && localCallee(file, it) !== null;
+  // `for x, y in self.get_loader(ds)`: a loader built by a function or method of this file (or one it imports).
+  const built = it.type === 'call' && (localCallee(file, it) !== null || importedFunction(file, it) !== null);
   if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript' && !built) return null;
   const loader = loaderOf(file, it, 0);
   if (loader === null) return null;
@@ -662,6 +663,8 @@ interface Transfer {
   readonly cuda: boolean | null;
   /** The loader the copied batch comes from. */
   readonly loader: Loader;
+  /** `utils.py:17`: the copy is made there, by the imported helper `call` runs (the finding is on the call, without a fix). */
+  readonly copiedIn?: string;
 }
 
 /** Literal device of a `.to()` target: 'cuda', 'cpu', 'mps'..., or null when not a literal. */
@@ -897,11 +900,16 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
  * batch, so the copies it makes are found where they are written.
  */
 function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<string, Loader>, whole: ReadonlySet<string>, out: Transfer[], depth: number): void {
-  const def = localCallee(file, call);
+  const local = localCallee(file, call);
+  // A helper imported from another module of the project (`to_var(x)` of utils.py): walked in its own file.
+  const imported = local === null ? importedFunction(file, call) : null;
+  const def = local ?? imported?.node ?? null;
   const body = def === null ? null : childByField(def, 'body');
   if (def === null || body === null) return;
-  const params = parameterNames(file, def);
-  const offset = childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
+  const defFile = imported?.module.file ?? file;
+  const params = parameterNames(defFile, def);
+  // `self.m(batch)` skips `self`; `utils.to_var(x)` (a module's function) does not.
+  const offset = local !== null && childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
   const inner = new Map<string, Loader>();
   const innerWhole = new Set<string>();
   const pass = (param: string | undefined, arg: SyntaxNode): void => {
@@ -921,7 +929,27 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
   }
   positionalArguments(call).forEach((arg, i) => pass(params[i + offset], arg));
   if (inner.size === 0) return;
-  walkTransfers(file, body, null, inner, innerWhole, out, depth + 1);
+  if (imported === null || imported === undefined) {
+    walkTransfers(file, body, null, inner, innerWhole, out, depth + 1);
+    return;
+  }
+  // The copies are nodes of the other file: each is reported on this call, saying where it is made.
+  const foreign: Transfer[] = [];
+  walkTransfers(defFile, body, null, inner, innerWhole, foreign, depth + 1);
+  for (const t of foreign) {
+    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
+  }
+}
+
+/** The function of another module of the project a call runs (`to_var(x)`, `utils.to_var(x)`), or null. */
+function importedFunction(file: SourceFile, call: SyntaxNode): ResolvedName | null {
+  if (file.session.project === null) return null;
+  const fn = childByField(call, 'function');
+  if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
+  const name = file.textOf(fn).replace(/\s+/g, '');
+  if (!/^[A-Za-z_][\w.]*$/.test(name) || name.startsWith('self.')) return null;
+  const resolved = resolveImport(file, name);
+  return resolved !== null && resolved.kind === 'function' ? resolved : null;
 }
 
 /** The function of this file a call runs: a unique module-level `def`, or `self.m(...)`'s method in the caller's class. */
@@ -1061,7 +1089,14 @@ function callsCopyingHelper(file: SourceFile, body: SyntaxNode, depth: number): 
     for (const c of n.children) if (!SCOPES.has(c.type)) stack.push(c);
     if (n.type !== 'call' || positionalArguments(n).length + (argumentNodes(n)?.length ?? 0) === 0) continue;
     const def = localCallee(file, n);
-    const inner = def === null ? null : childByField(def, 'body');
+    if (def === null) {
+      // A helper of another module of the project (followed one call deep, like followHelper's walk there).
+      const imported = importedFunction(file, n);
+      const inner = imported?.node === undefined || imported.node === null ? null : childByField(imported.node, 'body');
+      if (imported !== null && inner !== null && copyInside(imported.module.file, inner)) return true;
+      continue;
+    }
+    const inner = childByField(def, 'body');
     if (inner === null || inner === body) continue;
     if (copyInside(file, inner) || (depth + 1 < HELPER_DEPTH && callsCopyingHelper(file, inner, depth + 1))) return true;
   }
@@ -1174,8 +1209,12 @@ export const blockingTransfer: Rule = {
           start: t.call.start,
           end: t.call.end,
           message:
-            `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
-            'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
+            t.copiedIn !== undefined
+              ? `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the helper called here copies it to the GPU ` +
+                `without \`non_blocking=True\` (in ${t.copiedIn}), so the host waits for every transfer instead of overlapping it with ` +
+                'compute. Pass `non_blocking=True` there.'
+              : `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
+                'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
           fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
         });
       }

@@ -454,8 +454,9 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  * which is what a loader yields in the common case (`ToTensor()` images are float32, class targets int64),
  * so `images.float().to(d)` still copies from pinned memory. Other conversions (`.half()`) copy into
  * pageable memory and end the chain.
+ * `.detach()` is a view too: `inputs = inputs.cuda().detach()` rebinds the name to its device copy.
  */
-const VIEW_METHODS = new Set(['squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const VIEW_METHODS = new Set(['detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */

@@ -5,6 +5,7 @@ import { resolveImport } from '../project/resolve';
 import type { ProjectModule } from '../project/types';
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
+import { enclosingClass } from './models';
 import { keywordArgument, positionalArguments } from './context';
 import { parameterNames, returnsOf } from './values';
 
@@ -86,4 +87,44 @@ function defaultOf(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode 
     if (n !== null && file.textOf(n) === name) return childByField(p, 'value');
   }
   return null;
+}
+
+export interface ImporterArguments {
+  /** A module that imports this file and calls the function: `args` are nodes of `module.file`. */
+  readonly module: ProjectModule;
+  readonly args: readonly SyntaxNode[];
+}
+
+/**
+ * What the modules that import this file pass for parameter `name` of its module-level function `def`
+ * (`fit_one_epoch(..., gen, gen_val, ...)` in train.py for `def fit_one_epoch(..., gen, gen_val, ...)` of
+ * utils/utils_fit.py), when the file itself never calls it. Only calls that resolve to this very function
+ * count. Null when nothing is found, or when a call's argument cannot be read (splats, an omitted
+ * argument without a default).
+ */
+export function importerArguments(file: SourceFile, def: SyntaxNode, name: string): ImporterArguments[] | null {
+  const ctx = file.session.project;
+  const defName = childByField(def, 'name');
+  if (ctx === null || defName === null || enclosingClass(def) !== null || def.parent?.type !== 'module') return null;
+  const fnName = file.textOf(defName);
+  const index = parameterNames(file, def).indexOf(name);
+  if (index < 0) return null;
+  const out: ImporterArguments[] = [];
+  for (const module of ctx.lookup.importersOf(ctx.path, fnName)) {
+    const args: SyntaxNode[] = [];
+    for (const call of callsNamed(module.file, fnName)) {
+      const fn = childByField(call, 'function');
+      if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
+      const resolved = resolveImport(module.file, module.file.textOf(fn).replace(/\s+/g, ''));
+      if (resolved === null || resolved.kind !== 'function' || resolved.module.path !== ctx.path) continue;
+      const list = childByField(call, 'arguments');
+      if (list === null || list.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
+      const arg = keywordArgument(module.file, call, name) ?? positionalArguments(call)[index] ?? null;
+      // An omitted argument takes the default, a node of this file: not mixed with the importer's.
+      if (arg === null) return null;
+      args.push(arg);
+    }
+    if (args.length > 0) out.push({ module, args });
+  }
+  return out.length === 0 ? null : out;
 }

@@ -19,6 +19,10 @@ const ROOT_MARKERS = ['.git', 'pyproject.toml', 'setup.py', 'setup.cfg'];
 const MAX_ROOT_DEPTH = 8;
 /** Parsed modules kept at once (each holds a document and its analysis session). */
 const MAX_MODULES = 64;
+/** Entries of one folder looked at for importers (a data folder of thousands of files is not read). */
+const MAX_FOLDER_ENTRIES = 256;
+/** Importers handed out for one name (the nearest folders first). */
+const MAX_IMPORTERS = 8;
 
 export interface ProjectIndexOptions {
   /** Files above this are not read (the linter's own limit, `max-file-size`). */
@@ -44,6 +48,8 @@ export class ProjectIndex implements ProjectLookup {
   /** `fromDir \0 module` -> real path of the module's file, or null (nothing readable there). */
   private readonly found = new Map<string, string | null>();
   private readonly roots = new Map<string, string>();
+  /** `path \0 name` -> real paths of the modules importersOf found. */
+  private readonly importers = new Map<string, readonly string[]>();
   private generation = 0;
 
   constructor(
@@ -57,7 +63,8 @@ export class ProjectIndex implements ProjectLookup {
 
   /** The context to open the document of `absPath` with. */
   contextFor(absPath: string): ProjectContext {
-    return { lookup: this, path: path.resolve(absPath) };
+    // The real path: resolveImport's modules are named by theirs, and callers compare them with this file.
+    return { lookup: this, path: safeRealpath(absPath) ?? path.resolve(absPath) };
   }
 
   /**
@@ -67,6 +74,7 @@ export class ProjectIndex implements ProjectLookup {
   invalidate(absPath?: string): void {
     this.generation++;
     this.found.clear();
+    this.importers.clear();
     if (absPath === undefined) {
       for (const e of this.modules.values()) e.doc.dispose();
       this.modules.clear();
@@ -95,6 +103,54 @@ export class ProjectIndex implements ProjectLookup {
       this.found.set(key, real);
     }
     return real === null ? null : this.load(real, this.rootFor(fromDir));
+  }
+
+  importersOf(fromPath: string, name: string): readonly ProjectModule[] {
+    const abs = path.resolve(fromPath);
+    const key = `${abs}\u0000${name}`;
+    let reals = this.importers.get(key);
+    if (reals === undefined) {
+      reals = this.findImporters(abs, name);
+      this.importers.set(key, reals);
+    }
+    const root = this.rootFor(path.dirname(abs));
+    return reals.map((r) => this.load(r, root)).filter((m) => m !== null);
+  }
+
+  /**
+   * Real paths of the `.py` files in `abs`'s folder and each folder above it up to the root whose text
+   * contains `name` (a word), `abs` itself excluded. Each folder's listing is capped, only regular files
+   * within the size limit are read, and nothing outside the real root.
+   */
+  private findImporters(abs: string, name: string): string[] {
+    const root = this.rootFor(path.dirname(abs));
+    const realRoot = safeRealpath(root);
+    const self = safeRealpath(abs);
+    if (realRoot === null || !/^\w+$/.test(name)) return [];
+    const word = new RegExp(`\\b${name}\\b`);
+    const out: string[] = [];
+    for (let dir = path.dirname(abs); isInside(dir, root); dir = path.dirname(dir)) {
+      let names: string[];
+      try {
+        names = fs.readdirSync(dir).filter((n) => n.endsWith('.py')).sort().slice(0, MAX_FOLDER_ENTRIES);
+      } catch {
+        names = [];
+      }
+      for (const n of names) {
+        if (out.length >= MAX_IMPORTERS) return out;
+        const real = this.regular(path.join(dir, n), realRoot);
+        if (real === null || real === self) continue;
+        let text: string;
+        try {
+          text = this.options.textOf?.(real) ?? readRegularFile(real, this.options.maxFileSize).bytes.toString('utf8');
+        } catch {
+          continue;
+        }
+        if (word.test(text)) out.push(real);
+      }
+      if (dir === root || path.dirname(dir) === dir) break;
+    }
+    return out;
   }
 
   /** The real path of the file `moduleName` names from `fromDir`, or null. */

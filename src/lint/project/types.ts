@@ -22,6 +22,12 @@ export interface ProjectLookup {
    */
   module(fromPath: string, moduleName: string): ProjectModule | null;
   /**
+   * The modules of the project whose text mentions `name` and that may import the file at `path`: the
+   * `.py` files of its folder and of each folder above it up to the project root (not their subfolders).
+   * Callers check that each really imports and calls what they look for (resolveImport).
+   */
+  importersOf(path: string, name: string): readonly ProjectModule[];
+  /**
    * Changes whenever a module that was handed out may have changed: what a memo that read another
    * file must put in its deps.
    */

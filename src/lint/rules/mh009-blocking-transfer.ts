@@ -8,7 +8,7 @@ import { childByField, firstNamedChild, namedChildren, type SourceFile, type Syn
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
 import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
-import { callSiteArguments, importedReturns } from '../analysis/imported-values';
+import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
@@ -196,7 +196,21 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
   if (binding === null) return null;
   if (binding.kind === 'parameter') {
     const args = callSiteArguments(file, binding.def, file.textOf(name));
-    return args === null ? null : loaderOfAll(file, args, depth + 1);
+    if (args !== null) return loaderOfAll(file, args, depth + 1);
+    // Called only from the modules that import this file (`fit_one_epoch(..., gen, ...)` in train.py).
+    const defName = childByField(binding.def, 'name');
+    // `audio_model.train()` is another function: only calls by the bare name would call this one.
+    if (defName === null || callsNamed(file, file.textOf(defName)).some((c) => childByField(c, 'function')?.type === 'identifier')) return null;
+    const sites = importerArguments(file, binding.def, file.textOf(name));
+    if (sites === null) return null;
+    const loaders: Loader[] = [];
+    for (const site of sites) {
+      const l = loaderOfAll(site.module.file, site.args, depth + 1);
+      if (l === null) return null;
+      const origin = l.origin ?? (l.calls.length > 0 ? `${site.module.display}:${site.module.file.lineOf(l.calls[0].start) + 1}` : site.module.display);
+      loaders.push({ calls: [], pinned: l.pinned, origin });
+    }
+    return merge(loaders);
   }
   const loaders: Loader[] = [];
   for (const { right, index } of binding.sources) {

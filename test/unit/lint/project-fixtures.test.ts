@@ -113,6 +113,12 @@ describe('project index bounds', () => {
       assert.equal(await resolveIn(tmp, 'from big import f\n', 'f', 1024), null);
       assert.equal(await resolveIn(tmp, 'from big import f\n', 'f'), 'function big.py:1');
       assert.equal(await resolveIn(tmp, 'from linked import f\n', 'f'), null);
+      // Importers are looked for among regular files of the project only (the FIFO and the link out are skipped).
+      fs.writeFileSync(path.join(tmp, 'caller.py'), 'from main import f\nf()\n');
+      const linter = await getLinter();
+      const project = new ProjectIndex(linter.parser, { maxFileSize: 1 << 20, rootOf: () => tmp });
+      assert.deepEqual(project.importersOf(path.join(tmp, 'main.py'), 'f').map((m) => m.display).sort(), ['big.py', 'caller.py']);
+      project.dispose();
     } finally {
       fs.rmSync(outside, { recursive: true, force: true });
     }

@@ -1,11 +1,12 @@
 // The project index: the modules of the repository around the linted files, parsed on demand when an
 // import names them, for rules that follow a name into another file (project/resolve.ts).
 //
-// Bounded by construction (docs/reliability.md): it never lists a directory, it only stats the few
+// Bounded by construction (docs/reliability.md): it never walks a tree; to resolve an import it stats the few
 // paths an import can name (`pkg/mod.py`, `pkg/mod/__init__.py`) from the importing file's folder up
 // to the project root; it reads regular files only, within the size limit, through readRegularFile
 // (never blocks on a FIFO); a path whose real path leaves the project root (a symlink out) is not
-// read; at most MAX_MODULES parsed modules are kept (least recently used dropped).
+// read; at most MAX_MODULES parsed modules are kept (least recently used dropped). importersOf lists the
+// file's folder and the folders above it up to the root (MAX_FOLDER_ENTRIES each, no subfolders).
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PythonDocument } from '../document';

@@ -3,7 +3,9 @@
 // then the false positives and misses of the dev split (the test split's stay held out unless --split asks for them).
 // Usage: npm run eval:accuracy [-- --split dev|test|all] [--manifest NAME]... [--json] [--write-docs]
 // --manifest (repeatable; `c`, `manifest-c` or `manifest-c.json`) measures those manifests alone, e.g. a fresh
-// held-out one; without it every manifest-*.json is measured.
+// held-out one; without it every manifest-*.json is measured. An entry with `context` is linted in its folder
+// scripts/context/<id>/ with the files of its repository it imports (restore-corpus.mjs); --no-context lints
+// every script alone (to measure what following imports changes).
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -29,6 +31,7 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--json') opts.json = true;
     else if (a === '--write-docs') opts.writeDocs = true;
+    else if (a === '--no-context') opts.noContext = true;
     else if (a === '--split') {
       opts.split = argv[++i];
       if (!['dev', 'test', 'all'].includes(opts.split)) fail(`--split must be dev, test or all (got ${JSON.stringify(opts.split)})`);
@@ -37,7 +40,7 @@ function parseArgs(argv) {
       if (!name || name.startsWith('--')) fail('--manifest needs a name (e.g. c, manifest-c or manifest-c.json)');
       opts.manifests.push(name);
     } else if (a === '-h' || a === '--help') {
-      process.stdout.write('Usage: node scripts/eval-accuracy.mjs [--split dev|test|all] [--manifest NAME]... [--json] [--write-docs]\n');
+      process.stdout.write('Usage: node scripts/eval-accuracy.mjs [--split dev|test|all] [--manifest NAME]... [--json] [--write-docs] [--no-context]\n');
       process.exit(0);
     } else fail(`unknown argument ${JSON.stringify(a)}`);
   }
@@ -84,10 +87,34 @@ function loadManifests(wanted) {
       }
       if (ids.has(e.id)) fail(`${where}: duplicate id`);
       ids.add(e.id);
-      entries.push({ ...e, manifest: file, abs: path.resolve(evalDir, e.file) });
+      if (e.context !== undefined && (!Array.isArray(e.context) || e.context.some((c) => typeof c?.path !== 'string' || typeof c?.sha256 !== 'string'))) {
+        fail(`${where}: "context" must be an array of {path, sha256}`);
+      }
+      entries.push({ ...e, manifest: file, abs: path.resolve(evalDir, e.file), linted: path.resolve(evalDir, e.file) });
     });
   }
   return { files, entries };
+}
+
+/**
+ * An entry with `context` is linted in its checkout-like folder `scripts/context/<id>/` (restore-corpus.mjs),
+ * where the linter can follow the script's imports into the other files of its repository. Returns the
+ * entries whose folder is incomplete or differs from the manifest (they are linted alone, and said so).
+ */
+function placeInContext(entries) {
+  const incomplete = [];
+  for (const e of entries) {
+    if (!Array.isArray(e.context) || e.context.length === 0) continue;
+    const base = path.join(evalDir, 'scripts', 'context', e.id);
+    const files = [{ path: e.path, sha256: e.sha256 }, ...e.context];
+    const ok = fs.existsSync(path.join(base, '.git')) && files.every((c) => {
+      const p = path.join(base, path.normalize(c.path));
+      return p.startsWith(base + path.sep) && fs.existsSync(p) && createHash('sha256').update(fs.readFileSync(p)).digest('hex') === c.sha256;
+    });
+    if (ok) e.linted = path.join(base, path.normalize(e.path));
+    else incomplete.push(e);
+  }
+  return incomplete;
 }
 
 /** Scripts that are absent or differ from the pinned sha256 (labels' line numbers would not hold). */
@@ -103,9 +130,9 @@ function checkScripts(entries) {
 
 /** Findings per absolute path, from the CLI in batches (exit 1 only means "findings"). */
 function runLinter(entries) {
-  const byFile = new Map(entries.map((e) => [e.abs, []]));
+  const byFile = new Map(entries.map((e) => [e.linted, []]));
   for (let i = 0; i < entries.length; i += BATCH) {
-    const batch = entries.slice(i, i + BATCH).map((e) => e.abs);
+    const batch = entries.slice(i, i + BATCH).map((e) => e.linted);
     let stdout;
     try {
       stdout = execFileSync(process.execPath, [path.join(root, 'bin/memhint.js'), 'lint', '--format', 'json', '--no-config', '--target-torch', TARGET_TORCH, ...batch], {
@@ -133,16 +160,21 @@ function runLinter(entries) {
 const opts = parseArgs(process.argv.slice(2));
 // The docs' tables and sources cover the whole corpus: a partial measure must not overwrite them.
 if (opts.writeDocs && opts.manifests.length > 0) fail('--write-docs measures every manifest; drop --manifest');
+if (opts.writeDocs && opts.noContext) fail('--write-docs measures scripts with their context; drop --no-context');
 const { files: manifestFiles, entries: allEntries } = loadManifests(opts.manifests);
 const { missing, changed } = checkScripts(allEntries);
 if (changed.length > 0) fail(`${changed.length} script(s) differ from their manifest sha256, e.g. ${changed[0].file}; restore them (eval/accuracy/README.md)`);
 if (missing.length > 0 && opts.writeDocs) fail(`${missing.length} script(s) missing, e.g. ${missing[0].file}: restore them before --write-docs (eval/accuracy/README.md)`);
 const entries = allEntries.filter((e) => !missing.includes(e));
+// --no-context: every script alone, as before contexts existed (to measure what following imports changes).
+const noContext = opts.noContext === true;
+const incomplete = noContext ? [] : placeInContext(entries);
+if (incomplete.length > 0 && opts.writeDocs) fail(`${incomplete.length} context folder(s) incomplete, e.g. scripts/context/${incomplete[0].id}: run scripts/restore-corpus.mjs before --write-docs`);
 if (entries.length === 0) fail(`none of the ${allEntries.length} scripts is present under eval/accuracy/; restore them (eval/accuracy/README.md)`);
 
 const implemented = new Set(allRules.map((r) => r.code));
 const findings = runLinter(entries);
-const matches = new Map(entries.map((e) => [e.id, matchScript(e.labels, findings.get(e.abs))]));
+const matches = new Map(entries.map((e) => [e.id, matchScript(e.labels, findings.get(e.linted))]));
 const splits = { dev: entries.filter((e) => e.split === 'dev'), test: entries.filter((e) => e.split === 'test'), all: entries };
 const shown = opts.split ? [opts.split] : ['dev', 'test', 'all'];
 const scores = Object.fromEntries(shown.map((s) => [s, scoreSplit(splits[s], matches, implemented)]));
@@ -165,6 +197,8 @@ if (opts.json) {
   const out = [];
   out.push(`memhint lint accuracy on ${entries.length} scripts from ${new Set(entries.map((e) => e.repo)).size} repositories (${manifestFiles.join(', ')}; target torch ${TARGET_TORCH})`);
   if (missing.length > 0) out.push(`WARNING: ${missing.length} script(s) missing and not measured, e.g. ${missing[0].file}`);
+  if (incomplete.length > 0) out.push(`WARNING: ${incomplete.length} script(s) linted without their context (folder incomplete), e.g. scripts/context/${incomplete[0].id}; run scripts/restore-corpus.mjs`);
+  out.push(`${entries.filter((e) => e.linted !== e.abs).length} script(s) linted with their repository context${noContext ? ' (--no-context: none)' : ''}`);
   for (const s of shown) out.push('', `## ${s} (${scores[s].scripts} scripts, ${scores[s].repos} repositories)`, '', renderSplitTable(scores[s]));
   const loc = (x) => `${x.file}:${x.line}${x.endLine && x.endLine !== x.line ? `-${x.endLine}` : ''}`;
   out.push('', `## false positives (${listSplit})`, '', ...failures.falsePositives.map((x) => `${loc(x)} ${x.code} ${x.note ?? ''}`));

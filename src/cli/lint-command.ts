@@ -1,6 +1,6 @@
 // `memhint lint [options] PATH...`: exit 0 clean, 1 findings, 2 usage or I/O errors.
 import { parseArgs } from 'node:util';
-import { Linter, parseTorchVersion, unknownRuleSelectors, type LintSettings } from '../lint';
+import { Linter, parseTorchVersion, ProjectIndex, unknownRuleSelectors, type LintSettings } from '../lint';
 import { ConfigError, emptyConfig, findProjectConfig, isExcluded, parseSize, ProjectConfigCache, settingsForFile, type Overrides, type ProjectConfig } from '../lint/config';
 import { removeStaleOutput, writeFileAtomic } from './atomic-write';
 import { collectPythonFiles } from './files';
@@ -119,6 +119,9 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   };
   for (const e of errors) process.stderr.write(`memhint: ${e}\n`);
   const fixer = values.fix ? new FixTargets(positionals) : null;
+  // Modules the linted files import, read from disk when a rule follows an import (this thread's; each
+  // worker has its own). Sibling files of a single file argument are found the same way.
+  const project = new ProjectIndex(linter.parser, { maxFileSize: maxFileSize ?? DEFAULT_MAX_FILE_SIZE });
 
   const jobs: LintJob[] = [];
   for (const filename of files) {
@@ -146,7 +149,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
       // One file's failure (a parser or rule bug, a stack overflow on deep nesting) must not
       // lose the findings of the others: report it on one line and go on.
       try {
-        const result = lintOneFile(linter, filename, settings, size, fixer, warn);
+        const result = lintOneFile(linter, filename, settings, size, fixer, warn, project);
         if (result !== null) results.push(result);
       } catch (err) {
         warn(`${filename}: internal error: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
@@ -156,7 +159,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   // Without --fix, files are independent: many of them are linted on several threads (lint-pool.ts),
   // the same findings and messages in the same order as on one.
   const workers = createLinter === createDefaultLinter ? workerCount(jobs.length) : 0;
-  const done = workers > 0 ? await lintInParallel(jobs, workers, (job) => lintJob(linter, job)) : jobs.map((job) => lintJob(linter, job));
+  const done = workers > 0 ? await lintInParallel(jobs, workers, (job) => lintJob(linter, job, project)) : jobs.map((job) => lintJob(linter, job, project));
   for (const { result, warnings } of done) {
     for (const w of warnings) warn(w);
     if (result !== null) results.push(result);

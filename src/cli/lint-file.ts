@@ -1,7 +1,7 @@
 // One file through `memhint lint [--fix]`: read safely, lint, and fix only when that cannot lose data.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { FailureLog, type Linter, type LintSettings } from '../lint';
+import { FailureLog, type Linter, type LintSettings, type ProjectIndex } from '../lint';
 import { fixUntilStable } from '../lint/fix';
 import { UnreadableFile, ioMessage } from '../lint/regular-file';
 import { ChangedOnDiskError, writeFileAtomic } from './atomic-write';
@@ -60,6 +60,8 @@ export function lintOneFile(
   maxFileSize: number,
   fixer: FixTargets | null,
   warn: (message: string) => void,
+  /** The modules the file's imports name are read through it (rules that follow imports); null: the file alone. */
+  project: ProjectIndex | null = null,
 ): FileFindings | null {
   let source;
   try {
@@ -74,12 +76,16 @@ export function lintOneFile(
   const failures = new FailureLog((line) => warn(line));
   const lint = (text: string): ReturnType<Linter['lintText']> =>
     lintKeepingLineEndings(text, (t) => {
-      const result = linter.lint(t, settings);
+      const result = linter.lint(t, settings, project?.contextFor(filename));
       failures.report(filename, result.failures);
       return result.findings;
     });
   let text = source.text;
-  if (fixer !== null) text = fixFile(linter, filename, source, lint, fixer, warn);
+  if (fixer !== null) {
+    text = fixFile(linter, filename, source, lint, fixer, warn);
+    // Files linted later that import this one must see what was written.
+    if (text !== source.text) project?.invalidate(filename);
+  }
   // Reports locate findings on the analysis text: same offsets, lines split as the linter saw them.
   return { filename, text: textForAnalysis(text), findings: lint(text) };
 }

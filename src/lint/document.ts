@@ -5,6 +5,7 @@
 import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
 import { AnalysisSession } from './session';
+import type { ProjectContext } from './project/types';
 import { MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
 import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
 
@@ -44,6 +45,8 @@ const DEFAULT_CHUNK_LINES = 120;
 export interface DocumentOptions {
   /** Lines per chunk; 0 turns chunked reparsing off. */
   readonly chunkLines?: number;
+  /** The project the file belongs to, for rules that follow its imports into other files (project/types.ts). */
+  readonly project?: ProjectContext;
 }
 
 export class PythonDocument {
@@ -66,7 +69,7 @@ export class PythonDocument {
   /** How updates were parsed: one chunk, or the whole file (for tests and benchmarks). */
   readonly reparses = { chunk: 0, whole: 0 };
   /** Owns every memo, index and intern table computed from this document's versions; dropped with it. */
-  readonly session = new AnalysisSession();
+  readonly session: AnalysisSession;
 
   constructor(
     private readonly py: PythonParser,
@@ -75,6 +78,7 @@ export class PythonDocument {
   ) {
     this.tables = nodeTables(py.language);
     this.chunkLines = options.chunkLines ?? DEFAULT_CHUNK_LINES;
+    this.session = new AnalysisSession(options.project ?? null);
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);

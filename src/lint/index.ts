@@ -2,6 +2,7 @@
 import { PythonDocument, type DocumentOptions } from './document';
 import { lint, lintFile, defaultSettings, type LintResult, type LintSettings } from './engine';
 import { loadPythonParser, type PythonParser } from './parser';
+import type { ProjectContext } from './project/types';
 import type { Finding } from './types';
 
 export { PythonDocument, type DocumentOptions, type TextChange } from './document';
@@ -30,6 +31,9 @@ export { findTorchPin, TorchPinCache, type TorchPin } from './torch-pin';
 export { parseNoqa, noqaCodesEnd } from './noqa';
 export { DEFAULT_MAX_FILE_SIZE, oversizeMessage } from './regular-file';
 export { calleeMethod } from './analysis/imports';
+// Other modules of the project, for rules that follow imports (the owner of the sessions builds one index).
+export { ProjectIndex, type ProjectIndexOptions } from './project/project-index';
+export type { ProjectContext, ProjectLookup, ProjectModule } from './project/types';
 
 export class Linter {
   private constructor(readonly parser: PythonParser) {}
@@ -48,8 +52,8 @@ export class Linter {
   }
 
   /** One-shot lint of a text in a session of its own: findings and the rules that threw. */
-  lint(text: string, settings: LintSettings = defaultSettings): LintResult {
-    const doc = this.open(text);
+  lint(text: string, settings: LintSettings = defaultSettings, project?: ProjectContext): LintResult {
+    const doc = this.open(text, project === undefined ? {} : { project });
     try {
       return lint(doc.source, settings);
     } finally {
@@ -58,8 +62,8 @@ export class Linter {
   }
 
   /** One-shot lint of a text in which no rule may fail (tests, benchmarks): a rule that throws is an error. */
-  lintText(text: string, settings: LintSettings = defaultSettings): Finding[] {
-    const doc = this.open(text);
+  lintText(text: string, settings: LintSettings = defaultSettings, project?: ProjectContext): Finding[] {
+    const doc = this.open(text, project === undefined ? {} : { project });
     try {
       return lintFile(doc.source, settings);
     } finally {

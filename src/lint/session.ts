@@ -12,6 +12,7 @@
 //   - IndexDef.get(file, key):                    a per-key merge of per-statement parts (MergedIndex).
 // `compute` receives no hidden context: a result that depends on anything beyond the key and `deps`
 // (another argument, a depth, a setting) must put it in the key or in `deps`.
+import type { ProjectContext } from './project/types';
 import type { SourceFile, SyntaxNode } from './syntax';
 
 /** The session's store for one descriptor, created on first use. */
@@ -20,6 +21,12 @@ interface Store {
 }
 
 export class AnalysisSession {
+  /**
+   * @param project the project of the document (its path and a lookup of the modules it imports), or
+   * null when the document stands alone (an untitled buffer, a test's text).
+   */
+  constructor(readonly project: ProjectContext | null = null) {}
+
   private readonly stores = new Map<object, Store>();
   private readonly interned = new Map<string, string>();
   private internCounter = 0;

@@ -10,6 +10,8 @@ import {
   findTorchPin,
   isExcluded,
   lintAndLog,
+  ProjectIndex,
+  DEFAULT_MAX_FILE_SIZE,
   settingsForFile,
   unknownRuleSelectors,
   type Finding,
@@ -97,6 +99,14 @@ export class DiagnosticsController implements vscode.Disposable {
   private readonly pinFiles = vscode.workspace.createFileSystemWatcher('**/{requirements*.txt,setup.cfg,environment.yml,environment.yaml}');
   /** A rule that throws: the other rules' findings are published and the failure logged once (as in the CLI). */
   private readonly ruleFailures = new FailureLog((line, f) => this.log.error(line, f.error));
+  /**
+   * The workspace's modules that open files import, read from disk when a rule follows an import
+   * (src/lint/project). A saved or changed .py file is forgotten and the open files are linted again, so a
+   * file's findings follow its dependencies on save.
+   */
+  private readonly project: ProjectIndex;
+  private readonly pythonFiles = vscode.workspace.createFileSystemWatcher('**/*.py');
+  private dependencyTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly linter: Linter,
@@ -107,7 +117,16 @@ export class DiagnosticsController implements vscode.Disposable {
     private readonly runningTorch: RunningTorch,
   ) {
     this.config = this.readConfig();
+    this.project = new ProjectIndex(linter.parser, {
+      maxFileSize: DEFAULT_MAX_FILE_SIZE,
+      // The workspace folder is the project root (imports are resolved up to it, never above).
+      rootOf: (dir) => vscode.workspace.getWorkspaceFolder(vscode.Uri.file(dir))?.uri.fsPath,
+    });
     this.disposables.push(
+      this.pythonFiles,
+      this.pythonFiles.onDidChange((uri) => this.dependencyChanged(uri)),
+      this.pythonFiles.onDidCreate((uri) => this.dependencyChanged(uri)),
+      this.pythonFiles.onDidDelete((uri) => this.dependencyChanged(uri)),
       this.collection,
       this.linted,
       vscode.workspace.onDidOpenTextDocument((d) => this.open(d)),
@@ -129,6 +148,7 @@ export class DiagnosticsController implements vscode.Disposable {
       this.pinFiles.onDidDelete(() => this.projectConfigChanged()),
       vscode.workspace.onDidSaveTextDocument((d) => {
         if (d.uri.path.endsWith('/pyproject.toml')) this.projectConfigChanged();
+        if (d.uri.scheme === 'file' && d.uri.path.endsWith('.py')) this.dependencyChanged(d.uri);
       }),
       onSettingsChanged(() => {
         this.config = this.readConfig();
@@ -260,7 +280,8 @@ export class DiagnosticsController implements vscode.Disposable {
     }
     let doc: PythonDocument;
     try {
-      doc = this.linter.open(document.getText());
+      // A file on disk belongs to the project: rules may follow its imports into the workspace's modules.
+      doc = this.linter.open(document.getText(), document.uri.scheme === 'file' ? { project: this.project.contextFor(document.uri.fsPath) } : {});
     } catch (err) {
       this.log.error(`could not parse ${document.uri.fsPath}`, err);
       return;
@@ -518,6 +539,22 @@ export class DiagnosticsController implements vscode.Disposable {
     return d;
   }
 
+  /**
+   * A module of the workspace was saved, changed on disk, created or deleted: forget what the index read
+   * and lint the open files again (debounced: a checkout changes many files at once).
+   */
+  private dependencyChanged(uri: vscode.Uri): void {
+    this.project.invalidate(uri.fsPath);
+    if (this.dependencyTimer !== undefined) clearTimeout(this.dependencyTimer);
+    this.dependencyTimer = setTimeout(() => {
+      this.dependencyTimer = undefined;
+      for (const d of vscode.workspace.textDocuments) {
+        const t = this.tracked.get(d.uri.toString());
+        if (t !== undefined && d.uri.scheme === 'file') this.run(d, t);
+      }
+    }, this.config.delayMs);
+  }
+
   private relintAll(): void {
     for (const d of vscode.workspace.textDocuments) {
       if (!isLintable(d)) continue;
@@ -542,6 +579,8 @@ export class DiagnosticsController implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.dependencyTimer !== undefined) clearTimeout(this.dependencyTimer);
+    this.project.dispose();
     for (const t of this.tracked.values()) {
       if (t.timer !== undefined) clearTimeout(t.timer);
       t.doc.dispose();

@@ -164,6 +164,38 @@ export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxN
   return null;
 }
 
+/** Where an identifier's value comes from in its scope: its assignments, or the function it is a parameter of. */
+export type Binding =
+  | { readonly kind: 'assigned'; readonly sources: readonly { readonly right: SyntaxNode; readonly index: number | null }[] }
+  | { readonly kind: 'parameter'; readonly def: SyntaxNode };
+
+/**
+ * The same scope search as valuesOf, without resolving anything: the right-hand sides that bind the
+ * name (with the position in an unpacking target) or the function whose parameter it is; null when
+ * the file binds it nowhere (an import, a builtin). For analyses that follow what valuesOf cannot see
+ * (a call of a function of another module: project/resolve.ts).
+ */
+export function bindingOf(file: SourceFile, node: SyntaxNode): Binding | null {
+  if (node.type !== 'identifier') return null;
+  const f = facts(file);
+  const key = file.textOf(node);
+  const byScope = identifierTargetsByScope(file, f, key);
+  for (const scope of [...enclosingFunctions(node), null]) {
+    const here = byScope.get(scope) ?? [];
+    if (here.length > 0) {
+      const sources: { right: SyntaxNode; index: number | null }[] = [];
+      for (const t of here) {
+        const right = childByField(t.assign, 'right');
+        if (right === null) return null;
+        sources.push({ right, index: t.index });
+      }
+      return { kind: 'assigned', sources };
+    }
+    if (scope !== null && parameterNames(file, scope).includes(key)) return { kind: 'parameter', def: scope };
+  }
+  return null;
+}
+
 const targetsByScope = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly Target[]>>('values.identifierTargetsByScope');
 
 /**

@@ -12,6 +12,7 @@ import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
+import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
 import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
@@ -271,10 +272,12 @@ function check(file: SourceFile): RuleFinding[] {
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
   // accuracy corpus such calls were fine more often than not (2 of 6 were real). A module method whose output
   // this file backpropagates elsewhere records a graph, though (method-forwards.ts): those are candidates.
-  if (calls.size === 0) return [];
+  // With the project, a module method defined in another file can be read (imported-method-forwards.ts).
+  const project = file.session.project;
+  if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file)]);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), project?.lookup.stamp ?? '']);
   return checkScopes(
     file,
     findingsCache,
@@ -300,6 +303,8 @@ interface Candidate {
   readonly receiver: string;
   readonly helper: HelperForward | null;
   readonly method: boolean;
+  /** `\`SentenceVAE.inference\` in model.py:42`: the forward pass is in another module's method. */
+  readonly definedIn?: string;
 }
 
 function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
@@ -313,6 +318,9 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
     if (helper !== null) out.push({ call, receiver: helper.receiver, helper, method: false });
   }
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
+  for (const { call, receiver, definedIn } of importedMethodForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn });
+  }
   return out.sort((a, b) => a.call.start - b.call.start);
 }
 
@@ -376,7 +384,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const { call, receiver, helper, method } of forwards) {
+  for (const { call, receiver, helper, method, definedIn } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
@@ -430,7 +438,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;
       reported.push(call);
-      findings.push(finding(file, scope, call, receiver, why, where, crossFile, helper));
+      findings.push(finding(file, scope, call, receiver, why, where, crossFile + inMethod(definedIn), helper));
       continue;
     }
     const inference = inferenceContext(file, scope, call);
@@ -441,7 +449,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
     reported.push(call);
-    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile, helper));
+    findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile + inMethod(definedIn), helper));
   }
   // Separate paths of one function: a decorator would fix them all at once, so each fix wraps its own statement.
   if (scope.type === 'function_definition' && findings.length > 1) return findings.map((f, i) => ({ ...f, fix: wrapFix(file, scope, reported[i]) }));
@@ -498,6 +506,11 @@ function finding(
 function throughHelpers(file: SourceFile, helper: HelperForward): string {
   const names = helper.path.slice(0, -1).map((c) => `\`${file.textOf(childByField(c, 'function') ?? c)}\``);
   return `through ${names.join(' → ')}`;
+}
+
+/** The verdict rests on a method of another module: say which (the fix stays here, around the call). */
+function inMethod(definedIn: string | undefined): string {
+  return definedIn === undefined ? '' : ` (${definedIn} runs the module's forward passes, without no_grad.)`;
 }
 
 /** The verdict rests on a function this file cannot show. */

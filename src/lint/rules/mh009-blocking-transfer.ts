@@ -7,7 +7,9 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
-import { functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
+import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
@@ -59,8 +61,11 @@ const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|itertools\.isl
 type Pinned = 'yes' | 'no' | 'unknown';
 
 interface Loader {
+  /** The constructions, when they are in this file (empty for a loader built in another module). */
   readonly calls: readonly SyntaxNode[];
   readonly pinned: Pinned;
+  /** `data/loader.py:42`: where a loader built in another module of the project is constructed. */
+  readonly origin?: string;
 }
 
 const MAX_DEPTH = 6;
@@ -133,7 +138,8 @@ function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
 function merge(results: readonly Loader[]): Loader | null {
   if (results.length === 0) return null;
   const pins = new Set(results.map((r) => r.pinned));
-  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown' };
+  const origin = results.find((r) => r.origin !== undefined)?.origin;
+  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown', ...(origin === undefined ? {} : { origin }) };
 }
 
 /** The DataLoader construction(s) an expression evaluates to (through tqdm/enumerate and names), or null. */
@@ -146,7 +152,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     if (name !== null && !WRAPPERS.test(name)) {
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
-      return returned === null ? null : loaderOfAll(file, returned, depth + 1);
+      return returned === null ? importedLoader(file, v, null, depth) : loaderOfAll(file, returned, depth + 1);
     }
     if (name === null) return null;
     v = positionalArguments(v)[0] ?? null;
@@ -175,7 +181,57 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
-  return values === null ? null : loaderOfAll(file, values, depth + 1);
+  if (values === null) return v.type === 'identifier' ? boundLoader(file, v, depth) : null;
+  return loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * A name valuesOf cannot see through because its value comes from another module of the project
+ * (`train_set, test_set = get_datasets(...)` imported from utils/dataset.py), directly or through the
+ * parameters it is passed to. Null without a project, or when any binding is not a known loader.
+ */
+function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader | null {
+  if (file.session.project === null || depth > MAX_DEPTH) return null;
+  const binding = bindingOf(file, name);
+  if (binding === null) return null;
+  if (binding.kind === 'parameter') {
+    const args = callSiteArguments(file, binding.def, file.textOf(name));
+    if (args !== null) return loaderOfAll(file, args, depth + 1);
+    // Called only from the modules that import this file (`fit_one_epoch(..., gen, ...)` in train.py).
+    const defName = childByField(binding.def, 'name');
+    // `audio_model.train()` is another function: only calls by the bare name would call this one.
+    if (defName === null || callsNamed(file, file.textOf(defName)).some((c) => childByField(c, 'function')?.type === 'identifier')) return null;
+    const sites = importerArguments(file, binding.def, file.textOf(name));
+    if (sites === null) return null;
+    const loaders: Loader[] = [];
+    for (const site of sites) {
+      const l = loaderOfAll(site.module.file, site.args, depth + 1);
+      if (l === null) return null;
+      const origin = l.origin ?? (l.calls.length > 0 ? `${site.module.display}:${site.module.file.lineOf(l.calls[0].start) + 1}` : site.module.display);
+      loaders.push({ calls: [], pinned: l.pinned, origin });
+    }
+    return merge(loaders);
+  }
+  const loaders: Loader[] = [];
+  for (const { right, index } of binding.sources) {
+    const l = index === null ? loaderOf(file, right, depth + 1) : importedLoader(file, right, index, depth + 1);
+    if (l === null) return null;
+    loaders.push(l);
+  }
+  return merge(loaders);
+}
+
+/** The loader a call of a function imported from another module of the project returns (element `index` when unpacked). */
+function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null, depth: number): Loader | null {
+  if (depth > MAX_DEPTH) return null;
+  const returned = importedReturns(file, call, index);
+  if (returned === null) return null;
+  const foreign = returned.module.file;
+  const l = loaderOfAll(foreign, returned.values, depth + 1);
+  if (l === null) return null;
+  // Its constructions are nodes of the other file: only where they are goes with the verdict.
+  const origin = l.origin ?? (l.calls.length > 0 ? `${returned.module.display}:${foreign.lineOf(l.calls[0].start) + 1}` : returned.where);
+  return { calls: [], pinned: l.pinned, origin };
 }
 
 /**
@@ -352,8 +408,8 @@ function loaderOfLoop(file: SourceFile, loop: SyntaxNode): LoopLoader | null {
     const loader = merge(zipped);
     return loader === null ? null : { loader, enumerated: found.enumerated, zipped };
   }
-  // `for x, y in self.get_loader(ds)`: a loader built by a function or method of this file.
-  const built = it.type === 'call' && localCallee(file, it) !== null;
+  // `for x, y in self.get_loader(ds)`: a loader built by a function or method of this file (or one it imports).
+  const built = it.type === 'call' && (localCallee(file, it) !== null || importedFunction(file, it) !== null);
   if (it.type !== 'identifier' && it.type !== 'attribute' && it.type !== 'subscript' && !built) return null;
   const loader = loaderOf(file, it, 0);
   if (loader === null) return null;
@@ -412,8 +468,9 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  * which is what a loader yields in the common case (`ToTensor()` images are float32, class targets int64),
  * so `images.float().to(d)` still copies from pinned memory. Other conversions (`.half()`) copy into
  * pageable memory and end the chain.
+ * `.detach()` is a view too: `inputs = inputs.cuda().detach()` rebinds the name to its device copy.
  */
-const VIEW_METHODS = new Set(['squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const VIEW_METHODS = new Set(['detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
@@ -621,6 +678,8 @@ interface Transfer {
   readonly cuda: boolean | null;
   /** The loader the copied batch comes from. */
   readonly loader: Loader;
+  /** `utils.py:17`: the copy is made there, by the imported helper `call` runs (the finding is on the call, without a fix). */
+  readonly copiedIn?: string;
 }
 
 /** Literal device of a `.to()` target: 'cuda', 'cpu', 'mps'..., or null when not a literal. */
@@ -856,11 +915,16 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
  * batch, so the copies it makes are found where they are written.
  */
 function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<string, Loader>, whole: ReadonlySet<string>, out: Transfer[], depth: number): void {
-  const def = localCallee(file, call);
+  const local = localCallee(file, call);
+  // A helper imported from another module of the project (`to_var(x)` of utils.py): walked in its own file.
+  const imported = local === null ? importedFunction(file, call) : null;
+  const def = local ?? imported?.node ?? null;
   const body = def === null ? null : childByField(def, 'body');
   if (def === null || body === null) return;
-  const params = parameterNames(file, def);
-  const offset = childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
+  const defFile = imported?.module.file ?? file;
+  const params = parameterNames(defFile, def);
+  // `self.m(batch)` skips `self`; `utils.to_var(x)` (a module's function) does not.
+  const offset = local !== null && childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
   const inner = new Map<string, Loader>();
   const innerWhole = new Set<string>();
   const pass = (param: string | undefined, arg: SyntaxNode): void => {
@@ -880,7 +944,27 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
   }
   positionalArguments(call).forEach((arg, i) => pass(params[i + offset], arg));
   if (inner.size === 0) return;
-  walkTransfers(file, body, null, inner, innerWhole, out, depth + 1);
+  if (imported === null || imported === undefined) {
+    walkTransfers(file, body, null, inner, innerWhole, out, depth + 1);
+    return;
+  }
+  // The copies are nodes of the other file: each is reported on this call, saying where it is made.
+  const foreign: Transfer[] = [];
+  walkTransfers(defFile, body, null, inner, innerWhole, foreign, depth + 1);
+  for (const t of foreign) {
+    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
+  }
+}
+
+/** The function of another module of the project a call runs (`to_var(x)`, `utils.to_var(x)`), or null. */
+function importedFunction(file: SourceFile, call: SyntaxNode): ResolvedName | null {
+  if (file.session.project === null) return null;
+  const fn = childByField(call, 'function');
+  if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
+  const name = file.textOf(fn).replace(/\s+/g, '');
+  if (!/^[A-Za-z_][\w.]*$/.test(name) || name.startsWith('self.')) return null;
+  const resolved = resolveImport(file, name);
+  return resolved !== null && resolved.kind === 'function' ? resolved : null;
 }
 
 /** The function of this file a call runs: a unique module-level `def`, or `self.m(...)`'s method in the caller's class. */
@@ -1020,7 +1104,14 @@ function callsCopyingHelper(file: SourceFile, body: SyntaxNode, depth: number): 
     for (const c of n.children) if (!SCOPES.has(c.type)) stack.push(c);
     if (n.type !== 'call' || positionalArguments(n).length + (argumentNodes(n)?.length ?? 0) === 0) continue;
     const def = localCallee(file, n);
-    const inner = def === null ? null : childByField(def, 'body');
+    if (def === null) {
+      // A helper of another module of the project (followed one call deep, like followHelper's walk there).
+      const imported = importedFunction(file, n);
+      const inner = imported?.node === undefined || imported.node === null ? null : childByField(imported.node, 'body');
+      if (imported !== null && inner !== null && copyInside(imported.module.file, inner)) return true;
+      continue;
+    }
+    const inner = childByField(def, 'body');
     if (inner === null || inner === body) continue;
     if (copyInside(file, inner) || (depth + 1 < HELPER_DEPTH && callsCopyingHelper(file, inner, depth + 1))) return true;
   }
@@ -1104,11 +1195,13 @@ export const blockingTransfer: Rule = {
   summary: 'Batch copies to the GPU that block: no `non_blocking=True` from a pinned loader, or a CUDA training loader without `pin_memory=True`.',
   check(file) {
     const findings: RuleFinding[] = [];
-    if (!file.text.includes('Loader')) return findings;
+    // With a project, the loader may be built in a module the file imports: no construction here is needed.
+    const project = file.session.project;
+    if (project === null && !file.text.includes('Loader')) return findings;
     const aliases = new Set<string>();
     for (const b of importBindings(file).values()) if (b.qualified.endsWith('Loader')) aliases.add(b.local);
     const signature = importSignature(file);
-    if (!unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
+    if (project === null && !unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
     // A helper's copy is found from every loop that passes it a batch: reported once.
     const copiesReported = new Set<SyntaxNode>();
@@ -1116,7 +1209,7 @@ export const blockingTransfer: Rule = {
     for (const loop of [...file.nodesOfType('for_statement'), ...file.nodesOfType('while_statement')].sort((x, y) => x.start - y.start)) {
       const body = childByField(loop, 'body');
       if (body === null) continue;
-      const { transfers } = loopResult(file, loop, body, signature);
+      const { transfers } = loopResult(file, loop, body, project === null ? signature : `${signature}|${project.lookup.stamp}`);
       if (transfers.length > 0) steps.push({ transfers, trains: () => isTrainingLoop(file, loop) });
     }
     for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
@@ -1125,12 +1218,18 @@ export const blockingTransfer: Rule = {
         if (t.loader.pinned !== 'yes' || copiesReported.has(t.call)) continue;
         copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
+        // A loader of another module: say where, since the verdict depends on that file.
+        const where = t.loader.origin === undefined ? '' : ` (loader built in ${t.loader.origin})`;
         findings.push({
           start: t.call.start,
           end: t.call.end,
           message:
-            'This batch comes from a DataLoader with `pin_memory=True`, but the copy to the GPU has no `non_blocking=True`, ' +
-            'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
+            t.copiedIn !== undefined
+              ? `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the helper called here copies it to the GPU ` +
+                `without \`non_blocking=True\` (in ${t.copiedIn}), so the host waits for every transfer instead of overlapping it with ` +
+                'compute. Pass `non_blocking=True` there.'
+              : `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
+                'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
           fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
         });
       }

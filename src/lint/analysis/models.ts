@@ -428,6 +428,9 @@ const unitCallsCache = new NodeMemo<UnitCalls>('models.unitCalls');
 /** The calls of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
 
+/** The node types the walk below acts on (it reads them from the statement's by-type index). */
+const CALL_TYPES: readonly string[] = Object.freeze(['call']);
+
 /**
  * Forward and backward calls of a statement by scope. A function body's calls have that function or a
  * nested one as scope, so merging its map at the function's place keeps the walk's insertion order.
@@ -435,6 +438,7 @@ const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
 function callsWalk(file: SourceFile): FunctionSplitWalk<UnitCalls> {
   return {
     order: 'document',
+    types: CALL_TYPES,
     fresh: () => ({ byScope: new Map(), moduleLevel: { forwards: [], backwards: [] } }),
     merge: (acc, part) => {
       for (const [scope, calls] of part.byScope) acc.byScope.set(scope, calls);

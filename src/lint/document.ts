@@ -679,10 +679,20 @@ function nodeTables(language: TS.Language): NodeTables {
   const types: string[] = [];
   const named: boolean[] = [];
   for (let id = 0; id < language.nodeTypeCount; id++) {
-    types.push(language.types[id] ?? 'ERROR');
+    types.push(internalized(language.types[id] ?? 'ERROR'));
     named.push(language.nodeTypeIsNamed(id));
   }
-  return { types, named, fields: language.fields.map((f) => f ?? null) };
+  return { types, named, fields: language.fields.map((f) => (f == null ? null : internalized(f))) };
+}
+
+/**
+ * The engine's internalized copy of `s`. Names read from the wasm module are fresh strings, so every
+ * `node.type === 'call'` and `c.field === 'body'` in the rules compared them character by character;
+ * internalized strings (like the literals they are compared with) compare by identity. A property key
+ * is always internalized, which gives a portable way to get the copy.
+ */
+function internalized(s: string): string {
+  return Object.keys({ [s]: 0 })[0];
 }
 
 const ERROR_TYPE_ID = 65535;

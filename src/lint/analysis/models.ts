@@ -3,8 +3,9 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { combine, importSignature, intern, moduleCode, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
+import { combine, importSignature, intern, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
+import { beforeInReverseWalk, subtreeNodesOfType } from './scope-nodes';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -648,23 +649,23 @@ export function inputGradientSites(file: SourceFile, scope: SyntaxNode): readonl
 function gradientSites(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean, firstOnly: boolean): SyntaxNode[] {
   const sites: SyntaxNode[] = [];
   const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
-  const roots = scope.type === 'module' ? moduleCode(file) : [scope];
-  const stack = [...roots];
-  while (stack.length > 0 && !(firstOnly && sites.length > 0)) {
-    const n = stack.pop()!;
-    for (const c of n.children) stack.push(c);
-    if (n.type === 'call' && isGradient(file, n)) sites.push(n);
-    else if (n.type === 'attribute') {
-      const name = childByField(n, 'attribute');
-      const text = name === null ? '' : file.textOf(name);
-      // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
-      // gradient with respect to inputs.
-      if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) continue;
-      if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) sites.push(n);
-      else if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) sites.push(n);
-    }
+  // The calls and attributes of the scope's whole subtree from the by-type index (a walk read every
+  // node's children), sorted at the end into the order the stack walk this replaced found them in.
+  for (const n of subtreeNodesOfType(file, scope, 'call')) {
+    if (isGradient(file, n)) sites.push(n);
+    if (firstOnly && sites.length > 0) return sites;
   }
-  return sites;
+  for (const n of subtreeNodesOfType(file, scope, 'attribute')) {
+    const name = childByField(n, 'attribute');
+    const text = name === null ? '' : file.textOf(name);
+    // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
+    // gradient with respect to inputs.
+    if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) continue;
+    if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) sites.push(n);
+    else if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) sites.push(n);
+    if (firstOnly && sites.length > 0) return sites;
+  }
+  return sites.sort(beforeInReverseWalk);
 }
 
 /** `p` in `for p in model.parameters():` / `for name, p in net.named_parameters():`. */

@@ -97,3 +97,39 @@ export function nodesInScope(file: SourceFile, scope: SyntaxNode, types: Readonl
     out.push(lists[best][at[best]++]);
   }
 }
+
+/** Whether `n` is in `owner`'s subtree (`owner` itself included). */
+export function inSubtree(n: SyntaxNode, owner: SyntaxNode): boolean {
+  // Ranges nest or are disjoint, so a node strictly inside the owner's range is a descendant; only a
+  // node at its edges (a zero-width node, an ancestor of the same range) needs the parent chain.
+  if (n.start > owner.start && n.end < owner.end) return true;
+  for (let p: SyntaxNode | null = n; p !== null; p = p.parent) if (p === owner) return true;
+  return false;
+}
+
+/**
+ * The nodes of `type` anywhere in a scope, nested definitions included: a function's whole subtree, or
+ * every statement of the module's own code. Unit lists in document order; not memoised (a slice).
+ */
+export function subtreeNodesOfType(file: SourceFile, scope: SyntaxNode, type: string): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  if (scope.type === 'module') {
+    for (const unit of moduleCode(file)) for (const n of file.nodesOfTypeInUnit(unit, type)) out.push(n);
+    return out;
+  }
+  const all = file.nodesOfTypeInUnit(unitOf(scope), type);
+  for (let i = firstStartingAtOrAfter(all, scope.start); i < all.length && all[i].start <= scope.end; i++) if (inSubtree(all[i], scope)) out.push(all[i]);
+  return out;
+}
+
+/**
+ * The order in which a stack walk that pushes children in order (so pops the last child first) visits
+ * two nodes: an ancestor first, otherwise the one later in the document (the reverse of post-order).
+ */
+export function beforeInReverseWalk(a: SyntaxNode, b: SyntaxNode): number {
+  if (a.end !== b.end) return b.end - a.end;
+  if (a.start !== b.start) return a.start - b.start;
+  if (a === b) return 0;
+  for (let p = b.parent; p !== null; p = p.parent) if (p === a) return -1;
+  return 1;
+}

@@ -2,7 +2,7 @@
 // of file-wide inputs, findings kept relative to a node, per-scope checks reused across edits.
 // Positions must never be cached as absolute offsets: keep nodes, or offsets relative to a node.
 import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
-import { beforeInDocument } from './scope-nodes';
+import { beforeInDocument, inSubtree } from './scope-nodes';
 import type { Fix, RuleFinding } from '../types';
 import { importBindings } from './imports';
 import { isDefinition, ModuleCodeMemo, moduleCode, NodeMemo, VersionMemo } from '../session';
@@ -173,15 +173,6 @@ export function walkSplittingFunctions<A>(file: SourceFile, memo: NodeMemo<A>, d
     walkTyped(file, memo, deps, root, types.map((t) => file.nodesOfTypeInUnit(root, t)), root, true, walk, acc);
   } else walkInto(file, memo, deps, [root], walk, acc);
   return acc;
-}
-
-/** Whether `n` is in `owner`'s subtree (`owner` itself included). */
-function inSubtree(n: SyntaxNode, owner: SyntaxNode): boolean {
-  // Ranges nest or are disjoint, so a node strictly inside the owner's range is a descendant; only a
-  // node at its edges (a zero-width node, an ancestor of the same range) needs the parent chain.
-  if (n.start > owner.start && n.end < owner.end) return true;
-  for (let p: SyntaxNode | null = n; p !== null; p = p.parent) if (p === owner) return true;
-  return false;
 }
 
 /**

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { getLinter, seededRandom } from './harness';
 import { NodeMemo } from '../../../src/lint/session';
 import { walkSplittingFunctions, type FunctionSplitWalk } from '../../../src/lint/analysis/unitcache';
-import { nodesInScope } from '../../../src/lint/analysis/scope-nodes';
+import { beforeInReverseWalk, nodesInScope, subtreeNodesOfType } from '../../../src/lint/analysis/scope-nodes';
 import type { SourceFile, SyntaxNode } from '../../../src/lint/syntax';
 
 const root = path.resolve(__dirname, '../../../..');
@@ -48,6 +48,18 @@ function walkedOfTypes(unit: SyntaxNode, types: ReadonlySet<string>): SyntaxNode
   return out;
 }
 
+/** Reference: a stack walk pushing children in order (last child popped first) of the scope's subtree. */
+function reverseWalked(file: SourceFile, scope: SyntaxNode, types: ReadonlySet<string>): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  const stack = scope.type === 'module' ? file.root.children.filter((c) => !DEFINITIONS.has(c.type)) : [scope];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const c of n.children) stack.push(c);
+    if (types.has(n.type)) out.push(n);
+  }
+  return out;
+}
+
 /** A typed walk that records what it visits, function bodies merged at their place. */
 function recording(types: readonly string[]): FunctionSplitWalk<SyntaxNode[]> {
   const wanted = new Set(types);
@@ -79,6 +91,10 @@ function check(file: SourceFile, memos: readonly NodeMemo<SyntaxNode[]>[], where
       const want = walkedInScope(scope, set);
       assert.equal(got.length, want.length, `${where}: nodesInScope ${types.join(',')} of ${scope.type}@${scope.start}`);
       got.forEach((n, i) => assert.equal(n, want[i], `${where}: nodesInScope ${types.join(',')} #${i}`));
+      const subtree = types.flatMap((t) => subtreeNodesOfType(file, scope, t)).sort(beforeInReverseWalk);
+      const walked = reverseWalked(file, scope, set);
+      assert.deepEqual(subtree.map((n) => `${n.type}@${n.start}`), walked.map((n) => `${n.type}@${n.start}`), `${where}: subtree of ${scope.type}@${scope.start}`);
+      subtree.forEach((n, i) => assert.equal(n, walked[i]));
     }
   }
 }

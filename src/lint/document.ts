@@ -683,10 +683,10 @@ function nodeTables(language: TS.Language): NodeTables {
   const types: string[] = [];
   const named: boolean[] = [];
   for (let id = 0; id < language.nodeTypeCount; id++) {
-    types.push(language.types[id] ?? 'ERROR');
+    types.push(internalized(language.types[id] ?? 'ERROR'));
     named.push(language.nodeTypeIsNamed(id));
   }
-  return { types, named, fields: language.fields.map((f) => f ?? null), kinds: new Map(), kindsByName: new Map() };
+  return { types, named, fields: language.fields.map((f) => (f == null ? null : internalized(f))), kinds: new Map(), kindsByName: new Map() };
 }
 
 /** The kind of the node under `cursor` (whose type and field ids are given) as copySubtree sees it. */
@@ -710,6 +710,16 @@ function kindNamed(tables: NodeTables, type: string, field: string | null, named
     tables.kindsByName.set(key, kind);
   }
   return kind;
+}
+
+/**
+ * The engine's internalized copy of `s`. Names read from the wasm module are fresh strings, so every
+ * `node.type === 'call'` and `c.field === 'body'` in the rules compared them character by character;
+ * internalized strings (like the literals they are compared with) compare by identity. A property key
+ * is always internalized, which gives a portable way to get the copy.
+ */
+function internalized(s: string): string {
+  return Object.keys({ [s]: 0 })[0];
 }
 
 const ERROR_TYPE_ID = 65535;

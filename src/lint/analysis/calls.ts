@@ -22,6 +22,9 @@ function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
 /** Each function body's groups, so an edit in one method of a giant class regroups that method only. */
 const byFunction = new NodeMemo<Groups>('calls.byFunction');
 
+/** The node types the walk below acts on (it reads them from the statement's by-type index). */
+const CALL_TYPES: readonly string[] = Object.freeze(['call']);
+
 /**
  * Calls grouped in document order. Merging a function body's groups at its place keeps both each
  * group's order and the order in which names first appear (what one walk over the statement gives).
@@ -34,6 +37,7 @@ function groupWalk(file: SourceFile): FunctionSplitWalk<Groups> {
   };
   return {
     order: 'document',
+    types: CALL_TYPES,
     fresh: () => new Map(),
     merge: (acc, part) => {
       for (const [method, calls] of part) add(acc, method, calls);

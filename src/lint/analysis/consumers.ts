@@ -4,7 +4,8 @@
 // returned values of functions that do not backpropagate themselves (their caller may).
 import type { SourceFile, SyntaxNode } from '../syntax';
 import { flowOf, flowSignature, Taint, type ScopeFlow } from './flow';
-import { combine, nodesInScope, scopesOf } from './unitcache';
+import { combine, scopesOf } from './unitcache';
+import { nodesInScope } from './scope-nodes';
 import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
 import { backwardTargets, callsByScope, computesGradients, hasTaintSource, keyOf } from './models';
 
@@ -36,7 +37,7 @@ function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption
     const flow = flowOf(file, scope);
     for (const call of callsByScope(file).get(scope)?.backwards ?? []) trace(c, flow, backwardTargets(file, call) ?? []);
     if (scope.type === 'function_definition' && hasTaintSource(file, scope) && !computesGradients(file, scope)) {
-      for (const ret of nodesInScope(scope, RETURNS)) {
+      for (const ret of nodesInScope(file, scope, RETURNS)) {
         const value = ret.children.find((n) => n.named && n.type !== 'comment');
         // Only a returned value that may carry history can be backpropagated by the caller.
         if (value !== undefined && flow.taintOf(value) !== Taint.Clean) trace(c, flow, [value]);

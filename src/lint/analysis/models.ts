@@ -3,9 +3,10 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { combine, importSignature, intern, moduleCode, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
+import { combine, importSignature, intern, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { differentiatesWeights } from './weight-gradients';
+import { beforeInReverseWalk, subtreeNodesOfType } from './scope-nodes';
 
 /** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
 export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
@@ -441,6 +442,9 @@ const unitCallsCache = new NodeMemo<UnitCalls>('models.unitCalls');
 /** The calls of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
 
+/** The node types the walk below acts on (it reads them from the statement's by-type index). */
+const CALL_TYPES: readonly string[] = Object.freeze(['call']);
+
 /**
  * Forward and backward calls of a statement by scope. A function body's calls have that function or a
  * nested one as scope, so merging its map at the function's place keeps the walk's insertion order.
@@ -448,6 +452,7 @@ const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
 function callsWalk(file: SourceFile): FunctionSplitWalk<UnitCalls> {
   return {
     order: 'document',
+    types: CALL_TYPES,
     fresh: () => ({ byScope: new Map(), moduleLevel: { forwards: [], backwards: [] } }),
     merge: (acc, part) => {
       for (const [scope, calls] of part.byScope) acc.byScope.set(scope, calls);
@@ -659,23 +664,23 @@ export function inputGradientSites(file: SourceFile, scope: SyntaxNode): readonl
 function gradientSites(file: SourceFile, scope: SyntaxNode, inputsOnly: boolean, firstOnly: boolean): SyntaxNode[] {
   const sites: SyntaxNode[] = [];
   const isGradient = inputsOnly ? isInputGradientCall : isGradientCall;
-  const roots = scope.type === 'module' ? moduleCode(file) : [scope];
-  const stack = [...roots];
-  while (stack.length > 0 && !(firstOnly && sites.length > 0)) {
-    const n = stack.pop()!;
-    for (const c of n.children) stack.push(c);
-    if (n.type === 'call' && isGradient(file, n)) sites.push(n);
-    else if (n.type === 'attribute') {
-      const name = childByField(n, 'attribute');
-      const text = name === null ? '' : file.textOf(name);
-      // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
-      // gradient with respect to inputs.
-      if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) continue;
-      if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) sites.push(n);
-      else if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) sites.push(n);
-    }
+  // The calls and attributes of the scope's whole subtree from the by-type index (a walk read every
+  // node's children), sorted at the end into the order the stack walk this replaced found them in.
+  for (const n of subtreeNodesOfType(file, scope, 'call')) {
+    if (isGradient(file, n)) sites.push(n);
+    if (firstOnly && sites.length > 0) return sites;
   }
-  return sites;
+  for (const n of subtreeNodesOfType(file, scope, 'attribute')) {
+    const name = childByField(n, 'attribute');
+    const text = name === null ? '' : file.textOf(name);
+    // Logging a parameter's gradient or toggling a parameter's requires_grad (WGAN's critic freeze) takes no
+    // gradient with respect to inputs.
+    if (inputsOnly && (text === 'grad' || text === 'requires_grad') && isParameterLoopVariable(file, childByField(n, 'object'))) continue;
+    if (text === 'grad' && n.field !== 'function' && !/autograd$/.test(file.textOf(childByField(n, 'object') ?? n))) sites.push(n);
+    else if (text === 'requires_grad' && n.field === 'left' && n.parent?.type === 'assignment' && !/False/.test(file.textOf(childByField(n.parent, 'right') ?? n))) sites.push(n);
+    if (firstOnly && sites.length > 0) return sites;
+  }
+  return sites.sort(beforeInReverseWalk);
 }
 
 /** `p` in `for p in model.parameters():` / `for name, p in net.named_parameters():`. */

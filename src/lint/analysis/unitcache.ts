@@ -1,7 +1,8 @@
 // Helpers over the session's memos (see ../session.ts) shared by the analyses and rules: signatures
 // of file-wide inputs, findings kept relative to a node, per-scope checks reused across edits.
 // Positions must never be cached as absolute offsets: keep nodes, or offsets relative to a node.
-import type { SourceFile, SyntaxNode } from '../syntax';
+import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { beforeInDocument, inSubtree } from './scope-nodes';
 import type { Fix, RuleFinding } from '../types';
 import { importBindings } from './imports';
 import { isDefinition, ModuleCodeMemo, moduleCode, NodeMemo, VersionMemo } from '../session';
@@ -135,21 +136,6 @@ export function checkScopes(
   return out;
 }
 
-/** Nodes of the given types whose nearest scope is `scope` (nested defs, lambdas and classes excluded). */
-export function nodesInScope(scope: SyntaxNode, types: ReadonlySet<string>): SyntaxNode[] {
-  const out: SyntaxNode[] = [];
-  const roots = scope.type === 'module' ? scope.children.filter((c) => !isDefinition(c)) : scope.children.filter((c) => c.field === 'body');
-  const stack = [...roots].reverse();
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (isDefinition(n)) continue;
-    if (types.has(n.type)) out.push(n);
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]);
-  }
-  return out;
-}
-
-
 /**
  * How a per-statement walk accumulates: `fresh` makes an empty accumulator, `visit` adds one node's
  * contribution, `merge` appends a function body's accumulator (walked on its own) to another.
@@ -160,6 +146,13 @@ export interface FunctionSplitWalk<A> {
   readonly merge: (acc: A, part: A) => void;
   /** 'reverse': children pushed in order, so popped last first; 'document': popped in document order. */
   readonly order: 'reverse' | 'document';
+  /**
+   * With order 'document' only: the node types `visit` acts on (it must ignore every other type, and
+   * `function_definition` nodes are passed to it in any case). The walk then reads those nodes from the
+   * statement's by-type index (see SourceFile.nodesOfTypeInUnit) instead of visiting every node, in the
+   * same order: a walk for the calls of a file no longer reads every node's children.
+   */
+  readonly types?: readonly string[];
 }
 
 /**
@@ -174,8 +167,72 @@ export interface FunctionSplitWalk<A> {
  */
 export function walkSplittingFunctions<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, root: SyntaxNode, walk: FunctionSplitWalk<A>): A {
   const acc = walk.fresh();
-  walkInto(file, memo, deps, [root], walk, acc);
+  if (walk.types !== undefined && walk.order === 'document') {
+    if (root.parent?.type !== 'module') throw new Error(`a typed walk starts at a top-level statement, not ${root.type}@${root.start}`);
+    const types = walk.types.includes('function_definition') ? walk.types : [...walk.types, 'function_definition'];
+    walkTyped(file, memo, deps, root, types.map((t) => file.nodesOfTypeInUnit(root, t)), root, true, walk, acc);
+  } else walkInto(file, memo, deps, [root], walk, acc);
   return acc;
+}
+
+/**
+ * The typed form of walkInto: visits, in document order, the nodes of `owner`'s subtree (with `self`,
+ * the owner too) found in `lists` (one by-type list of the statement `unit` per type, each in document
+ * order), splitting at function definitions as walkInto does.
+ */
+function walkTyped<A>(
+  file: SourceFile,
+  memo: NodeMemo<A>,
+  deps: string,
+  unit: SyntaxNode,
+  lists: readonly (readonly SyntaxNode[])[],
+  owner: SyntaxNode,
+  self: boolean,
+  walk: FunctionSplitWalk<A>,
+  acc: A,
+): void {
+  const at = lists.map((list) => firstStartingAtOrAfter(list, owner.start));
+  /** The next node of list k in the owner's subtree (skipping the owner unless `self`), or null. */
+  const head = (k: number): SyntaxNode | null => {
+    const list = lists[k];
+    while (at[k] < list.length && list[at[k]].start <= owner.end) {
+      const n = list[at[k]];
+      if ((self || n !== owner) && inSubtree(n, owner)) return n;
+      at[k]++;
+    }
+    return null;
+  };
+  for (;;) {
+    let best = -1;
+    let node: SyntaxNode | null = null;
+    for (let k = 0; k < lists.length; k++) {
+      const n = head(k);
+      if (n !== null && (node === null || beforeInDocument(n, node))) {
+        best = k;
+        node = n;
+      }
+    }
+    if (node === null) return;
+    at[best]++;
+    walk.visit(node, acc);
+    if (node.type !== 'function_definition') continue;
+    const fn = node;
+    walk.merge(
+      acc,
+      memo.get(file, fn, deps, () => {
+        const part = walk.fresh();
+        walkTyped(file, memo, deps, unit, lists, fn, false, walk, part);
+        return part;
+      }),
+    );
+    // Its descendants were walked with it: every list moves past them.
+    for (let k = 0; k < lists.length; k++) {
+      const list = lists[k];
+      let i = Math.max(at[k], firstStartingAtOrAfter(list, fn.end));
+      while (i < list.length && list[i].start === fn.end && inSubtree(list[i], fn)) i++;
+      at[k] = i;
+    }
+  }
 }
 
 function walkInto<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, start: SyntaxNode[], walk: FunctionSplitWalk<A>, acc: A): void {

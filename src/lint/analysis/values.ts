@@ -85,10 +85,14 @@ function add<T>(map: Map<string, T[]>, key: string, values: readonly T[]): void 
   else for (const v of values) list.push(v);
 }
 
+/** The node types the walk below acts on (it reads them from the statement's by-type index). */
+const FACT_TYPES: readonly string[] = Object.freeze(['function_definition', 'assignment']);
+
 /** Targets and functions by name in document order (merging a function body's at its place keeps it). */
 function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
   return {
     order: 'document',
+    types: FACT_TYPES,
     fresh: () => ({ targets: new Map(), functions: new Map() }),
     merge: (acc, part) => {
       for (const [key, list] of part.targets) add(acc.targets, key, list);

@@ -7,7 +7,8 @@ import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from
 import { gradOffAt } from '../analysis/gradstate';
 import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, tupleReturningFunctions, tupleReturningSignature, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
-import { checkScopes, combine, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
+import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
+import { nodesInScope } from '../analysis/scope-nodes';
 import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
 import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
@@ -41,7 +42,7 @@ const SINK_TYPES = new Set(['augmented_assignment', 'assignment', 'call']);
 
 function sinks(file: SourceFile, scope: SyntaxNode): Sink[] {
   const out: Sink[] = [];
-  const nodes = nodesInScope(scope, SINK_TYPES);
+  const nodes = nodesInScope(file, scope, SINK_TYPES);
   for (const n of nodes) {
     if (n.type !== 'augmented_assignment') continue;
     const op = childByField(n, 'operator');
@@ -247,7 +248,7 @@ function derivedFromLearnedLeaf(file: SourceFile, scope: SyntaxNode): RuleFindin
   const leaves = learnedLeaves(file);
   if (leaves.size === 0) return [];
   const findings: RuleFinding[] = [];
-  for (const asg of nodesInScope(scope, ASSIGNMENTS)) {
+  for (const asg of nodesInScope(file, scope, ASSIGNMENTS)) {
     const left = childByField(asg, 'left');
     const value = childByField(asg, 'right');
     const key = left?.type === 'attribute' ? keyOf(file, left) : null;
@@ -292,7 +293,7 @@ const ASSIGNMENTS = new Set(['assignment']);
 
 function carriedState(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
-  for (const asg of nodesInScope(scope, ASSIGNMENTS)) {
+  for (const asg of nodesInScope(file, scope, ASSIGNMENTS)) {
     const value = childByField(asg, 'right');
     const left = childByField(asg, 'left');
     if (value === null || left === null || value.type !== 'call' || forwardReceiver(file, value) === null) continue;

@@ -6,7 +6,8 @@ import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, forwardReceiver, keyOf } from '../analysis/models';
 import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
-import { checkScopes, nodesInScope, ScopeFindingsMemo } from '../analysis/unitcache';
+import { checkScopes, ScopeFindingsMemo } from '../analysis/unitcache';
+import { nodesInScope } from '../analysis/scope-nodes';
 import { callsNamed } from '../analysis/calls';
 import { VersionMemo } from '../session';
 
@@ -264,7 +265,7 @@ function check(file: SourceFile): RuleFinding[] {
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const findings: RuleFinding[] = [];
   if (!file.textOf(scope).includes('retain_graph')) return findings;
-  for (const call of nodesInScope(scope, CALLS)) {
+  for (const call of nodesInScope(file, scope, CALLS)) {
     const argument = retainGraphArgument(file, call);
     if (argument === null) continue;
     const targets = backwardTargets(file, call);

@@ -9,7 +9,7 @@ import type { ProjectModule } from '../project/types';
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
 import { keyOf } from './models';
-import { nodesInScope } from './unitcache';
+import { nodesInScope } from './scope-nodes';
 import { valuesOf } from './values';
 import { VersionMemo } from '../session';
 
@@ -31,7 +31,7 @@ const SAME_MODULE = new Set(['to', 'cuda', 'cpu', 'half', 'float', 'double', 'bf
 export function importedMethodForwardCalls(file: SourceFile, scope: SyntaxNode): ImportedForward[] {
   if (file.session.project === null) return [];
   const out: ImportedForward[] = [];
-  for (const call of nodesInScope(scope, CALLS)) {
+  for (const call of nodesInScope(file, scope, CALLS)) {
     const fn = childByField(call, 'function');
     if (fn?.type !== 'attribute') continue;
     const object = childByField(fn, 'object');

@@ -15,11 +15,11 @@ import weakref
 
 import torch
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace
 from .records import MODULE_KEY, NODE_KEY
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 
 class BackwardAttribution:

@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 ModuleKey = Tuple[int, str]  # (root index, path under the root; "" for the root itself)
 MODULE_KEY = "memhint_module"

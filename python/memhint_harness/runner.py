@@ -12,12 +12,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace
 from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line
 from .tracker import StopProfiling
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 
 class TargetError(Exception):

@@ -54,6 +54,7 @@ typedef struct {
     PyObject *tracker;  /* read for its `returning` and `disabled` flags */
     PyObject *on_call;  /* LineTracer._trace_call_guarded(frame) -> local trace function or None */
     PyObject *is_user;  /* UserFiles.is_user(filename) -> bool */
+    PyObject *on_library_call;  /* LineTracer.library_call(): a library call event, for Untraced */
     uintptr_t generation;
     Py_ssize_t calls;   /* call events seen (bench_ops.py's event count) */
     int lost;           /* Untraced: the tracer was removed or replaced while it was switched back on */
@@ -188,20 +189,23 @@ ctracer_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 static int
 CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"tracker", "on_call", "is_user", NULL};
-    PyObject *tracker, *on_call, *is_user;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:CTracer", kwlist, &tracker, &on_call, &is_user))
+    static char *kwlist[] = {"tracker", "on_call", "is_user", "on_library_call", NULL};
+    PyObject *tracker, *on_call, *is_user, *on_library_call;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO:CTracer", kwlist, &tracker, &on_call, &is_user,
+                                     &on_library_call))
         return -1;
-    if (!PyCallable_Check(on_call) || !PyCallable_Check(is_user)) {
-        PyErr_SetString(PyExc_TypeError, "CTracer: on_call and is_user must be callable");
+    if (!PyCallable_Check(on_call) || !PyCallable_Check(is_user) || !PyCallable_Check(on_library_call)) {
+        PyErr_SetString(PyExc_TypeError, "CTracer: on_call, is_user and on_library_call must be callable");
         return -1;
     }
     Py_INCREF(tracker);
     Py_INCREF(on_call);
     Py_INCREF(is_user);
+    Py_INCREF(on_library_call);
     Py_XSETREF(self->tracker, tracker);
     Py_XSETREF(self->on_call, on_call);
     Py_XSETREF(self->is_user, is_user);
+    Py_XSETREF(self->on_library_call, on_library_call);
     self->generation = next_generation++;
     self->calls = 0;
     return 0;
@@ -213,6 +217,7 @@ CTracer_traverse(CTracer *self, visitproc visit, void *arg)
     Py_VISIT(self->tracker);
     Py_VISIT(self->on_call);
     Py_VISIT(self->is_user);
+    Py_VISIT(self->on_library_call);
     return 0;
 }
 
@@ -222,6 +227,7 @@ CTracer_clear(CTracer *self)
     Py_CLEAR(self->tracker);
     Py_CLEAR(self->on_call);
     Py_CLEAR(self->is_user);
+    Py_CLEAR(self->on_library_call);
     return 0;
 }
 
@@ -288,8 +294,9 @@ static PyTypeObject CTracerType = {
     .tp_getset = CTracer_getset,
 };
 
-/* Untraced(fn, tracer): a callable that runs fn(*args, tracer) with the tracer off, when `tracer` is this
- * thread's trace function; otherwise fn(*args, None) as it is. The dispatch mode's __torch_dispatch__ is
+/* Untraced(fn, tracer, pass_tracer): a callable that runs fn(*args, tracer) with the tracer off, when
+ * `tracer` is this thread's trace function; otherwise fn(*args, None) as it is (without pass_tracer, the
+ * extra argument is left out both ways: for hooks that call no user code). The dispatch mode's __torch_dispatch__ is
  * one: with the tracer on, every bytecode of it runs through the interpreter's tracing machinery (a line
  * number lookup per instruction, a trace call per line and per call), which cost more per op than the
  * bookkeeping itself. What must stay traced (the op, which may run a tensor subclass's __torch_dispatch__ in
@@ -302,6 +309,7 @@ typedef struct {
     PyObject *fn;
     CTracer *tracer;
     PyObject *bound_to;  /* fn.__self__: torch 2.x checks that a mode's __torch_dispatch__ is bound to it */
+    int pass_tracer;
 } Untraced;
 
 static PyTypeObject UntracedType;
@@ -313,6 +321,25 @@ is_current(CTracer *tracer)
     return tstate->c_tracefunc == ctracer_trace && tstate->c_traceobj == (PyObject *)tracer;
 }
 
+/* After fn: the tracer back on, unless it was lost meanwhile, something else was installed, or the
+ * tracker was disabled (a harness failure switches tracing off for good). Keeps fn's exception, if any. */
+static void
+restore_tracer(Untraced *self)
+{
+    if (self->tracer->lost || PyThreadState_Get()->c_tracefunc != NULL)
+        return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *flag = PyObject_GetAttr(self->tracer->tracker, str_disabled);
+    int disabled = flag != NULL ? PyObject_IsTrue(flag) : -1;
+    Py_XDECREF(flag);
+    if (disabled < 0)
+        PyErr_Clear();
+    else if (!disabled)
+        PyEval_SetTrace(ctracer_trace, (PyObject *)self->tracer);
+    PyErr_Restore(type, value, tb);
+}
+
 static PyObject *
 Untraced_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -320,6 +347,32 @@ Untraced_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, Py
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
     int switched = is_current(self->tracer);
+    if (switched) {
+        /* fn's call event, which the tracer will not see: while a user frame's return is pending
+         * (`returning`), any call event pops it first (LineTracer.library_call does the same). */
+        PyObject *flag = PyObject_GetAttr(self->tracer->tracker, str_returning);
+        if (flag == NULL)
+            return NULL;
+        int returning = PyObject_IsTrue(flag);
+        Py_DECREF(flag);
+        if (returning < 0)
+            return NULL;
+        if (returning) {
+            PyObject *done = PyObject_CallNoArgs(self->tracer->on_library_call);
+            if (done == NULL)
+                return NULL;
+            Py_DECREF(done);
+        }
+    }
+    if (!self->pass_tracer) {
+        if (!switched)
+            return PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+        self->tracer->lost = 0;
+        PyEval_SetTrace(NULL, NULL);
+        PyObject *result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+        restore_tracer(self);
+        return result;
+    }
     /* fn(*args, tracer-or-None, **kwargs): the tracer goes after the positional arguments. */
     PyObject *small[8];
     PyObject **full = small;
@@ -340,21 +393,8 @@ Untraced_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, Py
     PyObject *result = PyObject_Vectorcall(self->fn, full, nargs + 1, kwnames);
     if (full != small)
         PyMem_Free(full);
-    if (switched && !self->tracer->lost && PyThreadState_Get()->c_tracefunc == NULL) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        int busy = 0;
-        PyObject *flag = PyObject_GetAttr(self->tracer->tracker, str_disabled);
-        if (flag != NULL) {
-            busy = PyObject_IsTrue(flag);
-            Py_DECREF(flag);
-        }
-        if (busy < 0 || flag == NULL)
-            PyErr_Clear();
-        else if (!busy)
-            PyEval_SetTrace(ctracer_trace, (PyObject *)self->tracer);
-        PyErr_Restore(type, value, tb);
-    }
+    if (switched)
+        restore_tracer(self);
     return result;
 }
 
@@ -362,11 +402,12 @@ static PyObject *
 Untraced_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *fn, *tracer;
+    int pass_tracer = 1;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Untraced(fn, tracer) takes no keyword arguments");
+        PyErr_SetString(PyExc_TypeError, "Untraced(fn, tracer, pass_tracer=True) takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OO!:Untraced", &fn, &CTracerType, &tracer))
+    if (!PyArg_ParseTuple(args, "OO!|p:Untraced", &fn, &CTracerType, &tracer, &pass_tracer))
         return NULL;
     Untraced *self = (Untraced *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -376,6 +417,7 @@ Untraced_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->fn = fn;
     self->tracer = (CTracer *)tracer;
     self->vectorcall = Untraced_vectorcall;
+    self->pass_tracer = pass_tracer;
     self->bound_to = PyObject_GetAttrString(fn, "__self__");
     if (self->bound_to == NULL) {
         PyErr_Clear();

@@ -296,8 +296,10 @@ def instrument(torch, options, device_type, channel, storage_api, user_files, tr
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
+    from .linetrace import untraced
+
     modules = ModuleLedger(lambda: tracker.in_step, device_type)
-    missing = modules.install()
+    missing = modules.install(lambda fn: untraced(fn, tracker.trace_call))
     if missing is None:
         tracker.modules = modules
     else:

@@ -195,16 +195,27 @@ class _SoleModeTrampoline:
         if _stack_len() != 1 or _stack_at(0) is not mode:
             return None
         trampoline = cls(mode)
+        tracer = mode.tracker.trace_call
+        if _Untraced is not None and _CTracer is not None and isinstance(tracer, _CTracer):
+            # As DispatchMode.__enter__ does for the mode: this runs untraced and hands the tracer on.
+            trampoline.__dict__["__torch_dispatch__"] = _Untraced(
+                _SoleModeTrampoline.__torch_dispatch__.__get__(trampoline), tracer)
         _set_dispatch_mode(trampoline)
         return trampoline
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None, tracer=None):
+        # `tracer`: as for DispatchMode.__torch_dispatch__ (run untraced by the C tracer's wrapper).
         mode = self.mode
         if _stack_len() == 1 and _stack_at(0) is mode:
             _set_dispatch_mode(None)
             try:
-                return mode.__torch_dispatch__(func, types, args, kwargs)
+                if tracer is None:
+                    return mode.__torch_dispatch__(func, types, args, kwargs)
+                return type(mode).__torch_dispatch__(mode, func, types, args, kwargs, tracer)
             finally:
                 _set_dispatch_mode(self)
-        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode.
-        return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)
+        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode. It
+        # runs the user's modes: traced.
+        if tracer is None:
+            return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)
+        return _call_traced(tracer, _StackMode.__torch_dispatch__, (self, func, types, args, kwargs), None)

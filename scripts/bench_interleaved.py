@@ -34,6 +34,7 @@ sys.path.insert(0, os.environ.get("MEMHINT_HARNESS_DIR")
 
 import torch  # noqa: E402
 
+from memhint_harness import linetrace  # noqa: E402
 from memhint_harness.cli import instrument  # noqa: E402
 from memhint_harness.protocol import Channel  # noqa: E402
 from memhint_harness.runner import step_arguments  # noqa: E402
@@ -79,6 +80,11 @@ def _no_trace(frame, event, arg):
     return None
 
 
+# The C tracer is installed as a C trace function (sys.settrace would wrap it in the Python trampoline, as
+# slow as the Python tracer); a harness copy from before it (MEMHINT_HARNESS_DIR) has no linetrace.settrace.
+_settrace = getattr(linetrace, "settrace", sys.settrace)
+
+
 def pass_through_mode():
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -114,7 +120,8 @@ def main():
                 import transformers  # noqa: F401
             except ImportError as error:
                 print(json.dumps({"skipped": "transformers is not installed for this python (%s)" % error,
-                                  "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0]}))
+                                  "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],
+                      "tracer": getattr(linetrace, "TRACER_KIND", "python")}))
                 return
     if options.zoo and options.device == "cpu":
         # One intra-op thread on both torches: process CPU time then counts work, not OpenMP spin-waits
@@ -150,7 +157,7 @@ def main():
 
     def profiled():
         torch.autograd.backward, torch.autograd.grad = patched
-        sys.settrace(tracker.trace_call)
+        _settrace(tracker.trace_call)
         try:
             with mode:
                 runner.call_step(step, args, kwargs)
@@ -210,7 +217,8 @@ def main():
                       "wall": summary(0), "cpu": summary(1),
                       "floorCpu": summary(1, times[floor]) if floor_mode is not None else None,
                       "pageFaultsPerStep": faults,
-                      "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0]}))
+                      "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],
+                      "tracer": getattr(linetrace, "TRACER_KIND", "python")}))
 
 
 if __name__ == "__main__":

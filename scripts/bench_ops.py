@@ -30,6 +30,7 @@ sys.path.insert(0, os.environ.get("MEMHINT_HARNESS_DIR") or os.path.join(ROOT, "
 
 import torch  # noqa: E402
 
+from memhint_harness import linetrace  # noqa: E402
 from memhint_harness.cli import instrument  # noqa: E402
 from memhint_harness.protocol import Channel  # noqa: E402
 from memhint_harness.runner import step_arguments  # noqa: E402
@@ -73,8 +74,17 @@ def harness(script, function, setup=None):
     return tracker, runner, mode
 
 
+# Installs the C tracer as a C trace function (sys.settrace would wrap it in the Python trampoline); a
+# harness copy from before the C tracer has no linetrace.settrace.
+_settrace = getattr(linetrace, "settrace", sys.settrace)
+
+
+def tracer_kind():
+    return getattr(linetrace, "TRACER_KIND", "python")
+
+
 def profiled_call(tracker, runner, mode, step, args, kwargs, trace=None):
-    sys.settrace(trace or tracker.trace_call)
+    _settrace(trace or tracker.trace_call)
     try:
         with mode:
             runner.call_step(step, args, kwargs)
@@ -127,14 +137,17 @@ def events(options):
     step = namespace["train_step"]
     count = [0]
     inner = tracker.trace_call
+    counted = getattr(inner, "calls", None) is not None  # the C tracer counts its call events itself
 
     def counting(frame, event, arg):
         count[0] += 1
         return inner(frame, event, arg)
 
     for _ in range(2):  # warmup, then a profiled step
-        count[0] = 0
-        profiled_call(tracker, runner, mode, step, args, kwargs, counting)
+        count[0] = -inner.calls if counted else 0
+        profiled_call(tracker, runner, mode, step, args, kwargs, None if counted else counting)
+        if counted:
+            count[0] += inner.calls
     if tracker.internal_error is not None:
         raise SystemExit("the harness stopped measuring: " + tracker.internal_error)
     return {"model": options.events, "traceEventsPerStep": count[0]}
@@ -147,7 +160,7 @@ def main():
     parser.add_argument("--events", help="a model of scripts/bench_zoo.py: count its trace events per step")
     options = parser.parse_args()
     result = events(options) if options.events else per_op(options)
-    result.update(torch=str(torch.__version__), python=sys.version.split()[0])
+    result.update(torch=str(torch.__version__), python=sys.version.split()[0], tracer=tracer_kind())
     print(json.dumps(result))
 
 

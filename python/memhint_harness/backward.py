@@ -15,11 +15,11 @@ import weakref
 
 import torch
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace, untraced
 from .records import MODULE_KEY, NODE_KEY
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 
 class BackwardAttribution:
@@ -105,7 +105,8 @@ class BackwardAttribution:
                 if trace is not None and not self.tracker.disabled:
                     _settrace(trace)
 
-        self._site_hooks[(site, module)] = hook
+        # With the C tracer, the whole hook runs untraced (its switching above then finds no tracer on).
+        hook = self._site_hooks[(site, module)] = untraced(hook, self.tracker.trace_call)
         return hook
 
     def node_done(self, site, module=None):

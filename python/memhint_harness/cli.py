@@ -137,7 +137,7 @@ def _run(options, channel, observers=()):
         history = _trace_history(torch, options.cuda_path, notes)
     environment = {"python": sys.executable, "pythonVersion": platform.python_version(),
                    "torchVersion": str(torch.__version__), "backend": backend, "device": device,
-                   "pid": os.getpid(), "capabilities": caps}
+                   "pid": os.getpid(), "capabilities": caps, "tracer": _tracer_kind()}
     if backend == "cuda":
         environment["cudaPath"] = "trace" if history is not None else "dispatch"
     channel.send("hello", harnessVersion=HARNESS_VERSION, **environment)
@@ -196,6 +196,13 @@ def _run(options, channel, observers=()):
     return 0
 
 
+def _tracer_kind():
+    """"c" when the line tracer's global trace function is the C one (ctrace.py), else "python"."""
+    from .linetrace import TRACER_KIND
+
+    return TRACER_KIND
+
+
 def run_target(tracker, runner, options, user_files, contexts, classify=None):
     """Runs the target with the line tracer on inside `contexts` (dispatch/function modes). The failure as
     (kind, message, traceback, location), or None. `classify(error)`
@@ -203,10 +210,11 @@ def run_target(tracker, runner, options, user_files, contexts, classify=None):
     import contextlib
 
     from .imports import UntracedImports
+    from .linetrace import settrace
     from .runner import TargetError
 
     failure = None
-    sys.settrace(tracker.trace_call)
+    settrace(tracker.trace_call)
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(UntracedImports(tracker, user_files.is_user))  # library imports untraced
@@ -288,8 +296,10 @@ def instrument(torch, options, device_type, channel, storage_api, user_files, tr
     runner = Runner(tracker, state, channel, options)
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
+    from .linetrace import untraced
+
     modules = ModuleLedger(lambda: tracker.in_step, device_type)
-    missing = modules.install()
+    missing = modules.install(lambda fn: untraced(fn, tracker.trace_call))
     if missing is None:
         tracker.modules = modules
     else:

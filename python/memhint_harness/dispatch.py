@@ -8,6 +8,8 @@ import threading
 import torch
 
 from .linetrace import SWITCH_TRACE as _SWITCH_TRACE
+from .linetrace import settrace
+from .linetrace import untraced_caller as _untraced_caller
 from .storage import PLAIN_TENSOR_TYPES
 
 try:
@@ -18,7 +20,8 @@ except ImportError:  # pragma: no cover - torch < 1.12
 _gettrace = sys.gettrace
 _get_ident = threading.get_ident
 _is_grad_enabled = torch.is_grad_enabled
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
+_call_traced, _Untraced, _CTracer = _untraced_caller()
 _Tensor = torch.Tensor
 
 
@@ -80,19 +83,33 @@ class DispatchMode(FastDispatchMode):
 
     def __enter__(self):
         entered = super().__enter__()
+        tracer = self.tracker.trace_call
+        if _Untraced is not None and _CTracer is not None and isinstance(tracer, _CTracer):
+            # The C tracer: torch calls this instance attribute, which runs __torch_dispatch__ below with
+            # the tracer off and passes it the tracer to switch back on around the op (see _ctrace.c).
+            self.__dict__["__torch_dispatch__"] = _Untraced(self._dispatch_body, tracer)
         self._trampoline = _SoleModeTrampoline.install(self)
         return entered
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         self._trampoline = None
+        self.__dict__.pop("__torch_dispatch__", None)
         return super().__exit__(exc_type, exc_val, exc_tb)
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    @property
+    def _dispatch_body(self):
+        """The class's __torch_dispatch__, bound (the instance attribute set by __enter__ shadows it)."""
+        return type(self).__torch_dispatch__.__get__(self)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None, tracer=None):
+        # `tracer`: passed by the C wrapper of __enter__, which runs this with the line tracer off; the op
+        # itself runs with it on again (call_traced), since it may run a user file's code. None: the
+        # Python tracer, this runs traced and calls the op directly.
         # func._op is the C function OpOverload.__call__ forwards to: calling it directly saves a Python
         # frame (and its trace event) per op. Same op, same arguments, same redispatch.
         op = func._op
         if func is self._detach:
-            out = op(*args, **(kwargs or {}))
+            out = op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
             if not isinstance(out, _Tensor) and args and isinstance(args[0], _Tensor):
                 # torch 1.13: detaching a wrapped Python number (the saved `2` of `x * 2`, unpacked from
                 # saved_tensors_hooks) comes back from the op as a plain number; the tensor is equivalent.
@@ -100,10 +117,10 @@ class DispatchMode(FastDispatchMode):
             return out
         tracker = self.tracker
         if tracker.disabled:
-            return op(*args, **(kwargs or {}))
+            return op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
         try:
             # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
-            out = op(*args, **(kwargs or {}))
+            out = op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
         except BaseException as error:
             if not tracker.disabled:
                 tracker.guard(tracker.on_op_error, func, error)
@@ -178,16 +195,27 @@ class _SoleModeTrampoline:
         if _stack_len() != 1 or _stack_at(0) is not mode:
             return None
         trampoline = cls(mode)
+        tracer = mode.tracker.trace_call
+        if _Untraced is not None and _CTracer is not None and isinstance(tracer, _CTracer):
+            # As DispatchMode.__enter__ does for the mode: this runs untraced and hands the tracer on.
+            trampoline.__dict__["__torch_dispatch__"] = _Untraced(
+                _SoleModeTrampoline.__torch_dispatch__.__get__(trampoline), tracer)
         _set_dispatch_mode(trampoline)
         return trampoline
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None, tracer=None):
+        # `tracer`: as for DispatchMode.__torch_dispatch__ (run untraced by the C tracer's wrapper).
         mode = self.mode
         if _stack_len() == 1 and _stack_at(0) is mode:
             _set_dispatch_mode(None)
             try:
-                return mode.__torch_dispatch__(func, types, args, kwargs)
+                if tracer is None:
+                    return mode.__torch_dispatch__(func, types, args, kwargs)
+                return type(mode).__torch_dispatch__(mode, func, types, args, kwargs, tracer)
             finally:
                 _set_dispatch_mode(self)
-        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode.
-        return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)
+        # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode. It
+        # runs the user's modes: traced.
+        if tracer is None:
+            return _StackMode.__torch_dispatch__(self, func, types, args, kwargs)
+        return _call_traced(tracer, _StackMode.__torch_dispatch__, (self, func, types, args, kwargs), None)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import sys
 import threading
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 
 def _loader_base():

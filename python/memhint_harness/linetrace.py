@@ -8,12 +8,38 @@ from __future__ import annotations
 import sys
 import threading
 
+from . import ctrace
 from .records import Frame
 
 _get_ident = threading.get_ident
 
 # sys.settrace is cheap to switch off and on before Python 3.12; from 3.12 it re-instruments code objects.
 SWITCH_TRACE = sys.version_info < (3, 12)
+
+# The global trace function in C when it builds here (ctrace.py), else the Python one below. `settrace` is
+# what the harness restores a paused tracer with: sys.settrace would wrap the C tracer (sys.gettrace()'s
+# value) in the Python trampoline, correct but as slow as the Python tracer.
+_CTRACE, CTRACE_UNAVAILABLE = ctrace.load()
+TRACER_KIND = "c" if _CTRACE is not None else "python"
+settrace = _CTRACE.settrace if _CTRACE is not None else sys.settrace
+
+
+def untraced(fn, tracer):
+    """`fn` run with the C tracer off (see _ctrace.c's Untraced), for harness hooks that torch calls with
+    the tracer on and that call no user code; `fn` itself with the Python tracer, or when `tracer` is not a
+    C tracer. Each bytecode run traced costs the interpreter's tracing machinery even when the trace
+    function ignores the frame."""
+    if _CTRACE is None or not isinstance(tracer, _CTRACE.CTracer):
+        return fn
+    return _CTRACE.Untraced(fn, tracer, False)
+
+
+def untraced_caller():
+    """(call_traced, Untraced, CTracer) of the C tracer's module, or Nones with the Python tracer: what lets
+    the dispatch mode run untraced around a traced op (dispatch.py, _ctrace.c)."""
+    if _CTRACE is None:
+        return None, None, None
+    return _CTRACE.call_traced, _CTRACE.Untraced, _CTRACE.CTracer
 
 
 class StopProfiling(BaseException):
@@ -25,11 +51,17 @@ class LineTracer:
         self.tracker = tracker
         self.user_files = user_files
         self._code_cache = {}  # code object -> is it the user's
-        self.trace_call = self._make_trace_call()
+        self.kind = TRACER_KIND
+        if _CTRACE is not None:
+            # The same decisions as _make_trace_call's function, made in C (see _ctrace.c).
+            self.trace_call = _CTRACE.CTracer(tracker, self._trace_call_guarded, user_files.is_user,
+                                              self.library_call)
+        else:
+            self.trace_call = self._make_trace_call()
 
     def _make_trace_call(self):
-        """The global trace function. It runs at every Python call (torch's and the harness's own too), so
-        the common case, a non-user code object already classified, is one dict lookup."""
+        """The global trace function in Python. It runs at every Python call (torch's and the harness's own
+        too), so the common case, a non-user code object already classified, is one dict lookup."""
         cache_get = self._code_cache.get
         tracker = self.tracker
         guarded = self._trace_call_guarded
@@ -66,6 +98,17 @@ class LineTracer:
         tracker.stack.append(Frame(frame, code.co_filename, code.co_name, tracker.live_bytes))
         tracker._stack_accs = None
         return self.trace_local
+
+    def library_call(self):
+        """What the call event of a library frame does (_trace_call), for library code that the C tracer
+        runs untraced (`untraced` below): a user frame whose return is pending is popped."""
+        tracker = self.tracker
+        if tracker.disabled or not tracker.returning:
+            return
+        try:
+            tracker.poll()
+        except Exception:  # a harness bug must not become the user's exception
+            tracker.fail()
 
     def trace_local(self, frame, event, arg):
         tracker = self.tracker

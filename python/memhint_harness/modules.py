@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 ModuleKey = Tuple[int, str]  # (root index, path under the root; "" for the root itself)
 MODULE_KEY = "memhint_module"
@@ -51,12 +51,13 @@ class ModuleLedger:
         self.main_thread = threading.get_ident()
         self.handles: List[Any] = []
 
-    def install(self) -> Optional[str]:
-        """Registers the global hooks; returns a note when this torch has none."""
+    def install(self, wrap: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn) -> Optional[str]:
+        """Registers the global hooks (each through `wrap`: linetrace.untraced); returns a note when this
+        torch has none."""
         if _register_pre is None or _register_post is None:
             return ("torch %s has no global module forward hooks: the per-module breakdown is not measured"
                     % torch.__version__)
-        self.handles = [_register_pre(self._pre_hook), _register_post(self._post_hook)]
+        self.handles = [_register_pre(wrap(self._pre_hook)), _register_post(wrap(self._post_hook))]
         return None
 
     def uninstall(self) -> None:

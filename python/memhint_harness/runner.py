@@ -13,12 +13,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from .imported_loops import training_loops_in_imports
-from .linetrace import SWITCH_TRACE
+from .linetrace import SWITCH_TRACE, settrace, untraced_caller
 from .loops import Loop, LoopError, LoopFinder, LoopWatch, code_with_line, runs_loop
 from .tracker import StopProfiling
 
 _gettrace = sys.gettrace
-_settrace = sys.settrace
+_settrace = settrace  # linetrace.settrace: restores the C tracer as such
+_call_traced, _Untraced, _CTracer = untraced_caller()
 
 
 class TargetError(Exception):
@@ -571,10 +572,12 @@ def _saved_tensor_hooks(tracker, runner):
     if hooks is None:
         return None
 
-    def pack(tensor):
+    def pack(tensor, tracer=None):
         # Called by autograd for every tensor an op saves, with the line tracer on: the harness's own work
         # here runs with it switched off (each of its Python calls would be a trace event), the detach in
         # between with it on, as any op (a tensor subclass's __torch_dispatch__ may be the user's code).
+        # `tracer`: the C tracer's wrapper (linetrace.untraced_caller) runs all of this untraced, the
+        # detach through call_traced.
         if not tracker.disabled:
             trace = _gettrace() if SWITCH_TRACE else None
             if trace is not None:
@@ -585,7 +588,12 @@ def _saved_tensor_hooks(tracker, runner):
         # A detached alias, not the tensor itself: holding an op's output from its own graph node would
         # create a reference cycle and delay its free until the garbage collector runs. Tensors without a
         # grad_fn (leaves, and the wrapped Python numbers of `x * 2`) cannot form one and are kept as is.
-        alias = tensor if tensor.grad_fn is None else tensor.detach()
+        if tensor.grad_fn is None:
+            alias = tensor
+        elif tracer is None:
+            alias = tensor.detach()
+        else:
+            alias = _call_traced(tracer, tensor.detach, (), None)
         watch = runner.saved_watch
         if watch is not None and not tracker.disabled:
             trace = _gettrace() if SWITCH_TRACE else None
@@ -600,6 +608,10 @@ def _saved_tensor_hooks(tracker, runner):
 
     def unpack(packed):
         return packed
+
+    trace_call = tracker.trace_call
+    if _Untraced is not None and _CTracer is not None and isinstance(trace_call, _CTracer):
+        pack = _Untraced(pack, trace_call)
 
     # The watch's own unpack when there is one (set up before any step): one Python call per unpacked
     # tensor, not two.

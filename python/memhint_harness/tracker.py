@@ -28,7 +28,7 @@ from .backward import BackwardAttribution
 from .cudalines import CudaLineMeter
 from .dispatch import DispatchMode  # noqa: F401 - re-exported: cli and benchmarks import it from here
 from .ledger import StorageLedger
-from .linetrace import SWITCH_TRACE, LineTracer, StopProfiling  # noqa: F401 - StopProfiling re-exported
+from .linetrace import SWITCH_TRACE, LineTracer, StopProfiling, settrace  # noqa: F401 - StopProfiling re-exported
 from .records import MODULE_KEY, NODE_KEY, UNTRACKED, Frame, LineAcc, StorageRec  # noqa: F401
 from .storage import PLAIN_TENSOR_TYPES, unwrap_subclass
 
@@ -133,7 +133,7 @@ class Tracker:
 
     def resume_tracing(self, trace):
         if trace is not None and not self.disabled:
-            sys.settrace(trace)
+            settrace(trace)
 
     def disable_in_child(self):
         """A forked child (DataLoader worker) inherits the mode and the tracer: measure nothing there."""

@@ -14,6 +14,8 @@ export interface HelloMessage {
   readonly backend: 'cpu' | 'cuda';
   readonly device: string;
   readonly cudaPath?: 'trace' | 'dispatch';
+  /** The line tracer's global trace function: built in C (`c`) or the pure-Python fallback (`python`). */
+  readonly tracer?: 'c' | 'python';
   readonly pid: number;
   readonly capabilities: Capabilities;
 }

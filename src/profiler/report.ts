@@ -85,6 +85,8 @@ export interface Environment {
   readonly device: string;
   /** cuda backend: the allocator's own history (`trace`) or a Python dispatch mode on every op (`dispatch`). */
   readonly cudaPath?: 'trace' | 'dispatch';
+  /** The line tracer's global trace function: built in C (`c`) or the pure-Python fallback (`python`). */
+  readonly tracer?: 'c' | 'python';
   readonly pid: number;
   readonly capabilities: Capabilities;
 }

@@ -303,6 +303,35 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.deepEqual(JSON.parse(stdout), messages.map((m) => m[1]));
   });
 
+  // The line tracer's global trace function runs in C when it builds for this interpreter (ctrace.py), else in
+  // Python; MEMHINT_CTRACE=1 requires the C one, 0 forces the Python one. Both must give the same report.
+  describe('C and Python line tracers (MEMHINT_CTRACE)', () => {
+    const withTracer = (script: string, fn: string, choice: '0' | '1') =>
+      runProfile(options({ script, function: fn, env: { ...process.env, MEMHINT_CTRACE: choice } }));
+    const perLine = (report: ProfileReport) =>
+      report.lines.map((l) => JSON.stringify([l.file, l.line, l.calls, l.self, l.inclusive, l.backward, l.savedForBackward]));
+
+    for (const [name, fn] of [['subclass_dispatch.py', 'step'], ['saved_lines.py', 'step']] as const) {
+      it(`gives identical per-line figures on ${name}, and the report says which tracer ran`, async () => {
+        const script = path.join(FIXTURES, name);
+        const c = ok(await withTracer(script, fn, '1'));
+        const py = ok(await withTracer(script, fn, '0'));
+        assert.equal(c.environment.tracer, 'c');
+        assert.equal(py.environment.tracer, 'python');
+        assert.deepEqual(perLine(c), perLine(py));
+        assert.ok(c.lines.length > 3, `${c.lines.length} lines`);
+      });
+    }
+
+    it("traces a tensor subclass's own __torch_dispatch__ (user code run by the op) with the C tracer", async () => {
+      const script = path.join(FIXTURES, 'subclass_dispatch.py');
+      const report = ok(await withTracer(script, 'step', '1'));
+      // Two ops per step (add, mul), three profiled steps: the method's op line ran 6 times, unwrap 12.
+      assert.equal(lineOf(report, script, 'out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {}))  # the op on the plain tensors').calls, 6);
+      assert.equal(lineOf(report, script, 'return t.elem if isinstance(t, Wrapped) else t').calls, 12);
+    });
+  });
+
   describe('failures end with a clear error', () => {
     const run = (args: string[], extra: Partial<ProfileOptions> = {}): Promise<ProfileOutcome> =>
       runProfile(options({ script: ERRORS, scriptArgs: args, ...extra }));

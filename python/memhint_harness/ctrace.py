@@ -1,0 +1,133 @@
+"""Builds and loads the line tracer's C trace function (_ctrace.c), or says why the Python one runs.
+
+The extension is compiled with the system C compiler against the running interpreter's headers, at setup
+(`python3 -m memhint_harness.ctrace --build`, run by scripts/setup-system.sh's callers) or lazily on first
+use, into a cache keyed by the interpreter's ABI (cache tag + extension suffix) and the source's hash, so
+two interpreters or two harness versions never share a binary. Nothing is downloaded. When it cannot be
+built (no compiler, no Python.h, another implementation) the pure-Python tracer runs instead; the report's
+environment says which (`tracer`: "c" or "python").
+
+MEMHINT_CTRACE=0 forces the Python tracer, MEMHINT_CTRACE=1 makes a failed build an error (tests use both);
+MEMHINT_CTRACE_CACHE moves the cache (default: $XDG_CACHE_HOME or ~/.cache, then memhint/ctrace).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shlex
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from types import ModuleType
+from typing import Optional, Tuple
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ctrace.c")
+MODULE = "memhint_ctrace"
+
+_loaded: Optional[Tuple[Optional[ModuleType], str]] = None  # (module or None, why not)
+
+
+def cache_dir() -> str:
+    explicit = os.environ.get("MEMHINT_CTRACE_CACHE")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "memhint", "ctrace")
+
+
+def binary_path() -> str:
+    """Where this interpreter's build of the current source lives."""
+    digest = hashlib.sha256()
+    with open(SOURCE, "rb") as handle:
+        digest.update(handle.read())
+    # Patch releases keep the ABI, but their headers (inline functions, macros) may differ: one build each.
+    digest.update(("%s|%s" % (sys.version, sysconfig.get_paths().get("include"))).encode())
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or importlib.machinery.EXTENSION_SUFFIXES[0]
+    tag = "%s-%s" % (sys.implementation.cache_tag, digest.hexdigest()[:16])
+    return os.path.join(cache_dir(), tag, MODULE + suffix)
+
+
+def _compiler():
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shlex.split(cc)
+
+
+def build(target: str) -> None:
+    """Compiles _ctrace.c into `target` (atomically: concurrent first uses each write their own file and
+    the last rename wins, all of them the same build). Raises RuntimeError with the compiler's message."""
+    if sys.implementation.name != "cpython":
+        raise RuntimeError("not CPython (%s)" % sys.implementation.name)
+    include = sysconfig.get_paths().get("include") or ""
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        raise RuntimeError("no Python.h in %s (Debian: apt-get install python3-dev)" % (include or "?"))
+    folder = os.path.dirname(target)
+    os.makedirs(folder, exist_ok=True)
+    handle, partial = tempfile.mkstemp(dir=folder, prefix=".build-", suffix=".so")
+    os.close(handle)
+    command = _compiler() + ["-shared", "-fPIC", "-O2", "-I" + include, SOURCE, "-o", partial]
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        if done.returncode != 0:
+            text = done.stdout.decode("utf-8", "replace").strip().splitlines()
+            raise RuntimeError("%s failed: %s" % (command[0], " | ".join(text[-5:]) or done.returncode))
+        os.replace(partial, target)
+    except OSError as error:
+        raise RuntimeError("%s: %s" % (command[0], error))
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+
+
+def _import(path: str) -> ModuleType:
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
+    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+    if spec is None:
+        raise ImportError("cannot load %s" % path)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def load() -> Tuple[Optional[ModuleType], str]:
+    """(the C module, "") or (None, why the Python tracer runs). Decided once per process."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    choice = os.environ.get("MEMHINT_CTRACE", "")
+    if choice == "0":
+        _loaded = (None, "MEMHINT_CTRACE=0")
+        return _loaded
+    try:
+        path = binary_path()
+        if not os.path.exists(path):
+            build(path)
+        _loaded = (_import(path), "")
+    except Exception as error:  # noqa: BLE001 - any failure means the Python tracer, said in the report
+        if choice == "1":
+            raise RuntimeError("MEMHINT_CTRACE=1 but the C tracer is unavailable: %s" % error)
+        _loaded = (None, str(error) or type(error).__name__)
+    return _loaded
+
+
+def main(argv=None) -> int:
+    """`python -m memhint_harness.ctrace --build`: builds this interpreter's copy now (setup scripts)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["--build"]:
+        print("usage: python -m memhint_harness.ctrace --build", file=sys.stderr)
+        return 2
+    try:
+        path = binary_path()
+        build(path)
+        _import(path)
+    except Exception as error:  # noqa: BLE001
+        print("memhint: C tracer not built (the Python tracer will run): %s" % error, file=sys.stderr)
+        return 1
+    print("memhint: C tracer built for %s: %s" % (sys.executable, path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,7 +15,7 @@ import { forwardsFeedingBackward } from './backprop';
 import { VersionMemo } from '../session';
 import { callsWithin, unitCallGroups } from './calls';
 
-export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
+export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout' | 'history-cut';
 
 const INFERENCE_NAME_TOKENS = new Set(['translate', 'sample', 'sampling', 'generate', 'generation', 'greedy', 'beam', 'decode', 'decoding', 'decoder', 'caption', 'synthesize', 'inference', 'infer', 'predict', 'prediction']);
 const ACTION_VERBS = new Set(['choose', 'select', 'get', 'pick', 'take', 'act']);
@@ -393,6 +393,10 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
       end = region.end;
     } else return null;
   } else if (named) kind = 'inference-name';
+  // A function that trains nothing and cuts every use of the forward's output from its history
+  // (`return out.data.cpu().numpy()[0]`, `.item()`, `.detach()`): an RL agent's `value()`/`action()` or a
+  // statistics helper, whatever its name. No caller can backpropagate what leaves it, so the graph is waste.
+  else if (scope.type === 'function_definition' && !reach.functionReaches(scope) && historyCutInScope(file, scope, call)) kind = 'history-cut';
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
   else if (stepsBefore(scope)) kind = 'after-training';
   if (kind === null) return null;

@@ -260,7 +260,8 @@ function derivedIn(file: SourceFile, region: SyntaxNode, forward: SyntaxNode): {
   // Twice: a name derived late in a loop body is read early in the next iteration.
   for (let pass = 0; pass < 2; pass++) {
     for (const n of nodes) {
-      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
+      // A comprehension's variables too: `[arr.append(el) for arr, el in zip(lists, (policy, value))]` stores `policy`.
+      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement' && n.type !== 'for_in_clause') continue;
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');
       if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);

@@ -6,7 +6,7 @@ import { childByField, contains, type SourceFile, type SyntaxNode } from '../syn
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
@@ -179,6 +179,17 @@ function iteratesBoundLoader(file: SourceFile, flow: ScopeFlow, loop: SyntaxNode
 }
 
 /**
+ * The innermost loop around `at` runs a forward pass with autograd off (`with torch.no_grad(): preds =
+ * model(x)` nested in the test loop's body, the append right after the block): that loop evaluates even
+ * in a scope that trains elsewhere. Whether the loop itself trains is checked afterwards.
+ */
+function forwardsWithGradOff(file: SourceFile, scope: SyntaxNode, at: SyntaxNode): boolean {
+  const loop = enclosingLoops(at)[0];
+  if (loop === undefined) return false;
+  return (callsByScope(file).get(scope)?.forwards ?? []).some((f) => contains(loop, f) && gradOffAt(file, f));
+}
+
+/**
  * Not memoised per scope: whether a loop trains (steps.ts) may depend on functions defined elsewhere in
  * the file, so it is asked afresh; the costly parts (flows, model facts, call indexes) are memoised by
  * their own modules, and the candidates come from the file's indexes (no walk per scope).
@@ -192,7 +203,7 @@ function check(file: SourceFile): RuleFinding[] {
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
-    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass) continue;
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at)) continue;
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;

@@ -164,10 +164,24 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
   const created = flow.reachingDefs(key, acc.container).filter((d) => d.kind === 'assign');
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
-    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop)) continue;
+    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
     return created.every((d) => !contains(loop, d.stmt)) ? loop : null;
   }
   return null;
+}
+
+/**
+ * `for x, y in dataloader['test_loader'].get_iterator():`: a project's own loader class walked through an
+ * iterator method (no arguments) of an object named as a loader.
+ */
+function iteratesLoaderIterator(file: SourceFile, loop: SyntaxNode): boolean {
+  const found = loopIterable(file, loop);
+  const it = found?.iterable;
+  if (it?.type !== 'call' || positionalArguments(it).length > 0) return false;
+  const fn = childByField(it, 'function');
+  if (fn?.type !== 'attribute' || !/^(get_)?iter(ator)?$|^__iter__$/.test(file.textOf(childByField(fn, 'attribute') ?? fn))) return false;
+  const object = childByField(fn, 'object');
+  return object !== null && LOADER.test(file.textOf(object));
 }
 
 /** `pbar = tqdm(test_loader)` then `for batch in pbar:`: the loop walks the loader bound to the name. */

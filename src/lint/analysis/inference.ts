@@ -17,7 +17,7 @@ import { callsWithin, unitCallGroups } from './calls';
 import { derivedReadOutside, HISTORY_CUTS, listsCutAfter } from './rollout-lists';
 import { differentiatesWeights } from './weight-gradients';
 
-export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout';
+export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout' | 'history-cut';
 
 const INFERENCE_NAME_TOKENS = new Set(['translate', 'sample', 'sampling', 'generate', 'generation', 'greedy', 'beam', 'decode', 'decoding', 'decoder', 'caption', 'synthesize', 'inference', 'infer', 'predict', 'prediction']);
 const ACTION_VERBS = new Set(['choose', 'select', 'get', 'pick', 'take', 'act']);
@@ -266,7 +266,8 @@ function derivedIn(file: SourceFile, region: SyntaxNode, forward: SyntaxNode): {
   // Twice: a name derived late in a loop body is read early in the next iteration.
   for (let pass = 0; pass < 2; pass++) {
     for (const n of nodes) {
-      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement') continue;
+      // A comprehension's variables too: `[arr.append(el) for arr, el in zip(lists, (policy, value))]` stores `policy`.
+      if (n.type !== 'assignment' && n.type !== 'augmented_assignment' && n.type !== 'for_statement' && n.type !== 'for_in_clause') continue;
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');
       if (left !== null && right !== null && refsHistory(file, right, forward, derived)) boundNames(file, left, derived);
@@ -413,6 +414,10 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
       end = region.end;
     } else return null;
   } else if (named) kind = 'inference-name';
+  // A function that trains nothing and cuts every use of the forward's output from its history
+  // (`return out.data.cpu().numpy()[0]`, `.item()`, `.detach()`): an RL agent's `value()`/`action()` or a
+  // statistics helper, whatever its name. No caller can backpropagate what leaves it, so the graph is waste.
+  else if (scope.type === 'function_definition' && !reach.functionReaches(scope) && historyCutInScope(file, scope, call)) kind = 'history-cut';
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
   else if (stepsBefore(scope)) kind = 'after-training';
   if (kind === null) return null;

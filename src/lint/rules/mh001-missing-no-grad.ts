@@ -15,7 +15,7 @@ import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-
 import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
 import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
-import { frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
+import { callSites, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -277,7 +277,7 @@ function check(file: SourceFile): RuleFinding[] {
   if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), project?.lookup.stamp ?? '']);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), project?.lookup.stamp ?? '']);
   return checkScopes(
     file,
     findingsCache,
@@ -285,6 +285,34 @@ function check(file: SourceFile): RuleFinding[] {
     (scope) => scopeFindings(file, scope),
     (scope) => helperTextsSignature(file, scope),
   );
+}
+
+const gradOffCalleesMemo = new VersionMemo<ReadonlySet<SyntaxNode>>('MH001.gradOffCallees');
+
+/**
+ * Functions of the file that every call of the file runs with autograd off: under no_grad at the call,
+ * or from a function that is itself only called so (followed to a fixed point).
+ */
+function calledOnlyGradOff(file: SourceFile): ReadonlySet<SyntaxNode> {
+  return gradOffCalleesMemo.get(file, () => {
+    const out = new Set<SyntaxNode>();
+    const sites = callSites(file);
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const [fn, calls] of sites) {
+        if (out.has(fn) || calls.length === 0) continue;
+        if (!calls.every((c) => gradOffAt(file, c) || out.has(scopeOf(c) ?? c))) continue;
+        out.add(fn);
+        changed = true;
+      }
+    }
+    return out;
+  });
+}
+
+/** calledOnlyGradOff's functions by name: a scope's findings read it, so it is part of the cache key. */
+function gradOffCalleesSignature(file: SourceFile): string {
+  return [...calledOnlyGradOff(file)].map((fn) => `${file.textOf(childByField(fn, 'name') ?? fn)}@${file.lineOf(fn.start)}`).join(',');
 }
 
 const scopeFindingsMemo = new VersionMemo<RuleFinding[]>('MH001.scopeFindings');
@@ -362,6 +390,7 @@ const INFERENCE_WHY: Record<InferenceKind, string> = {
   'after-training': 'after the training steps, for prediction only (nothing backpropagates it)',
   'after-step': "inside the training loop after this iteration's backward/step, for testing or sampling only",
   rollout: 'in a rollout loop that keeps none of its history for the update that follows (acting only)',
+  'history-cut': 'in a function that trains nothing and keeps none of its history (only `.data`, `.item()`, `.detach()` or numpy of it leaves)',
 };
 
 /**
@@ -446,6 +475,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     // A rollout's history can also leave through the helper's own side effects (REINFORCE's
     // `policy.saved_log_probs.append(m.log_prob(a))` inside `select_action`).
     if (inference.kind === 'rollout' && helper !== null && helperStores(file, helper)) continue;
+    // Found by what leaves the function alone: a helper of the file that every caller runs under no_grad
+    // (a DQN's `compute_q_values_for_next_states` called inside `with torch.no_grad():`) records nothing.
+    if (inference.kind === 'history-cut' && calledOnlyGradOff(file).has(scope)) continue;
     if (regions.has(inference.region) || findings.some((f) => f.start >= inference.region.start && f.end <= inference.region.end)) continue;
     regions.add(inference.region);
     reported.push(call);

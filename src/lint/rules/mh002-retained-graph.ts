@@ -13,6 +13,8 @@ import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
 import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
 import { calleeName } from '../analysis/imports';
+import { localCallee, resolutionSignature } from '../analysis/indirect';
+import { inferenceSignature, reachesGradients } from '../analysis/inference';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -98,6 +100,54 @@ function persists(flow: ScopeFlow, sink: Sink, key: string): boolean {
   return rebinding.every((d) => d.effective <= loop.start);
 }
 
+/**
+ * The scope hands the container itself to a function of this file that backpropagates or steps an
+ * optimizer, directly or through its own calls (ACER's `_train(..., policies, Qs, Vs, ...)`, a
+ * REINFORCE `finish_episode(log_probs)`): the history is kept for that update on purpose.
+ */
+function handedToTraining(file: SourceFile, scope: SyntaxNode, key: string): boolean {
+  for (const call of nodesInScope(scope, CALL_TYPES)) {
+    const args = childByField(call, 'arguments');
+    if (args === null || !namedChildren(args).some((a) => file.textOf(a.type === 'keyword_argument' ? (childByField(a, 'value') ?? a) : a) === key)) continue;
+    const callee = localCallee(file, call);
+    if (callee !== null && reachesGradients(file, callee)) return true;
+  }
+  return false;
+}
+
+const CALL_TYPES = new Set(['call']);
+
+const COMPREHENSIONS = new Set(['list_comprehension', 'generator_expression', 'set_comprehension', 'dictionary_comprehension']);
+
+/**
+ * The containers a comprehension variable stands for: `arr` in `[arr.append(el) for arr, el in
+ * zip((policies, Qs, Vs), (policy, Q, V))]` is each of `policies`, `Qs`, `Vs` in turn. Null when `key` is
+ * not a comprehension's variable; empty when it is but what it iterates is not a visible tuple or list of
+ * names (then no container is known to outlive anything).
+ */
+function comprehensionContainers(file: SourceFile, node: SyntaxNode, key: string): string[] | null {
+  for (let p = node.parent; p !== null && p.type !== 'function_definition' && p.type !== 'module'; p = p.parent) {
+    if (!COMPREHENSIONS.has(p.type)) continue;
+    for (const clause of namedChildren(p)) {
+      if (clause.type !== 'for_in_clause') continue;
+      const left = childByField(clause, 'left');
+      const right = childByField(clause, 'right');
+      if (left === null || right === null) continue;
+      const targets = left.type === 'pattern_list' || left.type === 'tuple_pattern' ? namedChildren(left) : [left];
+      const index = targets.findIndex((t) => file.textOf(t) === key);
+      if (index < 0) continue;
+      let source: SyntaxNode | undefined = targets.length === 1 ? right : undefined;
+      if (targets.length > 1 && right.type === 'call' && file.textOf(childByField(right, 'function') ?? right) === 'zip') {
+        source = namedChildren(childByField(right, 'arguments') ?? right)[index];
+      }
+      if (source === undefined || (source.type !== 'tuple' && source.type !== 'list')) return [];
+      const keys = namedChildren(source).map((e) => keyOf(file, e));
+      return keys.every((k): k is string => k !== null) ? keys : [];
+    }
+  }
+  return null;
+}
+
 /** Value sub-expressions that carry history, outermost first (`loss * n` -> [loss]). */
 function taintedLeaves(flow: ScopeFlow, expr: SyntaxNode): SyntaxNode[] {
   if (expr.type === 'binary_operator') {
@@ -180,7 +230,7 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file)]);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file)]);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
@@ -193,9 +243,11 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const flow = flowOf(file, scope);
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
     const key = containerKey(file, sink.target);
-    if (key === null || !persists(flow, sink, key)) continue;
+    if (key === null) continue;
+    // `[arr.append(el) for arr, el in zip((policies, Qs), (policy, Q))]`: the containers are the lists zipped in.
+    const containers = comprehensionContainers(file, sink.node, key) ?? [key];
+    if (!containers.some((k) => persists(flow, sink, k) && !isConsumedByBackward(file, scope, k) && !handedToTraining(file, scope, k))) continue;
     if (isOverwrittenSlot(file, sink)) continue;
-    if (isConsumedByBackward(file, scope, key)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;
     const leaves = taintedLeaves(flow, sink.value);

@@ -712,7 +712,27 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   }
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
+  if (arg.type === 'identifier' && passedCuda(file, arg, depth)) return true;
   return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+}
+
+/**
+ * A parameter that some call of its function passes a CUDA device: `def main(..., device): device =
+ * torch.device(device)` called as `main(..., args.device)` with `--device` defaulting to 'cuda:0'. Read from
+ * the call sites' own arguments, since the rebinding hides the parameter from valuesOf and an argparse
+ * attribute has no assignment to resolve.
+ */
+function passedCuda(file: SourceFile, name: SyntaxNode, depth: number): boolean {
+  const fn = enclosingFunction(name);
+  const fnName = fn === null ? null : childByField(fn, 'name');
+  if (fn === null || fnName === null) return false;
+  const index = parameterNames(file, fn).indexOf(file.textOf(name));
+  if (index < 0 || /^(self|cls)$/.test(parameterNames(file, fn)[0] ?? '')) return false;
+  return callsNamed(file, file.textOf(fnName)).some((call) => {
+    if (childByField(call, 'function')?.type !== 'identifier') return false;
+    const passed = keywordArgument(file, call, file.textOf(name)) ?? positionalArguments(call)[index] ?? null;
+    return passed !== null && isCudaDevice(file, passed, depth + 1);
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { childByField, contains, type SourceFile, type SyntaxNode } from '../syn
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
@@ -164,10 +164,24 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
   const created = flow.reachingDefs(key, acc.container).filter((d) => d.kind === 'assign');
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
-    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop)) continue;
+    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
     return created.every((d) => !contains(loop, d.stmt)) ? loop : null;
   }
   return null;
+}
+
+/**
+ * `for x, y in dataloader['test_loader'].get_iterator():`: a project's own loader class walked through an
+ * iterator method (no arguments) of an object named as a loader.
+ */
+function iteratesLoaderIterator(file: SourceFile, loop: SyntaxNode): boolean {
+  const found = loopIterable(file, loop);
+  const it = found?.iterable;
+  if (it?.type !== 'call' || positionalArguments(it).length > 0) return false;
+  const fn = childByField(it, 'function');
+  if (fn?.type !== 'attribute' || !/^(get_)?iter(ator)?$|^__iter__$/.test(file.textOf(childByField(fn, 'attribute') ?? fn))) return false;
+  const object = childByField(fn, 'object');
+  return object !== null && LOADER.test(file.textOf(object));
 }
 
 /** `pbar = tqdm(test_loader)` then `for batch in pbar:`: the loop walks the loader bound to the name. */
@@ -176,6 +190,17 @@ function iteratesBoundLoader(file: SourceFile, flow: ScopeFlow, loop: SyntaxNode
   const key = found === null ? null : keyOf(file, found.iterable);
   if (found === null || key === null) return false;
   return flow.reachingDefs(key, found.iterable).some((d) => d.kind === 'assign' && d.value !== null && LOADER.test(file.textOf(d.value)));
+}
+
+/**
+ * The innermost loop around `at` runs a forward pass with autograd off (`with torch.no_grad(): preds =
+ * model(x)` nested in the test loop's body, the append right after the block): that loop evaluates even
+ * in a scope that trains elsewhere. Whether the loop itself trains is checked afterwards.
+ */
+function forwardsWithGradOff(file: SourceFile, scope: SyntaxNode, at: SyntaxNode): boolean {
+  const loop = enclosingLoops(at)[0];
+  if (loop === undefined) return false;
+  return (callsByScope(file).get(scope)?.forwards ?? []).some((f) => contains(loop, f) && gradOffAt(file, f));
 }
 
 /**
@@ -192,7 +217,7 @@ function check(file: SourceFile): RuleFinding[] {
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
-    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass) continue;
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at)) continue;
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;

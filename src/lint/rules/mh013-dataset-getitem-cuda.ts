@@ -42,12 +42,32 @@ function sampleMethods(file: SourceFile, cls: DatasetClass, getitem: SyntaxNode)
   return out;
 }
 
+/** Objects of launch libraries whose `.device` is the process's GPU whenever there is one. */
+const LAUNCHER = /(^|\.)(Accelerator|Fabric)$/;
+
+/**
+ * `accelerator.device` (accelerate's `Accelerator()`, Lightning's `Fabric()`), directly or through a name
+ * bound to it, also from an enclosing function (a dataset class defined inside `train()`): only MH013
+ * reads it as a GPU, since an accelerate loop's own `.to(accelerator.device)` copies are MH009's business
+ * and its prepared loaders already move batches.
+ */
+function isLauncherDevice(file: SourceFile, target: SyntaxNode): boolean {
+  if (target.type !== 'identifier' && target.type !== 'attribute') return false;
+  return [target, ...(valuesOf(file, target) ?? [])].some((v) => {
+    if (v.type !== 'attribute' || file.textOf(childByField(v, 'attribute') ?? v) !== 'device') return false;
+    const object = childByField(v, 'object');
+    if (object === null || (object.type !== 'identifier' && object.type !== 'attribute')) return false;
+    return (valuesOf(file, object) ?? []).some((o) => o.type === 'call' && LAUNCHER.test(calleeName(file, o) ?? ''));
+  });
+}
+
 /** Whether a `.to()` / `device=` target is visibly an accelerator. */
 function isAccelerator(file: SourceFile, cls: DatasetClass, target: SyntaxNode): boolean {
   const literal = literalDevice(file, target);
   if (literal !== null) return ACCELERATORS.has(literal);
   if (isNeverCuda(file, target)) return false;
   if (isCudaDevice(file, target)) return true;
+  if (isLauncherDevice(file, target)) return true;
   // `self.device = device` in __init__, and the file builds the dataset with `device="cuda"` / a CUDA device.
   if (target.type !== 'attribute' || !file.textOf(target).startsWith('self.')) return false;
   const init = cls.methods.get('__init__');

@@ -106,7 +106,7 @@ function persists(flow: ScopeFlow, sink: Sink, key: string): boolean {
  * REINFORCE `finish_episode(log_probs)`): the history is kept for that update on purpose.
  */
 function handedToTraining(file: SourceFile, scope: SyntaxNode, key: string): boolean {
-  for (const call of nodesInScope(scope, CALL_TYPES)) {
+  for (const call of nodesInScope(file, scope, CALL_TYPES)) {
     const args = childByField(call, 'arguments');
     if (args === null || !namedChildren(args).some((a) => file.textOf(a.type === 'keyword_argument' ? (childByField(a, 'value') ?? a) : a) === key)) continue;
     const callee = localCallee(file, call);

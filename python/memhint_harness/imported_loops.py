@@ -88,7 +88,7 @@ def training_loops_in_imports(script: str, tree: ast.AST, search_path: Sequence[
     """The training loops of the user's modules that `script` imports and (statically) calls into, nearest
     import first. Each Loop's `file` names its module."""
     script = os.path.abspath(script)
-    files: List[Tuple[str, ast.AST, str]] = []  # (path, tree, source)
+    files: List[Tuple[str, LoopFinder]] = []  # (path, its parsed loops; the finder's tree is the module's)
     seen = {script}
     frontier = [(script, tree)]
     for _ in range(MAX_DEPTH):
@@ -101,16 +101,17 @@ def training_loops_in_imports(script: str, tree: ast.AST, search_path: Sequence[
                 try:
                     with open(imported, "rb") as handle:
                         source = handle.read()
-                    parsed = ast.parse(source, imported)
+                    # Parsed once: the finder's tree serves the import walk and the call graph below.
+                    finder = LoopFinder(source.decode("utf-8", "replace"), imported)
                 except (OSError, SyntaxError, ValueError):
                     continue  # importing it fails the same way, in the user's code, where it is reported
-                files.append((imported, parsed, source.decode("utf-8", "replace")))
-                following.append((imported, parsed))
+                files.append((imported, finder))
+                following.append((imported, finder.tree))
         frontier = following
     if not files:
         return []
     called = _called_names(tree)
-    per_file_calls = [_function_calls(parsed) for _, parsed, _ in files]
+    per_file_calls = [_function_calls(finder.tree) for _, finder in files]
     changed = True
     while changed:  # functions of these files that the script's calls reach, to a fixed point
         changed = False
@@ -120,8 +121,8 @@ def training_loops_in_imports(script: str, tree: ast.AST, search_path: Sequence[
                     called |= inner
                     changed = True
     loops: List[Loop] = []
-    for path, _, source in files:
-        for loop in LoopFinder(source, path).training_loops():
+    for _, finder in files:
+        for loop in finder.training_loops():
             if loop.function == "<module>" or loop.function in called:
                 loops.append(loop)
     return loops

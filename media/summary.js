@@ -573,8 +573,10 @@
 
   function render() {
     const model = state.model;
-    // Rebuilding the page would jump to the top: keep the reader's place (sort, export, re-show).
-    const scrollY = state.scrollY || 0;
+    // Rebuilding the page would jump to the top: keep the reader's place (sort, export, re-show). A live page
+    // reads it from the window: the saved copy trails it by a scroll event (a sort clicked right after
+    // scrolling restored the place before). A page being restored (nothing rendered yet) has only the saved one.
+    const scrollY = app.childElementCount > 0 ? window.scrollY : state.scrollY || 0;
     app.textContent = '';
     const sections = [];
     if (!model) {

@@ -14,10 +14,10 @@
  * - outputs that are plain tensors (torch.Tensor, Parameter) or tuples / lists of them, nested once as
  *   on_outputs reads them;
  * - each output's storage either already live in the ledger at its recorded size (views, in-place ops), or
- *   new (an allocation, outside backward()): the young generation is polled first (frees charged, forward
- *   outputs' graph nodes tagged), then a StorageRec is made and charged as Tracker.on_alloc/_grow do.
- * Anything else (a resized or reused storage, a tensor subclass, an allocation during backward(), the ops
- * kernels.py watches, `detach`, a disabled tracker) goes to the Python code before anything is changed:
+ *   new (an allocation): the young generation is polled first (frees charged, forward outputs' graph nodes
+ *   tagged), then a StorageRec is made and charged as Tracker.on_alloc/_grow do, in forward, optimizer and
+ *   backward alike (to the running graph node's forward line, or in hooks mode deferred to the node's hook).
+ * Anything else (a resized or reused storage, a tensor subclass, the ops kernels.py watches, `detach`, a disabled tracker) goes to the Python code before anything is changed:
  * `slow` (the whole Python __torch_dispatch__) when decided before the op, `after` (on_outputs) after it.
  * A failure inside the bookkeeping disables the tracker through `failed(error)`, as Tracker.fail does.
  */
@@ -32,7 +32,7 @@ static PyObject *s_disabled, *s_watched_ops, *s_op, *s_in_backward, *s_in_step, 
     *s_step_peak_site, *s_step_peak_phase, *s_cdata, *s_rec_cdata, *s_nbytes, *s_handle, *s_site, *s_module, *s_t,
     *s_file, *s_line, *s_func, *s_incl_max, *s_self_max, *s_self_c, *s_incl_c, *s_counter, *s_grad_fn,
     *s_tensor_ref, *s_metadata, *s_register_hook, *s_next_functions, *s_name, *s_weak_ref, *s_forward,
-    *s_other, *s_AccumulateGrad;
+    *s_other, *s_AccumulateGrad, *s_backward, *s_bw_c, *s_backward_start_live, *s_get;
 
 typedef struct {
     PyObject_HEAD
@@ -45,8 +45,8 @@ typedef struct {
     PyObject *detach;    /* aten.detach.default: the Python body handles it */
     PyObject *bound_to;  /* slow.__self__, the mode: torch 2.x checks a mode's __torch_dispatch__.__self__ */
     /* The tracker's containers and functions, never rebound after its __init__. */
-    PyObject *live, *young, *young_handles, *old, *old_handles, *pending, *stack, *timeline;
-    PyObject *expired, *free_handle, *storage_of, *on_device, *collect_stack_accs, *pop_returned;
+    PyObject *live, *young, *young_handles, *old, *old_handles, *pending, *stack, *timeline, *lines, *bw_pending;
+    PyObject *expired, *free_handle, *storage_of, *on_device, *collect_stack_accs, *pop_returned, *acc;
     PyObject *current_node;  /* torch._C._current_autograd_node, or None (hooks mode) */
     PyObject *hook_for;      /* BackwardAttribution._hook_for(site, module) */
     PyObject *tensor_type, *parameter_type, *rec_type, *untracked, *node_key, *module_key, *perf_counter,
@@ -200,6 +200,83 @@ module_top(PyObject *modules)
     return top;
 }
 
+/* The top Frame that Tracker charges: any thread's during backward() (the main thread waits in the
+ * backward() line while autograd's threads run), else the main thread's. Borrowed, or NULL (no exception). */
+static PyObject *
+charged_top(DispatchCore *self, int in_backward)
+{
+    Py_ssize_t size = PyList_GET_SIZE(self->stack);
+    if (size == 0 || (!in_backward && !on_main_thread(self)))
+        return NULL;
+    return PyList_GET_ITEM(self->stack, size - 1);
+}
+
+/* BackwardAttribution._running(key): metadata[key] of the graph node autograd is running, a new reference
+ * (None in hooks mode, outside a node, or when the node has no such tag). */
+static PyObject *
+running(DispatchCore *self, PyObject *key)
+{
+    if (self->current_node == Py_None)
+        Py_RETURN_NONE;
+    PyObject *node = PyObject_CallNoArgs(self->current_node);
+    if (node == NULL)
+        return NULL;
+    if (node == Py_None)
+        return node;
+    PyObject *value = PyObject_GetAttr(node, s_metadata);
+    Py_DECREF(node);
+    PyObject *found = value ? PyObject_CallMethodOneArg(value, s_get, key) : NULL;
+    Py_XDECREF(value);
+    if (found == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear();  /* `except Exception: return None` */
+        Py_RETURN_NONE;
+    }
+    return found;
+}
+
+/* Tracker._acc(site[:2]): the line's LineAcc, made by the tracker when new. A new reference. */
+static PyObject *
+line_acc(DispatchCore *self, PyObject *site)
+{
+    PyObject *key = PyTuple_GetSlice(site, 0, 2);
+    if (key == NULL)
+        return NULL;
+    PyObject *acc = PyDict_GetItemWithError(self->lines, key);
+    if (acc != NULL)
+        Py_INCREF(acc);
+    else if (!PyErr_Occurred())
+        acc = PyObject_CallOneArg(self->acc, key);
+    Py_DECREF(key);
+    return acc;
+}
+
+/* hooks mode: bw_pending.setdefault(get_ident(), []).append((rec, delta, in_step)), claimed by the next
+ * graph node's post-hook. */
+static int
+defer_backward(DispatchCore *self, PyObject *rec, long long delta, int in_step)
+{
+    PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (ident == NULL)
+        return -1;
+    PyObject *events = PyDict_GetItemWithError(self->bw_pending, ident);
+    int err = 0;
+    if (events == NULL) {
+        events = PyErr_Occurred() ? NULL : PyList_New(0);
+        err = events == NULL || PyDict_SetItem(self->bw_pending, ident, events) < 0 ? -1 : 0;
+    } else {
+        Py_INCREF(events);
+    }
+    Py_DECREF(ident);
+    PyObject *event = err ? NULL : Py_BuildValue("(OLO)", rec, delta, in_step ? Py_True : Py_False);
+    if (event == NULL || PyList_Append(events, event) < 0)
+        err = -1;
+    Py_XDECREF(event);
+    Py_XDECREF(events);
+    return err;
+}
+
 /* ---------------------------------------------------------------- Tracker's charges */
 
 /* Tracker._charge_accs(nbytes, freed, self_too), once its caller checked the stack. */
@@ -268,9 +345,9 @@ record_event(DispatchCore *self, PyObject *rec, long long delta, long long live,
     return err;
 }
 
-/* Tracker._on_free(rec, nbytes) outside backward() (the only state in which this file frees). */
+/* Tracker._on_free(rec, nbytes). */
 static int
-on_free(DispatchCore *self, PyObject *rec, long long nbytes)
+on_free(DispatchCore *self, PyObject *rec, long long nbytes, int in_backward)
 {
     long long live;
     if (attr_ll(self->tracker, s_live_bytes, &live) < 0)
@@ -279,16 +356,62 @@ on_free(DispatchCore *self, PyObject *rec, long long nbytes)
     if (set_ll(self->tracker, s_live_bytes, live) < 0 || record_event(self, rec, -nbytes, live, 0, 0.0) < 0)
         return -1;
     int in_step = attr_true(self->tracker, s_in_step);
-    if (in_step <= 0)
-        return in_step;
-    if (main_top(self) == NULL)
+    if (in_step < 0)
+        return -1;
+    if (in_backward && self->current_node == Py_None)
+        return defer_backward(self, rec, -nbytes, in_step);
+    if (!in_step)
         return 0;
+    if (in_backward) {
+        PyObject *site = running(self, self->node_key);
+        if (site == NULL)
+            return -1;
+        if (site != Py_None) {
+            PyObject *acc = line_acc(self, site);
+            Py_DECREF(site);
+            int err = acc == NULL ? -1 : attr_list_add(acc, s_bw_c, 1, nbytes);
+            Py_XDECREF(acc);
+            if (err < 0)
+                return -1;
+            /* _charge_stack(nbytes, freed=True, self_too=False) */
+            return PyList_GET_SIZE(self->stack) ? charge_accs(self, nbytes, 1, 0) : 0;
+        }
+        Py_DECREF(site);
+        if (PyList_GET_SIZE(self->stack) == 0)
+            return 0;
+    } else if (main_top(self) == NULL) {
+        return 0;
+    }
     return charge_accs(self, nbytes, 1, 1);
 }
 
-/* Tracker._grow(rec, nbytes, None) outside backward(). */
+/* Tracker._charge_backward(site, nbytes): the forward line's backward counters. */
 static int
-grow(DispatchCore *self, PyObject *rec, long long nbytes)
+charge_backward(DispatchCore *self, PyObject *site, long long nbytes, long long live)
+{
+    long long start;
+    if (attr_ll(self->tracker, s_backward_start_live, &start) < 0)
+        return -1;
+    PyObject *acc = line_acc(self, site);
+    PyObject *c = acc ? PyObject_GetAttr(acc, s_bw_c) : NULL;
+    Py_XDECREF(acc);
+    if (c == NULL)
+        return -1;
+    int err = list_add(c, 0, nbytes) < 0 || list_add(c, 3, 1) < 0 ? -1 : 0;
+    if (err == 0 && PyList_Check(c) && PyList_GET_SIZE(c) > 2) {
+        long long peak = PyLong_AsLongLong(PyList_GET_ITEM(c, 2));
+        if (peak == -1 && PyErr_Occurred())
+            err = -1;
+        else if (live - start > peak)
+            err = list_add(c, 2, live - start - peak);
+    }
+    Py_DECREF(c);
+    return err;
+}
+
+/* Tracker._grow(rec, nbytes, bw_site); bw_site: the running node's forward line (None outside a node). */
+static int
+grow(DispatchCore *self, PyObject *rec, long long nbytes, int in_backward, PyObject *bw_site)
 {
     PyObject *tracker = self->tracker;
     long long live;
@@ -341,14 +464,21 @@ grow(DispatchCore *self, PyObject *rec, long long nbytes)
     }
     Py_DECREF(budget);
     int in_step = attr_true(tracker, s_in_step);
-    if (in_step <= 0)
-        return in_step;
-    PyObject *top = main_top(self);
+    if (in_step < 0)
+        return -1;
+    int hooks_backward = in_backward && bw_site == Py_None && self->current_node == Py_None;
+    /* Claimed by the next node post-hook, in warmup too: the storage's line must be the forward one. */
+    if (hooks_backward && defer_backward(self, rec, nbytes, in_step) < 0)
+        return -1;
+    if (!in_step)
+        return 0;
+    PyObject *top = charged_top(self, in_backward);
     if (top != NULL) {
         long long mark;
         if (attr_ll(top, s_incl_max, &mark) < 0 || (live > mark && set_ll(top, s_incl_max, live) < 0))
             return -1;
-        if (attr_ll(top, s_self_max, &mark) < 0 || (live > mark && set_ll(top, s_self_max, live) < 0))
+        if (!in_backward
+            && (attr_ll(top, s_self_max, &mark) < 0 || (live > mark && set_ll(top, s_self_max, live) < 0)))
             return -1;
     }
     long long peak;
@@ -360,7 +490,7 @@ grow(DispatchCore *self, PyObject *rec, long long nbytes)
             return -1;
         Py_ssize_t count = events == Py_None ? 0 : PyObject_Length(events);
         Py_DECREF(events);
-        int grad = count < 0 ? -1 : grad_enabled(self);
+        int grad = count < 0 ? -1 : in_backward ? 1 : grad_enabled(self);
         if (grad < 0)
             return -1;
         PyObject *at = PyFloat_FromDouble(now);
@@ -368,20 +498,31 @@ grow(DispatchCore *self, PyObject *rec, long long nbytes)
         int err = site == NULL || set_ll(tracker, s_step_peak, live) < 0
                   || PyObject_SetAttr(tracker, s_step_peak_at, at) < 0 || set_ll(tracker, s_step_peak_index, count) < 0
                   || PyObject_SetAttr(tracker, s_step_peak_site, site) < 0
-                  || PyObject_SetAttr(tracker, s_step_peak_phase, grad ? s_forward : s_other) < 0;
+                  || PyObject_SetAttr(tracker, s_step_peak_phase,
+                                      in_backward ? s_backward : grad ? s_forward : s_other) < 0;
         Py_XDECREF(at);
         Py_XDECREF(site);
         if (err)
             return -1;
     }
-    PyObject *module = PyObject_GetAttr(rec, s_module);
+    if (hooks_backward)
+        return 0;
+    if (in_backward && bw_site != Py_None) {
+        if (charge_backward(self, bw_site, nbytes, live) < 0)
+            return -1;
+        if (top != NULL && charge_accs(self, nbytes, 0, 0) < 0)
+            return -1;
+    }
+    PyObject *module = in_backward && bw_site == Py_None ? (Py_INCREF(Py_None), Py_None)
+                                                          : PyObject_GetAttr(rec, s_module);
     if (module == NULL)
         return -1;
     if (module != Py_None) {
-        /* ModuleLedger.charge_forward(module, nbytes): its counter's [_FORWARD] (1). */
+        /* ModuleLedger.charge_forward / charge_backward(module, nbytes): its counter's [_FORWARD] (1) or
+         * [_BACKWARD] (3). */
         PyObject *modules = PyObject_GetAttr(tracker, s_modules);
         PyObject *done = modules ? PyObject_CallMethodOneArg(modules, s_counter, module) : NULL;
-        int err = done == NULL ? -1 : list_add(done, 1, nbytes);
+        int err = done == NULL ? -1 : list_add(done, in_backward ? 3 : 1, nbytes);
         Py_XDECREF(done);
         Py_XDECREF(modules);
         if (err < 0) {
@@ -390,6 +531,8 @@ grow(DispatchCore *self, PyObject *rec, long long nbytes)
         }
     }
     Py_DECREF(module);
+    if (in_backward && bw_site != Py_None)
+        return 0;
     if (top != NULL)
         return charge_accs(self, nbytes, 0, 1);
     return 0;
@@ -569,10 +712,10 @@ forget(DispatchCore *self, PyObject *cdata)
     return PyDict_DelItem(self->old, cdata) < 0 || PyDict_DelItem(self->old_handles, cdata) < 0 ? -1 : 0;
 }
 
-/* Tracker.poll(full=False) outside backward(): tags pending graph nodes, retires the young generation's dead
- * storages (charging their frees) and pops a returned user frame. */
+/* Tracker.poll(full=False): tags pending graph nodes, retires the young generation's dead storages (charging
+ * their frees) and pops a returned user frame. */
 static int
-poll_young(DispatchCore *self)
+poll_young(DispatchCore *self, int in_backward)
 {
     if (PyList_GET_SIZE(self->pending) > 0 && flush_pending(self) < 0)
         return -1;
@@ -599,7 +742,7 @@ poll_young(DispatchCore *self)
             Py_XDECREF(done);
         }
         if (err == 0)
-            err = attr_ll(rec, s_nbytes, &nbytes) < 0 || on_free(self, rec, nbytes) < 0 ? -1 : 0;
+            err = attr_ll(rec, s_nbytes, &nbytes) < 0 || on_free(self, rec, nbytes, in_backward) < 0 ? -1 : 0;
         Py_XDECREF(key);
         Py_XDECREF(rec_handle);
     }
@@ -617,16 +760,21 @@ poll_young(DispatchCore *self)
     return 0;
 }
 
-/* Tracker.on_alloc(cdata, nbytes, storage, tensor) outside backward(): a new reference to the record. */
+/* Tracker.on_alloc(cdata, nbytes, storage, tensor): a new reference to the record. */
 static PyObject *
-on_alloc(DispatchCore *self, PyObject *cdata, PyObject *nbytes_obj, long long nbytes, PyObject *storage)
+on_alloc(DispatchCore *self, PyObject *cdata, PyObject *nbytes_obj, long long nbytes, PyObject *storage,
+         int in_backward)
 {
     PyObject *tracker = self->tracker;
     long long serial;
     if (attr_ll(tracker, s_serial, &serial) < 0 || set_ll(tracker, s_serial, serial + 1) < 0)
         return NULL;
-    PyObject *top = main_top(self);
-    PyObject *site = top != NULL ? site_of(top) : (Py_INCREF(self->untracked), self->untracked);
+    PyObject *bw_site = in_backward ? running(self, self->node_key) : (Py_INCREF(Py_None), Py_None);
+    if (bw_site == NULL)
+        return NULL;
+    PyObject *top = charged_top(self, in_backward);
+    PyObject *site = bw_site != Py_None ? (Py_INCREF(bw_site), bw_site)
+                     : top != NULL ? site_of(top) : (Py_INCREF(self->untracked), self->untracked);
     PyObject *handle = site ? PyObject_CallMethodNoArgs(storage, s_weak_ref) : NULL;
     PyObject *epoch = handle ? PyObject_GetAttr(tracker, s_epoch) : NULL;
     PyObject *step = epoch ? PyObject_GetAttr(tracker, s_step_index) : NULL;
@@ -642,12 +790,13 @@ on_alloc(DispatchCore *self, PyObject *cdata, PyObject *nbytes_obj, long long nb
     Py_XDECREF(number);
     if (rec == NULL) {
         Py_XDECREF(handle);
+        Py_DECREF(bw_site);
         return NULL;
     }
     PyObject *modules = PyObject_GetAttr(tracker, s_modules);
     int err = modules == NULL ? -1 : 0;
     if (err == 0 && modules != Py_None) {
-        PyObject *module = module_top(modules);
+        PyObject *module = in_backward ? running(self, self->module_key) : module_top(modules);
         err = module == NULL ? -1 : PyObject_SetAttr(rec, s_module, module);
         Py_XDECREF(module);
     }
@@ -658,7 +807,8 @@ on_alloc(DispatchCore *self, PyObject *cdata, PyObject *nbytes_obj, long long nb
               || PyDict_SetItem(self->young_handles, cdata, handle) < 0 ? -1 : 0;
     Py_DECREF(handle);
     if (err == 0)
-        err = grow(self, rec, nbytes);
+        err = grow(self, rec, nbytes, in_backward, bw_site);
+    Py_DECREF(bw_site);
     if (err < 0) {
         Py_DECREF(rec);
         return NULL;
@@ -677,10 +827,10 @@ typedef struct {
 
 #define MAX_OUTPUTS 64
 
-/* Collects the plain tensors of `out` (on_outputs' walk) that are on the measured device and have a storage.
- * 1 when every one can be handled here, 0 when the Python code must run, -1 on error. */
+/* Collects a plain tensor of an op's output (on_outputs' walk) when it is on the measured device and has a
+ * storage. 1 when it can be handled here, 0 when the Python code must run, -1 on error. */
 static int
-add_output(DispatchCore *self, PyObject *tensor, Output *items, int *count, int in_backward)
+add_output(DispatchCore *self, PyObject *tensor, Output *items, int *count)
 {
     PyTypeObject *type = Py_TYPE(tensor);
     if ((PyObject *)type != self->tensor_type && (PyObject *)type != self->parameter_type)
@@ -710,10 +860,6 @@ add_output(DispatchCore *self, PyObject *tensor, Output *items, int *count, int 
     if (rec == NULL) {
         if (PyErr_Occurred())
             ok = -1;
-        else if (in_backward) {
-            int positive = PyObject_IsTrue(nbytes);
-            ok = positive < 0 ? -1 : !positive;  /* an allocation in backward(): Python */
-        }
     } else {
         /* A reused address (the old record expired) or a resized storage: Python. */
         PyObject *handle = PyObject_GetAttr(rec, s_handle);
@@ -738,10 +884,10 @@ add_output(DispatchCore *self, PyObject *tensor, Output *items, int *count, int 
 }
 
 static int
-collect_outputs(DispatchCore *self, PyObject *out, Output *items, int *count, int in_backward)
+collect_outputs(DispatchCore *self, PyObject *out, Output *items, int *count)
 {
     if (PyObject_TypeCheck(out, (PyTypeObject *)self->tensor_type))
-        return add_output(self, out, items, count, in_backward);
+        return add_output(self, out, items, count);
     PyObject *seq = PySequence_Fast(out, "memhint: not a sequence");  /* a tuple or a list */
     if (seq == NULL)
         return -1;
@@ -749,12 +895,12 @@ collect_outputs(DispatchCore *self, PyObject *out, Output *items, int *count, in
     for (Py_ssize_t i = 0; ok > 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         if (PyObject_TypeCheck(item, (PyTypeObject *)self->tensor_type))
-            ok = add_output(self, item, items, count, in_backward);
+            ok = add_output(self, item, items, count);
         else if (PyTuple_Check(item) || PyList_Check(item)) {
             for (Py_ssize_t j = 0; ok > 0 && j < PySequence_Fast_GET_SIZE(item); j++) {
                 PyObject *sub = PySequence_Fast_GET_ITEM(item, j);
                 if (PyObject_TypeCheck(sub, (PyTypeObject *)self->tensor_type))
-                    ok = add_output(self, sub, items, count, in_backward);
+                    ok = add_output(self, sub, items, count);
             }
         }
     }
@@ -771,7 +917,7 @@ handle_outputs(DispatchCore *self, PyObject *out)
         return -1;
     Output items[MAX_OUTPUTS];
     int count = 0;
-    int ok = collect_outputs(self, out, items, &count, in_backward != 0);
+    int ok = collect_outputs(self, out, items, &count);
     PyObject *seen[MAX_OUTPUTS * 2];
     int nseen = 0;
     for (int i = 0; ok > 0 && i < count; i++) {
@@ -791,11 +937,11 @@ handle_outputs(DispatchCore *self, PyObject *out)
             }
             if (nbytes <= 0)
                 continue;
-            if (poll_young(self) < 0) {
+            if (poll_young(self, in_backward != 0) < 0) {
                 ok = -1;
                 break;
             }
-            rec = on_alloc(self, items[i].cdata, items[i].nbytes, nbytes, items[i].storage);
+            rec = on_alloc(self, items[i].cdata, items[i].nbytes, nbytes, items[i].storage, in_backward != 0);
             if (rec == NULL) {
                 ok = -1;
                 break;
@@ -978,6 +1124,9 @@ DispatchCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     FROM(self->pending, tracker, "pending");
     FROM(self->stack, tracker, "stack");
     FROM(self->timeline, tracker, "timeline");
+    FROM(self->lines, tracker, "lines");
+    FROM(self->bw_pending, autograd, "bw_pending");
+    FROM(self->acc, tracker, "_acc");
     FROM(self->expired, tracker, "_expired");
     FROM(self->free_handle, tracker, "_free_handle");
     FROM(self->storage_of, tracker, "_storage_of");
@@ -1003,7 +1152,8 @@ DispatchCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 #undef CONST
     if (!err && (!PyDict_Check(self->live) || !PyDict_Check(self->young) || !PyDict_Check(self->young_handles)
                  || !PyDict_Check(self->old) || !PyDict_Check(self->old_handles) || !PyList_Check(self->pending)
-                 || !PyList_Check(self->stack) || !PyList_Check(self->timeline) || !PyType_Check(self->tensor_type))) {
+                 || !PyList_Check(self->stack) || !PyList_Check(self->timeline) || !PyDict_Check(self->lines)
+                 || !PyDict_Check(self->bw_pending) || !PyType_Check(self->tensor_type))) {
         PyErr_SetString(PyExc_TypeError, "DispatchCore: the tracker's containers are not of the expected types");
         err = 1;
     }
@@ -1021,7 +1171,7 @@ DispatchCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 #define CORE_MEMBERS(X) \
     X(tracker) X(bound_to) X(slow) X(after) X(on_error) X(failed) X(detach) X(live) X(young) X(young_handles) X(old) \
-    X(old_handles) X(pending) X(stack) X(timeline) X(expired) X(free_handle) X(storage_of) X(on_device) \
+    X(old_handles) X(pending) X(stack) X(timeline) X(lines) X(bw_pending) X(acc) X(expired) X(free_handle) X(storage_of) X(on_device) \
     X(collect_stack_accs) X(pop_returned) X(current_node) X(hook_for) X(tensor_type) X(parameter_type) \
     X(rec_type) X(untracked) X(node_key) X(module_key) X(perf_counter) X(is_grad_enabled) X(accumulate_type)
 
@@ -1090,6 +1240,8 @@ memhint_dispatch_init(PyObject *module)
         {&s_tensor_ref, "tensor_ref"}, {&s_metadata, "metadata"}, {&s_register_hook, "register_hook"},
         {&s_next_functions, "next_functions"}, {&s_name, "__name__"}, {&s_weak_ref, "_weak_ref"},
         {&s_forward, "forward"}, {&s_other, "other"}, {&s_AccumulateGrad, "AccumulateGrad"},
+        {&s_backward, "backward"}, {&s_bw_c, "bw_c"}, {&s_backward_start_live, "backward_start_live"},
+        {&s_get, "get"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].target == NULL && (*names[i].target = PyUnicode_InternFromString(names[i].text)) == NULL)

@@ -19,8 +19,7 @@
  * PyEval_SetTrace is per thread, like sys.settrace; sys.gettrace() returns the CTracer object, which is
  * also callable as a Python trace function (same decisions), so sys.settrace(sys.gettrace()) keeps working.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_ctrace.h"
 #include <frameobject.h>
 #include <structmember.h>
 #include <stddef.h>
@@ -476,24 +475,11 @@ static PyTypeObject UntracedType = {
 
 /* call_traced(tracer, op, args, kwargs): op(*args, **kwargs) with `tracer` on, from inside an Untraced
  * call that switched it off (tracer None: a plain call). */
-static PyObject *
-ctrace_call_traced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+memhint_call_traced(PyObject *tracer, PyObject *op, PyObject *posargs, PyObject *kwargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "call_traced(tracer, op, args, kwargs)");
-        return NULL;
-    }
-    PyObject *tracer = args[0], *op = args[1], *posargs = args[2], *kwargs = args[3];
-    if (!PyTuple_Check(posargs)) {
-        PyErr_SetString(PyExc_TypeError, "call_traced: args must be a tuple");
-        return NULL;
-    }
     if (kwargs == Py_None)
         kwargs = NULL;
-    else if (!PyDict_Check(kwargs)) {
-        PyErr_SetString(PyExc_TypeError, "call_traced: kwargs must be a dict or None");
-        return NULL;
-    }
     int switched = tracer != Py_None && PyObject_TypeCheck(tracer, &CTracerType)
                    && PyThreadState_Get()->c_tracefunc == NULL && !((CTracer *)tracer)->lost;
     if (switched)
@@ -506,6 +492,24 @@ ctrace_call_traced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             ((CTracer *)tracer)->lost = 1;  /* removed or replaced inside the op: left as it is */
     }
     return result;
+}
+
+static PyObject *
+ctrace_call_traced(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "call_traced(tracer, op, args, kwargs)");
+        return NULL;
+    }
+    if (!PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "call_traced: args must be a tuple");
+        return NULL;
+    }
+    if (args[3] != Py_None && !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "call_traced: kwargs must be a dict or None");
+        return NULL;
+    }
+    return memhint_call_traced(args[0], args[1], args[2], args[3]);
 }
 
 /* settrace(obj): sys.settrace, except that a CTracer is installed as a C trace function. The harness
@@ -584,6 +588,10 @@ PyInit_memhint_ctrace(void)
     Py_INCREF(&UntracedType);
     if (PyModule_AddObject(module, "Untraced", (PyObject *)&UntracedType) < 0) {
         Py_DECREF(&UntracedType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (memhint_dispatch_init(module) < 0 || memhint_expiry_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -1,14 +1,16 @@
-"""Builds and loads the line tracer's C trace function (_ctrace.c), or says why the Python one runs.
+"""Builds and loads the harness's C extension, or says why the Python code runs: the line tracer's trace
+function (_ctrace.c), the dispatch mode's per-op bookkeeping (_cdispatch.c) and the ledger's expiry scan
+(_cexpiry.c), one module.
 
 The extension is compiled with the system C compiler against the running interpreter's headers, at setup
 (`python3 -m memhint_harness.ctrace --build`, run by scripts/setup-system.sh's callers) or lazily on first
 use, into a cache keyed by the interpreter's ABI (cache tag + extension suffix) and the source's hash, so
 two interpreters or two harness versions never share a binary. Nothing is downloaded. When it cannot be
 built (no compiler, no Python.h, another implementation) the pure-Python tracer runs instead; the report's
-environment says which (`tracer`: "c" or "python").
+environment says which (`tracer`: "c" or "python"; with "c" the per-op bookkeeping runs in C too).
 
-MEMHINT_CTRACE=0 forces the Python tracer, MEMHINT_CTRACE=1 makes a failed build an error (tests use both);
-MEMHINT_CTRACE_CACHE moves the cache (default: $XDG_CACHE_HOME or ~/.cache, then memhint/ctrace).
+MEMHINT_CTRACE=0 forces the Python tracer and bookkeeping, MEMHINT_CTRACE=1 makes a failed build an error
+(tests use both); MEMHINT_CTRACE_CACHE moves the cache (default: $XDG_CACHE_HOME or ~/.cache, then memhint/ctrace).
 """
 from __future__ import annotations
 
@@ -24,7 +26,12 @@ import tempfile
 from types import ModuleType
 from typing import Optional, Tuple
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ctrace.c")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# One extension from three sources sharing _ctrace.h: the line tracer (_ctrace.c), the dispatch mode's per-op
+# bookkeeping (_cdispatch.c, which calls the tracer's switching directly) and the ledger's expiry scan
+# (_cexpiry.c).
+SOURCES = tuple(os.path.join(_HERE, name) for name in ("_ctrace.c", "_cdispatch.c", "_cexpiry.c"))
+HEADERS = (os.path.join(_HERE, "_ctrace.h"),)
 MODULE = "memhint_ctrace"
 
 _loaded: Optional[Tuple[Optional[ModuleType], str]] = None  # (module or None, why not)
@@ -41,8 +48,9 @@ def cache_dir() -> str:
 def binary_path() -> str:
     """Where this interpreter's build of the current source lives."""
     digest = hashlib.sha256()
-    with open(SOURCE, "rb") as handle:
-        digest.update(handle.read())
+    for path in SOURCES + HEADERS:
+        with open(path, "rb") as handle:
+            digest.update(handle.read())
     # Patch releases keep the ABI, but their headers (inline functions, macros) may differ: one build each.
     digest.update(("%s|%s" % (sys.version, sysconfig.get_paths().get("include"))).encode())
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or importlib.machinery.EXTENSION_SUFFIXES[0]
@@ -56,7 +64,7 @@ def _compiler():
 
 
 def build(target: str) -> None:
-    """Compiles _ctrace.c into `target` (atomically: concurrent first uses each write their own file and
+    """Compiles the C sources into `target` (atomically: concurrent first uses each write their own file and
     the last rename wins, all of them the same build). Raises RuntimeError with the compiler's message."""
     if sys.implementation.name != "cpython":
         raise RuntimeError("not CPython (%s)" % sys.implementation.name)
@@ -67,7 +75,7 @@ def build(target: str) -> None:
     os.makedirs(folder, exist_ok=True)
     handle, partial = tempfile.mkstemp(dir=folder, prefix=".build-", suffix=".so")
     os.close(handle)
-    command = _compiler() + ["-shared", "-fPIC", "-O2", "-I" + include, SOURCE, "-o", partial]
+    command = _compiler() + ["-shared", "-fPIC", "-O2", "-Wall", "-I" + include] + list(SOURCES) + ["-o", partial]
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         if done.returncode != 0:

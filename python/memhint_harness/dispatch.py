@@ -1,15 +1,22 @@
 """The TorchDispatchMode that feeds every aten op's outputs to the tracker, and on torch 1.13 a C-level
-trampoline that spares the op the Python mode stack."""
+trampoline that spares the op the Python mode stack.
+
+With the C tracer, the mode's per-op bookkeeping runs in C as well (_cdispatch.c's DispatchCore): the
+common cases (views, in-place ops, new storages outside backward()) without a Python frame; everything else
+through DispatchMode's Python code below, which stays the reference and the fallback (MEMHINT_CTRACE=0)."""
 from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import torch
 
 from .linetrace import SWITCH_TRACE as _SWITCH_TRACE
+from .linetrace import dispatch_core as _dispatch_core
 from .linetrace import settrace
 from .linetrace import untraced_caller as _untraced_caller
+from .records import MODULE_KEY, NODE_KEY, UNTRACKED, StorageRec
 from .storage import PLAIN_TENSOR_TYPES
 
 try:
@@ -22,6 +29,7 @@ _get_ident = threading.get_ident
 _is_grad_enabled = torch.is_grad_enabled
 _settrace = settrace  # linetrace.settrace: restores the C tracer as such
 _call_traced, _Untraced, _CTracer = _untraced_caller()
+_DispatchCore = _dispatch_core()
 _Tensor = torch.Tensor
 
 
@@ -74,10 +82,18 @@ class FastDispatchMode(TorchDispatchMode if TorchDispatchMode is not None else o
 class DispatchMode(FastDispatchMode):
     """Feeds every aten op's outputs to the tracker."""
 
+    # The tracker methods whose work _cdispatch.c does itself: it runs only while they are Tracker's own
+    # (predict/run.py wraps _grow and _on_free on the instance; a subclass may override any of them).
+    _C_REPRODUCES = ("on_outputs", "_see", "poll", "on_alloc", "_grow", "_on_free", "_charge_accs",
+                     "current_site", "phase")
+
     def __init__(self, tracker):
         super().__init__()
         self.tracker = tracker
         self._trampoline = None
+        self.core = None  # the DispatchCore while the mode is entered with the C tracer
+        # What the 1.13 trampoline calls: (func, types, args, kwargs, tracer) -> the op's result.
+        self._body = self._dispatch_body
 
     _detach = torch.ops.aten.detach.default  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
 
@@ -85,16 +101,54 @@ class DispatchMode(FastDispatchMode):
         entered = super().__enter__()
         tracer = self.tracker.trace_call
         if _Untraced is not None and _CTracer is not None and isinstance(tracer, _CTracer):
-            # The C tracer: torch calls this instance attribute, which runs __torch_dispatch__ below with
-            # the tracer off and passes it the tracer to switch back on around the op (see _ctrace.c).
-            self.__dict__["__torch_dispatch__"] = _Untraced(self._dispatch_body, tracer)
+            # The C tracer: torch calls this instance attribute, which runs __torch_dispatch__ below (or the
+            # C bookkeeping) with the tracer off and passes it the tracer to switch back on around the op
+            # (see _ctrace.c).
+            self.core = self._make_core()
+            self._body = self.core if self.core is not None else self._dispatch_body
+            self.__dict__["__torch_dispatch__"] = _Untraced(self._body, tracer)
         self._trampoline = _SoleModeTrampoline.install(self)
         return entered
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         self._trampoline = None
+        self.core = None
+        self._body = self._dispatch_body
         self.__dict__.pop("__torch_dispatch__", None)
         return super().__exit__(exc_type, exc_val, exc_tb)
+
+    def _make_core(self):
+        """The C bookkeeping for this tracker, or None where it would not do what the Python code does."""
+        from .tracker import Tracker  # tracker.py imports this module
+
+        tracker = self.tracker
+        if _DispatchCore is None or type(tracker) is not Tracker:
+            return None
+        if any(name in vars(tracker) for name in self._C_REPRODUCES):
+            return None
+        consts = {"Tensor": torch.Tensor, "Parameter": torch.nn.Parameter, "StorageRec": StorageRec,
+                  "UNTRACKED": UNTRACKED, "NODE_KEY": NODE_KEY, "MODULE_KEY": MODULE_KEY,
+                  "perf_counter": time.perf_counter, "is_grad_enabled": torch.is_grad_enabled}
+        return _DispatchCore(tracker, self._dispatch_body, self._after_op, self._op_failed, tracker.fail,
+                             self._detach, consts)
+
+    # Called by the C bookkeeping (with the tracer off): the parts of __torch_dispatch__ below that it
+    # leaves to Python.
+
+    def _after_op(self, func, op, out):
+        """The outputs the C code does not handle: on_outputs, as __torch_dispatch__ does after the op."""
+        tracker = self.tracker
+        try:
+            tracker.on_outputs(out)
+            if op in tracker.watched_ops:
+                tracker.op_hook(func)
+        except Exception:  # tracker.guard, as in __torch_dispatch__
+            tracker.fail()
+
+    def _op_failed(self, func, error):
+        tracker = self.tracker
+        if not tracker.disabled:
+            tracker.guard(tracker.on_op_error, func, error)
 
     @property
     def _dispatch_body(self):
@@ -211,7 +265,7 @@ class _SoleModeTrampoline:
             try:
                 if tracer is None:
                     return mode.__torch_dispatch__(func, types, args, kwargs)
-                return type(mode).__torch_dispatch__(mode, func, types, args, kwargs, tracer)
+                return mode._body(func, types, args, kwargs, tracer)
             finally:
                 _set_dispatch_mode(self)
         # Other modes pushed on top: the stock behaviour, which re-installs `self` as the C-level mode. It

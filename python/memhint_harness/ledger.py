@@ -14,15 +14,18 @@ from .records import StorageRec
 
 class StorageLedger:
     # young_handles has young's keys in young's order (old_handles likewise): compress() pairs them.
-    __slots__ = ("live", "young", "young_handles", "old", "old_handles", "_expired")
+    __slots__ = ("live", "young", "young_handles", "old", "old_handles", "_expired", "_scan")
 
-    def __init__(self, expired):
+    def __init__(self, expired, scan=None):
         self.live: Dict[int, StorageRec] = {}  # cdata -> StorageRec, both generations
         self.young: Dict[int, StorageRec] = {}
         self.young_handles: Dict[int, object] = {}
         self.old: Dict[int, StorageRec] = {}  # parameters and optimizer state
         self.old_handles: Dict[int, object] = {}
         self._expired = expired
+        # expiry.py's scanner: _cexpiry.c's dead_records(recs, handles, expired, into), the same records in
+        # the same order as the compress() below; None: the scan below.
+        self._scan = scan
 
     def remember(self, rec):
         """A new live storage, in the young generation."""
@@ -52,6 +55,12 @@ class StorageLedger:
     def expired(self, full) -> List[StorageRec]:
         """The records whose storage died: the young generation's, and with `full` the old one's too."""
         expired = self._expired
+        scan = self._scan
+        if scan is not None:
+            dead = scan(self.young, self.young_handles, expired, [])
+            if full and self.old:
+                scan(self.old, self.old_handles, expired, dead)
+            return dead
         # list() runs compress to the end before the caller forgets records; both dicts share a key order.
         dead = list(compress(self.young.values(), map(expired, self.young_handles.values())))
         if full and self.old:

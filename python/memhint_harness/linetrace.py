@@ -42,6 +42,12 @@ def untraced_caller():
     return _CTRACE.call_traced, _CTRACE.Untraced, _CTRACE.CTracer
 
 
+def dispatch_core():
+    """_cdispatch.c's DispatchCore (the dispatch mode's per-op bookkeeping in C), or None with the Python
+    tracer: it runs inside the C tracer's Untraced calls."""
+    return getattr(_CTRACE, "DispatchCore", None) if _CTRACE is not None else None
+
+
 class StopProfiling(BaseException):
     """Raised into the user's code to end the run once enough steps were measured."""
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Tuple
 
 import torch
 
+from . import expiry
 from .backward import BackwardAttribution
 from .cudalines import CudaLineMeter
 from .dispatch import DispatchMode  # noqa: F401 - re-exported: cli and benchmarks import it from here
@@ -55,7 +56,7 @@ class Tracker:
         self.device_type = device_type
         self.t0 = time.perf_counter()
         self.main_thread = threading.get_ident()
-        self.ledger = StorageLedger(storage_api.expired_raw)
+        self.ledger = StorageLedger(storage_api.expired_raw, expiry.scanner(storage_api))
         self.live = self.ledger.live  # cdata -> StorageRec, read by the analysis and the report
         self.live_bytes = 0
         self.serial = 0
@@ -114,11 +115,13 @@ class Tracker:
             self.fail()
             return None
 
-    def fail(self):
+    def fail(self, error: Optional[BaseException] = None):
+        """Stops measuring; `error`: the exception, when not the one being handled (the C bookkeeping's)."""
         import traceback
 
         if self.internal_error is None:
-            self.internal_error = traceback.format_exc()
+            self.internal_error = (traceback.format_exc() if error is None else
+                                   "".join(traceback.format_exception(type(error), error, error.__traceback__)))
         self.disabled = True
         sys.settrace(None)
 

@@ -303,15 +303,26 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.deepEqual(JSON.parse(stdout), messages.map((m) => m[1]));
   });
 
-  // The line tracer's global trace function runs in C when it builds for this interpreter (ctrace.py), else in
-  // Python; MEMHINT_CTRACE=1 requires the C one, 0 forces the Python one. Both must give the same report.
+  // The line tracer's global trace function and the dispatch mode's per-op bookkeeping (_cdispatch.c) and the
+  // ledger's expiry scan (_cexpiry.c) run in C when the extension builds for this interpreter (ctrace.py), else
+  // in Python; MEMHINT_CTRACE=1 requires the C ones, 0 forces the Python ones. Both must give the same report.
   describe('C and Python line tracers (MEMHINT_CTRACE)', () => {
     const withTracer = (script: string, fn: string, choice: '0' | '1') =>
       runProfile(options({ script, function: fn, env: { ...process.env, MEMHINT_CTRACE: choice } }));
     const perLine = (report: ProfileReport) =>
       report.lines.map((l) => JSON.stringify([l.file, l.line, l.calls, l.self, l.inclusive, l.backward, l.savedForBackward]));
 
-    for (const [name, fn] of [['subclass_dispatch.py', 'step'], ['saved_lines.py', 'step']] as const) {
+    // subclass_dispatch: a tensor subclass's outputs (the Python bookkeeping's); storage_ops: resize_, out=,
+    // set_ and views (resized and reused storages: Python; views and new storages: C); inplace_backward and
+    // linear_adam: allocations and frees in backward() (hooks mode on 1.13, the running node on 2.x) and an
+    // optimizer step.
+    for (const [name, fn] of [
+      ['subclass_dispatch.py', 'step'],
+      ['saved_lines.py', 'step'],
+      ['storage_ops.py', 'step'],
+      ['inplace_backward.py', 'step'],
+      ['linear_adam.py', 'train_step'],
+    ] as const) {
       it(`gives identical per-line figures on ${name}, and the report says which tracer ran`, async () => {
         const script = path.join(FIXTURES, name);
         const c = ok(await withTracer(script, fn, '1'));
@@ -319,9 +330,48 @@ describe('profiler harness (real torch, cpu)', function () {
         assert.equal(c.environment.tracer, 'c');
         assert.equal(py.environment.tracer, 'python');
         assert.deepEqual(perLine(c), perLine(py));
+        const clockless = (report: ProfileReport) => JSON.stringify([{ ...report.peak, atMs: 0 }, report.modules, report.leaks]);
+        assert.equal(clockless(c), clockless(py));
         assert.ok(c.lines.length > 3, `${c.lines.length} lines`);
+        assert.ok(!c.notes.some((n) => /internal error/.test(n)), c.notes.join('\n'));
       });
     }
+
+    // _cexpiry.c's scan against torch's own _expired, on storages alive and dead, both with the strong counts
+    // read directly (where expiry.py's calibration allowed it) and through _expired.
+    it('finds the same dead storages as _expired, reading strong counts directly where calibrated', async () => {
+      const code = [
+        'import json, torch',
+        'from memhint_harness import ctrace, expiry',
+        'from memhint_harness.storage import StorageApi',
+        'api = StorageApi()',
+        'scan = expiry.scanner(api)',
+        'module = ctrace.load()[0]',
+        'tensors = [torch.empty(n + 1) for n in range(40)]',
+        'handles = {i: api.storage_of(t)._weak_ref() for i, t in enumerate(tensors)}',
+        'recs = {i: "rec%d" % i for i in handles}',
+        'views = [tensors[i].view(-1) for i in range(0, 40, 4)]',
+        'for i in range(0, 40, 3):',
+        '    tensors[i] = None',
+        'truth = [recs[i] for i, h in handles.items() if api.expired_raw(h)]',
+        'direct = scan(recs, handles, api.expired_raw, [])',
+        'was_direct = expiry.direct_reads()',
+        'module.set_direct_expiry(False)',
+        'called = scan(recs, handles, api.expired_raw, [])',
+        'print(json.dumps({"direct": was_direct, "truth": truth, "found": direct, "called": called}))',
+      ].join('\n');
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(PYTHON, ['-c', code], { env: { ...process.env, PYTHONPATH: findHarnessRoot(), MEMHINT_CTRACE: '1' } }, (error, out) =>
+          error ? reject(new Error(error.message)) : resolve(out),
+        ),
+      );
+      const result = JSON.parse(stdout) as { direct: boolean; truth: string[]; found: string[]; called: string[] };
+      // Every third tensor dropped, except those a view keeps alive (multiples of 4): 0, 12, 24, 36 stay.
+      assert.deepEqual(result.truth, ['rec3', 'rec6', 'rec9', 'rec15', 'rec18', 'rec21', 'rec27', 'rec30', 'rec33', 'rec39']);
+      assert.deepEqual(result.found, result.truth);
+      assert.deepEqual(result.called, result.truth);
+      assert.equal(result.direct, true, 'the calibration accepts this torch (1.13 and 2.x keep the strong count after the vtable)');
+    });
 
     it("traces a tensor subclass's own __torch_dispatch__ (user code run by the op) with the C tracer", async () => {
       const script = path.join(FIXTURES, 'subclass_dispatch.py');

@@ -241,6 +241,7 @@ def close_epoch(tracker, runner, notes):
     """The leak check of the last epoch, after the run; its failure is a note, never the report's loss."""
     try:
         runner.state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
+        notes.extend(runner.state.bounded_notes())
     except Exception:  # noqa: BLE001 - a failing leak check must not hide the report
         notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
 

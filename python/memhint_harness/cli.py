@@ -17,7 +17,8 @@ def parse_args(argv):
     parser.add_argument("--function", default=None)
     parser.add_argument("--setup", default=None)
     parser.add_argument("--loop", default=None,
-                        help="without --function: 'auto' (find the training loop) or the header line of a loop")
+                        help="without --function: 'auto' (find the training loop), the header line of a loop "
+                             "in the script, or FILE:LINE for a loop in a module of yours that the script runs")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -99,8 +100,9 @@ def _user_location(tb, user_files):
 def _run(options, channel, observers=()):
     if options.function is None and options.setup is not None:
         return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
-    if options.loop not in (None, "auto") and not options.loop.isdigit():
-        return _error(channel, "bad_arguments", "--loop must be auto or a line number")
+    if options.loop not in (None, "auto") and not options.loop.isdigit() \
+            and not options.loop.rpartition(":")[2].isdigit():
+        return _error(channel, "bad_arguments", "--loop must be auto, a line number or FILE:LINE")
     if options.warmup < 0 or options.steps < 1:
         return _error(channel, "bad_arguments", "--warmup must be >= 0 and --steps >= 1")
     try:

@@ -353,6 +353,11 @@ def _add_observers(torch, runner, tracker, user_files, device_type):
         tracker.node_hook = nograd.on_node
         runner.saved_watch = nograd
         runner.observers.append(nograd)
+    from .compiled import CompileWatch
+
+    compiled = CompileWatch(user_files.is_user)
+    compiled.install(torch)
+    runner.observers.append(compiled)
     kernels = KernelWatch(tracker, device_type)
     # Keyed by each overload's C function (OpOverload._op, what the mode calls): OpOverload's own __hash__ is
     # Python code on torch 1.13, one more call per op.

@@ -98,8 +98,8 @@ class State:
         self.graph_counts = {}  # serial -> (rec, [node counts at successive boundaries])
         self.checked_epochs = []
         self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
-        self.leaked_by_epoch = {}  # site -> {epoch: {(cdata, serial)}}, to see whether they die later
-        self.bounded = {}  # site -> first epoch whose survivors all died: held for a while, then freed
+        self.leaked_by_epoch = {}  # site -> {epoch: {(cdata, serial, nbytes)}}, to see whether they die later
+        self.bounded = {}  # site -> first epoch whose survivors mostly died since: held for a while, then freed
         self.holders = {}  # site -> description of what holds the leak
         self.held_nodes = {}  # site -> autograd nodes the leaked tensors keep reachable (all steps)
 
@@ -181,7 +181,7 @@ class State:
                     per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
                     self.leaked_cdatas.setdefault(rec.site, set()).add(rec.cdata)
                     self.leaked_by_epoch.setdefault(rec.site, {}).setdefault(leak_epoch, set()).add(
-                        (rec.cdata, rec.serial))
+                        (rec.cdata, rec.serial, rec.nbytes))
         self._find_bounded(leak_epoch)
         if starting_epoch >= 1:
             self._count_graphs(starting_epoch, current)
@@ -192,16 +192,21 @@ class State:
     final_epoch = None
 
     def _find_bounded(self, leak_epoch):
-        """A site whose survivors of an earlier step have all died since is not leaking: it keeps each
-        step's tensors for a bounded number of steps (timm's PrefetchLoader prepares batch k+2 while step k
-        ends, so it is alive when step k+2 starts; a `deque(maxlen=...)` of recent outputs). Storages are
-        matched by serial as well as address: a freed StorageImpl's address is reused."""
+        """A site most of whose survivors of an earlier step (by bytes) have died since is not leaking: it
+        keeps each step's tensors for a bounded number of steps (timm's PrefetchLoader prepares batch k+2 while
+        step k ends, so it is alive when step k+2 starts; a `deque(maxlen=...)` of recent outputs). Most, not
+        all: the same line may hold a few small tensors a step longer (a DataLoader's out-of-order batches),
+        while a leak keeps everything. Storages are matched by serial as well as address: a freed
+        StorageImpl's address is reused."""
         live = self.tracker.live
         for site, by_epoch in self.leaked_by_epoch.items():
             if site in self.bounded:
                 continue
             for epoch in sorted(e for e in by_epoch if e < leak_epoch):
-                if all(live.get(cdata) is None or live[cdata].serial != serial for cdata, serial in by_epoch[epoch]):
+                entries = by_epoch[epoch]
+                alive = sum(nbytes for cdata, serial, nbytes in entries
+                            if live.get(cdata) is not None and live[cdata].serial == serial)
+                if 2 * alive < sum(nbytes for _, _, nbytes in entries):
                     self.bounded[site] = epoch
                     break
 

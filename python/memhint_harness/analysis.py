@@ -1,4 +1,5 @@
 """Kinds of live memory, the peak snapshot, and leak detection across steps."""
+import os
 import weakref
 
 import torch
@@ -97,6 +98,8 @@ class State:
         self.graph_counts = {}  # serial -> (rec, [node counts at successive boundaries])
         self.checked_epochs = []
         self.leaked_cdatas = {}  # site -> cdatas of leaked storages (for naming their holders)
+        self.leaked_by_epoch = {}  # site -> {epoch: {(cdata, serial, nbytes)}}, to see whether they die later
+        self.bounded = {}  # site -> first epoch whose survivors mostly died since: held for a while, then freed
         self.holders = {}  # site -> description of what holds the leak
         self.held_nodes = {}  # site -> autograd nodes the leaked tensors keep reachable (all steps)
 
@@ -177,6 +180,9 @@ class State:
                     per_epoch = self.leaks.setdefault(rec.site, {})
                     per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
                     self.leaked_cdatas.setdefault(rec.site, set()).add(rec.cdata)
+                    self.leaked_by_epoch.setdefault(rec.site, {}).setdefault(leak_epoch, set()).add(
+                        (rec.cdata, rec.serial, rec.nbytes))
+        self._find_bounded(leak_epoch)
         if starting_epoch >= 1:
             self._count_graphs(starting_epoch, current)
         if starting_epoch == self.final_epoch and self.leaked_cdatas:
@@ -184,6 +190,31 @@ class State:
         return True
 
     final_epoch = None
+
+    def _find_bounded(self, leak_epoch):
+        """A site most of whose survivors of an earlier step (by bytes) have died since is not leaking: it
+        keeps each step's tensors for a bounded number of steps (timm's PrefetchLoader prepares batch k+2 while
+        step k ends, so it is alive when step k+2 starts; a `deque(maxlen=...)` of recent outputs). Most, not
+        all: the same line may hold a few small tensors a step longer (a DataLoader's out-of-order batches),
+        while a leak keeps everything. Storages are matched by serial as well as address: a freed
+        StorageImpl's address is reused."""
+        live = self.tracker.live
+        for site, by_epoch in self.leaked_by_epoch.items():
+            if site in self.bounded:
+                continue
+            for epoch in sorted(e for e in by_epoch if e < leak_epoch):
+                entries = by_epoch[epoch]
+                alive = sum(nbytes for cdata, serial, nbytes in entries
+                            if live.get(cdata) is not None and live[cdata].serial == serial)
+                if 2 * alive < sum(nbytes for _, _, nbytes in entries):
+                    self.bounded[site] = epoch
+                    break
+
+    def bounded_notes(self):
+        """One sentence per site that kept storages past the leak check's two steps and then freed them."""
+        return ["%s:%d (%s) keeps each step's tensors alive into a later step and then frees them (a loader "
+                "that prefetches batches, a bounded history): not reported as a leak"
+                % (os.path.basename(site[0]), site[1], site[2]) for site in sorted(self.bounded)]
 
     def _count_held_nodes(self, live):
         """Autograd nodes reachable from the leaked tensors of each site: a kept `loss` is 4 bytes of storage
@@ -205,7 +236,8 @@ class State:
             self._count_held_nodes(live)
         except Exception:  # noqa: BLE001 - a courtesy, like the names
             pass
-        alive = {site: [c for c in cdatas if c in live] for site, cdatas in self.leaked_cdatas.items()}
+        alive = {site: [c for c in cdatas if c in live] for site, cdatas in self.leaked_cdatas.items()
+                 if site not in self.bounded}
         try:
             names = describe_holders(self.tracker, {c for cs in alive.values() for c in cs})
         except Exception:  # naming is a courtesy; never fail the profile for it
@@ -229,6 +261,8 @@ class State:
     def leak_list(self, steps_measured):
         result = {}
         for site, per_epoch in self.leaks.items():
+            if site in self.bounded:
+                continue
             epochs = range(self.warmup, self.warmup + max(steps_measured - 1, 0))
             by_step = [per_epoch.get(e, 0) for e in epochs]
             if not any(by_step):

@@ -17,7 +17,8 @@ def parse_args(argv):
     parser.add_argument("--function", default=None)
     parser.add_argument("--setup", default=None)
     parser.add_argument("--loop", default=None,
-                        help="without --function: 'auto' (find the training loop) or the header line of a loop")
+                        help="without --function: 'auto' (find the training loop), the header line of a loop "
+                             "in the script, or FILE:LINE for a loop in a module of yours that the script runs")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-seconds", type=float, default=None)
@@ -99,8 +100,9 @@ def _user_location(tb, user_files):
 def _run(options, channel, observers=()):
     if options.function is None and options.setup is not None:
         return _error(channel, "bad_arguments", "--setup needs a target function (script.py::function)")
-    if options.loop not in (None, "auto") and not options.loop.isdigit():
-        return _error(channel, "bad_arguments", "--loop must be auto or a line number")
+    if options.loop not in (None, "auto") and not options.loop.isdigit() \
+            and not options.loop.rpartition(":")[2].isdigit():
+        return _error(channel, "bad_arguments", "--loop must be auto, a line number or FILE:LINE")
     if options.warmup < 0 or options.steps < 1:
         return _error(channel, "bad_arguments", "--warmup must be >= 0 and --steps >= 1")
     try:
@@ -241,6 +243,7 @@ def close_epoch(tracker, runner, notes):
     """The leak check of the last epoch, after the run; its failure is a note, never the report's loss."""
     try:
         runner.state.epoch_boundary(tracker.epoch + 1, complete=runner.stopped_at_call)
+        notes.extend(runner.state.bounded_notes())
     except Exception:  # noqa: BLE001 - a failing leak check must not hide the report
         notes.append("leak check failed: %s" % traceback.format_exc(limit=1).strip())
 
@@ -350,6 +353,11 @@ def _add_observers(torch, runner, tracker, user_files, device_type):
         tracker.node_hook = nograd.on_node
         runner.saved_watch = nograd
         runner.observers.append(nograd)
+    from .compiled import CompileWatch
+
+    compiled = CompileWatch(user_files.is_user)
+    compiled.install(torch)
+    runner.observers.append(compiled)
     kernels = KernelWatch(tracker, device_type)
     # Keyed by each overload's C function (OpOverload._op, what the mode calls): OpOverload's own __hash__ is
     # Python code on torch 1.13, one more call per op.

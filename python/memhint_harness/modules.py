@@ -33,6 +33,19 @@ _register_pre = getattr(_module_api, "register_module_forward_pre_hook", None)
 _register_post = getattr(_module_api, "register_module_forward_hook", None)
 
 
+def _register_post_always(hook: Callable[..., None]) -> Any:
+    """The post hook also for a forward that raises (`always_call`, torch >= 2.0): non-reentrant checkpoint
+    recomputation (torch >= 2.1) stops early by raising out of the checkpointed module's forward, once it has
+    remade what backward needs, and a module left on the stack would be charged with everything that follows
+    (timm's --grad-checkpointing: the loss, backward and optimizer of later steps went to layer1). torch 1.13
+    has no such argument, and its checkpoint no early stop; a forward that raised there is unwound by the
+    enclosing module's post hook."""
+    try:
+        return _register_post(hook, always_call=True)
+    except TypeError:
+        return _register_post(hook)
+
+
 class ModuleLedger:
     def __init__(self, is_profiling: Callable[[], bool], device_type: str = "cpu") -> None:
         self.is_profiling = is_profiling
@@ -57,7 +70,7 @@ class ModuleLedger:
         if _register_pre is None or _register_post is None:
             return ("torch %s has no global module forward hooks: the per-module breakdown is not measured"
                     % torch.__version__)
-        self.handles = [_register_pre(wrap(self._pre_hook)), _register_post(wrap(self._post_hook))]
+        self.handles = [_register_pre(wrap(self._pre_hook)), _register_post_always(wrap(self._post_hook))]
         return None
 
     def uninstall(self) -> None:

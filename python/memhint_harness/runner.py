@@ -73,6 +73,7 @@ class Runner:
         # Training loops in modules the script imports (it has none): watched once their code first runs.
         self.pending_loops: Dict[str, List[Loop]] = {}
         self._codes_checked: set = set()
+        self.loop_chosen = False  # --loop FILE:LINE named a loop outside the script
         self.open_step: Optional[Tuple[StepLog, int, Any]] = None  # loop mode: the running iteration
         self.notes = []
         self.observers: List[Any] = []  # observers.StepObserver: told of step boundaries, add report fields
@@ -225,9 +226,13 @@ class Runner:
         """Loop mode: finds the loop (--loop LINE, or the training loop) and the code objects that run it.
         Returns False when no training loop was found (the caller profiles the whole script)."""
         finder = LoopFinder(source, self.script)
+        if self.options.loop not in (None, "auto") and not self.options.loop.isdigit():
+            chosen = self._chosen_loop_elsewhere(self.options.loop)
+            if chosen is not None:
+                return chosen
         if self.options.loop not in (None, "auto"):
             try:
-                loops = [finder.loop_at(int(self.options.loop))]
+                loops = [finder.loop_at(int(self.options.loop.rpartition(":")[2]))]
             except LoopError as error:
                 raise TargetError("missing_target", "%s: %s" % (self.script, error))
         else:
@@ -241,6 +246,32 @@ class Runner:
         if not self.loop_watches:
             raise TargetError("missing_target", "%s: no code runs the loop on line %d" % (self.script, loops[0].header))
         self.loop_candidates = loops
+        return True
+
+    def _chosen_loop_elsewhere(self, spec):
+        """--loop FILE:LINE: the loop on LINE of FILE, a module of the user's that the script imports and runs
+        (minGPT's chargpt.py runs the `while True:` of mingpt/trainer.py). Its code object exists only once the
+        module is imported, so it is matched when its code first runs, as for imported training loops.
+        Returns None when FILE is the script itself (then LINE is an ordinary --loop LINE)."""
+        name, _, line = spec.rpartition(":")
+        path = os.path.abspath(name)
+        if path == os.path.abspath(self.script):
+            return None
+        if not os.path.isfile(path):
+            raise TargetError("missing_target", "--loop %s: no such file" % spec)
+        if not self.tracker.user_files.is_user(path):
+            raise TargetError("missing_target", "--loop %s: %s is library code, which the profiler does not trace "
+                              "line by line; profile a function of yours that calls it instead" % (spec, name))
+        try:
+            with open(path, "rb") as handle:
+                loop = LoopFinder(handle.read(), path).loop_at(int(line))
+        except (SyntaxError, ValueError) as error:
+            raise TargetError("missing_target", "%s: cannot read its loops (%s)" % (name, error))
+        except LoopError as error:
+            raise TargetError("missing_target", "%s: %s" % (name, error))
+        self.pending_loops.setdefault(path, []).append(loop)
+        self.loop_candidates = [loop]
+        self.loop_chosen = True
         return True
 
     def _arm_imported_loops(self, tree):
@@ -473,6 +504,11 @@ class Runner:
 
     def _imported_loop_notes(self):
         places = ", ".join(self.where(loop) for loop in self.loop_candidates)
+        if self.loop_chosen:
+            if self.loop is None:
+                raise TargetError("target_not_called", "%s ran to completion without reaching the loop at %s"
+                                  % (self.script, places))
+            return self._short_run_note()
         if self.loop is None:
             raise TargetError("target_not_called", "%s has no training loop and ran to completion without reaching "
                               "the one in the modules it imports (%s)" % (self.script, places))

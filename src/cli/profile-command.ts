@@ -18,6 +18,9 @@ export const PROFILE_USAGE = `usage: memhint profile SCRIPT.py[::FUNCTION | :LIN
   SCRIPT.py:LINE        run SCRIPT.py, each iteration of the for/while loop on LINE is one step
   SCRIPT.py             each iteration of the training loop (the innermost loop reaching backward()
                         and .step()) is one step; without one, the whole script for --max-seconds
+  SCRIPT.py --loop FILE:LINE
+                        run SCRIPT.py, each iteration of the loop on LINE of FILE, a module of yours
+                        that SCRIPT.py imports and runs, is one step
 
 options:
   --setup NAME          import SCRIPT.py and call NAME() for FUNCTION's arguments instead of running it
@@ -109,7 +112,7 @@ interface ParsedArgs {
 
 const RULES = {
   valued: new Set([
-    '--setup', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--cuda-path', '--format', '--out',
+    '--setup', '--loop', '--warmup', '--steps', '--max-seconds', '--python', '--backend', '--cuda-path', '--format', '--out',
     '--budget', '--memory-limit', '--cuda-snapshot', '--timeout', '--nproc-per-node', '--launcher',
   ]),
   scriptArgs: true,
@@ -123,6 +126,7 @@ function parseArgs(args: readonly string[]): ParsedArgs {
   const format = scanned.choice('--format', ['text', 'json'], 'text');
   const setup = scanned.string('--setup');
   if (setup !== null && spec.function === null) throw new UsageError('--setup needs a target SCRIPT.py::FUNCTION');
+  const loop = loopInFile(scanned.string('--loop'), spec);
   const out = scanned.string('--out');
   const nproc = scanned.has('--nproc-per-node') ? scanned.int('--nproc-per-node', 1, 1) : null;
   const launcher = scanned.choice<LauncherChoice>('--launcher', ['auto', 'torchrun', 'direct'], 'auto');
@@ -139,7 +143,8 @@ function parseArgs(args: readonly string[]): ParsedArgs {
     options: {
       script: spec.script,
       function: spec.function,
-      loopLine: spec.loopLine,
+      loopLine: loop?.line ?? spec.loopLine,
+      loopFile: loop?.file ?? null,
       setup,
       warmup: scanned.int('--warmup', nproc === null ? 1 : 2, 0),
       steps: scanned.int('--steps', 3, 1),
@@ -154,6 +159,15 @@ function parseArgs(args: readonly string[]): ParsedArgs {
       cudaSnapshotPath: snapshot ? path.resolve(snapshot) : null,
     },
   };
+}
+
+/** `--loop FILE:LINE`: a loop in a module the script runs; only with a bare SCRIPT.py target. */
+function loopInFile(value: string | null, spec: { readonly function: string | null; readonly loopLine: number | null }): { file: string; line: number } | null {
+  if (value === null) return null;
+  const match = /^(.+):([0-9]+)$/.exec(value);
+  if (!match || Number(match[2]) < 1) throw new UsageError(`--loop expects FILE:LINE (got "${value}")`);
+  if (spec.function !== null || spec.loopLine !== null) throw new UsageError('--loop FILE:LINE needs a bare SCRIPT.py target (not SCRIPT.py::FUNCTION or SCRIPT.py:LINE)');
+  return { file: path.resolve(match[1]), line: Number(match[2]) };
 }
 
 export async function runProfileCommand(args: string[]): Promise<number> {

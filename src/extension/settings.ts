@@ -1,6 +1,7 @@
 // Every memhint setting, read and validated in one place. Other modules get typed values, never raw
 // configuration lookups.
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { parseTorchVersion, type TorchVersion } from '../lint';
@@ -32,6 +33,10 @@ export interface ProfileConfig {
   readonly timeoutSeconds: number;
   /** Ranks to launch (torchrun, or directly on torch 1.x); 1: one process. */
   readonly nprocPerNode: number;
+  /** `memhint.profile.args`: the script's own arguments (what follows `--` on the command line). */
+  readonly scriptArgs: readonly string[];
+  /** `memhint.profile.script`: the script that runs a module's loop (absolute), or null: the file itself. */
+  readonly entryScript: string | null;
 }
 
 export interface HintsConfig {
@@ -101,7 +106,19 @@ export function readProfileConfig(scope?: vscode.ConfigurationScope, problems: s
     maxSeconds: values.integer('profile.maxSeconds', 30, 1, 86_400),
     timeoutSeconds: values.integer('profile.timeout', 600, 5, 86_400),
     nprocPerNode: values.integer('profile.nprocPerNode', 1, 1, 64),
+    scriptArgs: values.stringList('profile.args') ?? [],
+    entryScript: entryScriptOf(values.string('profile.script'), scope),
   };
+}
+
+/** `memhint.profile.script`, relative to the file's workspace folder (or absolute, `~`); null when unset. */
+function entryScriptOf(value: string, scope?: vscode.ConfigurationScope): string | null {
+  if (value === '') return null;
+  const expanded = value.startsWith('~/') ? path.join(os.homedir(), value.slice(2)) : value;
+  if (path.isAbsolute(expanded)) return expanded;
+  const uri = scope instanceof vscode.Uri ? scope : undefined;
+  const folder = uri ? vscode.workspace.getWorkspaceFolder(uri) : vscode.workspace.workspaceFolders?.[0];
+  return folder ? path.join(folder.uri.fsPath, expanded) : null;
 }
 
 export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: string[] = []): HintsConfig {

@@ -37,6 +37,9 @@ export interface ProfileOptions {
   /** Without a function: the header line of the loop whose iterations are the steps; null or absent:
    *  the harness finds the training loop, else profiles the whole script. */
   readonly loopLine?: number | null;
+  /** With loopLine: the loop is in this file, a module of the user's that `script` imports and runs
+   *  (`memhint profile run.py --loop trainlib/trainer.py:19`); null/absent: the loop is in the script. */
+  readonly loopFile?: string | null;
   readonly warmup: number;
   readonly steps: number;
   readonly maxSeconds: number | null;
@@ -124,6 +127,7 @@ export function findHarnessRoot(start: string = __dirname): string {
 export function harnessArgs(options: ProfileOptions): string[] {
   const args = ['-m', 'memhint_harness', '--protocol-fd', '3', '--script', path.resolve(options.cwd ?? '.', options.script)];
   if (options.function) args.push('--function', options.function);
+  else if (options.loopLine && options.loopFile) args.push('--loop', `${path.resolve(options.cwd ?? '.', options.loopFile)}:${options.loopLine}`);
   else args.push('--loop', options.loopLine ? String(options.loopLine) : 'auto');
   if (options.setup) args.push('--setup', options.setup);
   args.push('--warmup', String(options.warmup), '--steps', String(options.steps), '--backend', options.backend);

@@ -1,6 +1,7 @@
 // The `profile` subcommand end to end, in a child node process: argument handling, exit codes, outputs,
 // and the example training script's two deliberate mistakes being found.
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -67,5 +68,42 @@ describe('memhint profile (cli)', function () {
     const bad = await profile([`${nano}:2`, '--python', PYTHON]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /missing target: .*no for\/while loop starts on line 2/);
+  });
+
+  // minGPT's chargpt.py runs the loop of mingpt/trainer.py: `chargpt.py:LINE` can only name the script's own
+  // lines, and `trainer.py:LINE` runs a module that defines the loop and never calls it.
+  it('--loop FILE:LINE profiles a loop in a module the script imports and runs, with the script\'s -- flags', async () => {
+    const dir = path.join(ROOT, 'test/fixtures/profiler/imported_loop');
+    const trainer = path.join(dir, 'trainlib', 'trainer.py');
+    const header = fs.readFileSync(trainer, 'utf-8').split('\n').findIndex((l) => l.trim() === 'while True:') + 1;
+    const out = path.join(os.tmpdir(), `memhint-loop-file-${process.pid}.json`);
+    try {
+      const run = await profile([path.join(dir, 'run.py'), '--loop', `${trainer}:${header}`, '--python', PYTHON, '--format', 'json', '--out', out, '--', '--keep-losses']);
+      assert.equal(run.code, 0, run.stderr);
+      const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as ProfileReport;
+      assert.equal(report.target.loopFile, trainer);
+      assert.equal(report.target.loopLine, header);
+      assert.deepEqual(report.target.scriptArgs, ['--keep-losses']);
+      assert.equal(report.steps.length, 3);
+      assert.deepEqual(report.leaks.map((l) => [l.code, l.bytesByStep]), [['loss = out.square().sum()', [4, 4]]], 'the flag reached the script');
+      assert.ok(!report.notes.some((n) => /has no training loop/.test(n)), 'chosen, not found: ' + report.notes.join('\n'));
+    } finally {
+      fs.rmSync(out, { force: true });
+    }
+    const notALoop = await profile([path.join(dir, 'run.py'), '--loop', `${trainer}:1`, '--python', PYTHON]);
+    assert.equal(notALoop.code, 1);
+    assert.match(notALoop.stderr, new RegExp(`^memhint profile: missing target: .*trainer\\.py: no for/while loop starts on line 1 \\(loops start on lines: ${header}\\)\\n$`));
+    const notRun = await profile([path.join(dir, 'helpers_only.py'), '--loop', `${trainer}:${header}`, '--python', PYTHON]);
+    assert.equal(notRun.code, 1);
+    assert.match(notRun.stderr, /target not called: .*helpers_only\.py ran to completion without reaching the loop at .*trainer\.py:\d+\n$/);
+    const adam = execFileSync(PYTHON, ['-c', 'import torch.optim.adam as m; print(m.__file__)'], { encoding: 'utf-8' }).trim();
+    const library = await profile([path.join(dir, 'run.py'), '--loop', `${adam}:1`, '--python', PYTHON]);
+    assert.equal(library.code, 1);
+    assert.match(library.stderr, /adam\.py is library code, which the profiler does not trace line by line/);
+    for (const args of [[`${dir}/run.py:3`, '--loop', `${trainer}:${header}`], [`${dir}/run.py::main`, '--loop', `${trainer}:${header}`], [`${dir}/run.py`, '--loop', trainer]]) {
+      const usage = await profile([...args, '--python', PYTHON]);
+      assert.equal(usage.code, 2, args.join(' '));
+      assert.match(usage.stderr, /--loop/);
+    }
   });
 });

@@ -2,6 +2,7 @@
 // driven by the TypeScript launcher. Figures are checked byte-exact against analytic ground truth.
 import * as assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findHarnessRoot, runProfile, type ProfileOptions, type ProfileOutcome } from '../../src/profiler/launcher';
 import { formatReport } from '../../src/profiler/format';
@@ -254,6 +255,9 @@ describe('profiler harness (real torch, cpu)', function () {
     const relu = lineOf(report, script, 'act = out.relu()');
     assert.equal(relu.savedForBackward, 3 * act);
     assert.ok(!report.notes.some((n) => /internal error/.test(n)), report.notes.join('\n'));
+    // timm's train.py --torchcompile measured the same bytes as without it, and nothing said why.
+    const decorator = fs.readFileSync(script, 'utf-8').split('\n').findIndex((l) => l.startsWith('@torch.compile')) + 1;
+    assert.ok(report.notes.some((n) => n.startsWith(`torch.compile (compiled_step.py:${decorator}) was measured as eager code`)), report.notes.join('\n'));
   });
 
   it('stops a never-ending script after --max-seconds', async () => {

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { formatReport } from '../../src/profiler/format';
 import { runProfile } from '../../src/profiler/launcher';
 import type { ModuleStats, ProfileReport } from '../../src/profiler/report';
-import { torch2Python } from './torch2';
+import { TORCH1_PYTHON, torch2Python } from './torch2';
 
 const FIXTURES = path.resolve(__dirname, '../../../test/fixtures/profiler');
 const SCRIPT = path.join(FIXTURES, 'hf_gpt2.py');
@@ -82,3 +82,27 @@ describe('profiler: per-module breakdown of a Hugging Face GPT-2 (torch 2.x)', f
     assert.match(text, /^ {8}mlp \(GPT2MLP\) /m);
   });
 });
+
+// timm's --grad-checkpointing on torch 2.13 charged the loss, backward and optimizer of later steps to
+// layer1: non-reentrant checkpoint recomputation raises out of the block's forward once it has what
+// backward needs, and the block stayed on the module stack. Every activation is 8 x 64 float32.
+for (const [label, python] of [['torch 1.13', (): string => TORCH1_PYTHON], ['torch 2.x', torch2Python]] as const) {
+  describe(`profiler: modules under torch.utils.checkpoint's early-stopping recomputation (${label})`, function () {
+    this.timeout(300_000);
+    it('charges the block its own forward only, and nothing after the recomputation', async () => {
+      const outcome = await runProfile({
+        script: path.join(FIXTURES, 'checkpoint_early_stop.py'), function: null, setup: null, warmup: 1, steps: 3,
+        maxSeconds: null, backend: 'cpu', python: python(), budgetBytes: null, memoryLimitBytes: null, timeoutMs: 240_000, scriptArgs: [],
+      });
+      assert.equal(outcome.failure, null, outcome.failure ? `${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.stderrTail}` : '');
+      const byPath = new Map((outcome.report?.modules ?? []).map((m) => [m.path, m]));
+      const ACT = 8 * 64 * 4;
+      const FC = (64 * 64 + 64) * 4;
+      const block = byPath.get('block');
+      assert.equal(block?.calls, 2, 'the forward and its recomputation');
+      assert.equal(block?.forward_alloc, 3 * ACT, 'fc, relu and `+ 1.0` outputs, per step');
+      assert.equal(block?.live_at_peak, FC, 'its gradients at the peak (in opt.step()), no Adam temporaries');
+      assert.equal(byPath.get('')?.forward_alloc, 3 * ACT + 8 * 4, 'the block and the head\'s output, not the loss');
+    });
+  });
+}

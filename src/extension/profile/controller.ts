@@ -17,6 +17,7 @@ import { sourceOf } from '../lint/sourceOf';
 import { errorText, type Logger } from '../logger';
 import type { ReportStore } from '../reportStore';
 import { readProfileConfig } from '../settings';
+import { entryFor } from './entryScript';
 import { refuse } from './refuse';
 import { whyNotRunnable } from './runnableDocument';
 import { resolveInterpreter, shortPath, sourceLabel } from './interpreter';
@@ -177,11 +178,16 @@ export class ProfileController {
     for (const p of problems) this.warnOnce(p);
     const interpreter = await resolveInterpreter(config.python, document.uri, this.log);
     const folder = vscode.workspace.getWorkspaceFolder(document.uri);
+    // A loop in a module that is not run itself (mingpt/trainer.py): memhint.profile.script runs it, as
+    // `memhint profile SCRIPT --loop FILE:LINE` does.
+    const entry = entryFor(config.entryScript, document.uri.fsPath, target.function, loopLine, exportedScript);
     const request: ProfileRequest = {
       python: interpreter.path,
-      script: exportedScript ?? document.uri.fsPath,
+      script: entry ?? exportedScript ?? document.uri.fsPath,
       function: target.function,
       loopLine: target.function === null ? (loopLine ?? null) : null,
+      loopFile: entry !== null ? document.uri.fsPath : null,
+      scriptArgs: config.scriptArgs,
       warmup: config.warmup,
       steps: config.steps,
       backend: config.backend,
@@ -191,9 +197,9 @@ export class ProfileController {
       cwd: notebook === null ? (folder?.uri.fsPath ?? path.dirname(document.uri.fsPath)) : notebookCwd(notebook.uri),
       nprocPerNode: config.nprocPerNode,
     };
-    const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.script)}:${loopLine}` : path.basename(request.script);
+    const what = target.function !== null ? `${target.function}()` : loopLine !== undefined ? `the loop at ${path.basename(request.loopFile ?? request.script)}:${loopLine}` : path.basename(request.script);
     const display = `${shortPath(interpreter.path, folder?.uri.fsPath)} (${sourceLabel(interpreter.source)})`;
-    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? `:${loopLine}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}${config.nprocPerNode > 1 ? `, ${config.nprocPerNode} ranks` : ''}`);
+    this.log.info(`profiling ${request.script}${target.function ? `::${target.function}` : loopLine !== undefined ? (request.loopFile ? ` --loop ${request.loopFile}:${loopLine}` : `:${loopLine}`) : ''}${request.scriptArgs?.length ? ` -- ${request.scriptArgs.join(' ')}` : ''} with ${request.python} (${sourceLabel(interpreter.source)}), warmup ${request.warmup}, steps ${request.steps}, backend ${request.backend}${config.nprocPerNode > 1 ? `, ${config.nprocPerNode} ranks` : ''}`);
 
     try {
       const result = await vscode.window.withProgress(

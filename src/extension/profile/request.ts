@@ -9,6 +9,10 @@ export interface ProfileRequest {
   /** With no function: the 1-based header line of the loop whose iterations are the steps; null or
    *  absent: the harness finds the training loop, else runs the whole script. */
   readonly loopLine?: number | null;
+  /** With loopLine: the loop is in this file, a module that `script` imports and runs (`--loop FILE:LINE`). */
+  readonly loopFile?: string | null;
+  /** The script's own arguments (what follows `--` on the command line); absent: none. */
+  readonly scriptArgs?: readonly string[];
   readonly warmup: number;
   readonly steps: number;
   readonly backend: BackendChoice;

@@ -34,6 +34,7 @@ function launcherOptions(request: ProfileRequest): ProfileOptions {
     script: request.script,
     function: request.function,
     loopLine: request.function === null ? (request.loopLine ?? null) : null,
+    loopFile: request.function === null && request.loopLine ? (request.loopFile ?? null) : null,
     setup: null,
     warmup: request.warmup,
     steps: request.steps,
@@ -43,7 +44,7 @@ function launcherOptions(request: ProfileRequest): ProfileOptions {
     budgetBytes: null,
     memoryLimitBytes: null,
     timeoutMs: request.timeoutSeconds * 1000,
-    scriptArgs: [],
+    scriptArgs: [...(request.scriptArgs ?? [])],
     cwd: request.cwd,
   };
 }

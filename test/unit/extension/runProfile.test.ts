@@ -109,4 +109,21 @@ describe('extension/runProfile (real torch)', function () {
     assert.equal(result.cancelled, false);
     assert.ok(result.error !== null && /no_such_step/.test(result.error), String(result.error));
   });
+
+  // The command line could pass the script its flags (`-- --keep-losses`) and pick a loop in an imported
+  // module (`--loop FILE:LINE`); the editor passed neither (scriptArgs were always empty).
+  it('passes memhint.profile.args to the script and profiles a loop in a module the script runs', async () => {
+    const fixture = path.resolve(__dirname, '../../../../test/fixtures/profiler/imported_loop');
+    const trainer = path.join(fixture, 'trainlib', 'trainer.py');
+    const header = fs.readFileSync(trainer, 'utf-8').split('\n').findIndex((l) => l.trim() === 'while True:') + 1;
+    const result = await runProfileRequest(
+      { ...request('unused'), function: null, script: path.join(fixture, 'run.py'), loopLine: header, loopFile: trainer, scriptArgs: ['--keep-losses'], cwd: fixture },
+      { signal: new AbortController().signal, onProgress: () => {}, onOutput: () => {} },
+    );
+    assert.equal(result.error, null, String(result.error));
+    assert.equal(result.report?.target.loopFile, trainer);
+    assert.equal(result.report?.target.loopLine, header);
+    assert.deepEqual(result.report?.target.scriptArgs, ['--keep-losses']);
+    assert.deepEqual(result.report?.leaks.map((l) => l.code), ['loss = out.square().sum()'], 'the flag made the trainer keep its losses');
+  });
 });

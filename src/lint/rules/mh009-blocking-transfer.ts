@@ -671,6 +671,34 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
   return null;
 }
 
+/**
+ * What a for loop inside the step ranges over when that is batch data: `for k, v in batch.items()` (its
+ * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch). A dict
+ * batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a comprehension over it.
+ */
+function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMap<string, Loader>): { loader: Loader; pair: boolean } | null {
+  let base = iterable;
+  let pair = false;
+  if (iterable.type === 'call') {
+    const m = calleeMethod(file, iterable);
+    const fn = childByField(iterable, 'function');
+    const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    if ((m !== 'items' && m !== 'values') || obj === null || positionalArguments(iterable).length > 0) return null;
+    base = obj;
+    pair = m === 'items';
+  }
+  const root = batchRoot(file, base, names);
+  // Only a name holding batch data: a `next(it)` in a header belongs to that inner loop's own walk.
+  return root === null || root.name === null ? null : { loader: root.loader, pair };
+}
+
+/** The last element of `k, v` / `(k, v)` (the value of an `.items()` pair), or null for another target. */
+function lastOfPattern(left: SyntaxNode): SyntaxNode | null {
+  if (!PATTERNS.has(left.type)) return null;
+  const parts = left.children.filter((c) => c.named);
+  return parts.length === 2 ? parts[1] : null;
+}
+
 interface Transfer {
   readonly call: SyntaxNode;
   /** The whole loop variable (maybe not a tensor: BatchEncoding, PyG Batch): no autofix. */
@@ -853,6 +881,14 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
   };
   // Post-order walk in document order, so `x, y = batch` binds before the next statement's `x.to(device)`.
   const visit = (n: SyntaxNode): void => {
+    if (n.parent?.type === 'for_statement' && childByField(n.parent, 'right') === n) {
+      // The header's iterable is visited before the loop's body: bind its variables first.
+      const over = batchElements(file, n, names);
+      const left = childByField(n.parent, 'left');
+      const target = over === null || left === null ? null : over.pair ? lastOfPattern(left) : left;
+      if (over !== null && target !== null) bind(target, over.loader);
+      return;
+    }
     if (n.type === 'assignment') {
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');

@@ -471,6 +471,7 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  * `.detach()` is a view too: `inputs = inputs.cuda().detach()` rebinds the name to its device copy.
  */
 const VIEW_METHODS = new Set(['detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const SAME_STORAGE_CONSTRUCTORS = /^torch\.(Tensor|FloatTensor|LongTensor|as_tensor|asarray)$/;
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
@@ -484,6 +485,10 @@ function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
   if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
   const name = calleeName(file, n);
   if (name !== null && VIEW_FUNCTIONS.test(name)) return positionalArguments(n)[0] ?? null;
+  // `torch.Tensor(images[0])` (the legacy constructor given a tensor of its type) and `torch.as_tensor(x)`
+  // without a dtype or device return the same storage: still the pinned batch. With more arguments they
+  // may convert, into pageable memory.
+  if (name !== null && SAME_STORAGE_CONSTRUCTORS.test(name) && positionalArguments(n).length === 1 && argumentNodes(n)?.length === 1) return positionalArguments(n)[0];
   return null;
 }
 

@@ -207,8 +207,7 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
     for (const site of sites) {
       const l = loaderOfAll(site.module.file, site.args, depth + 1);
       if (l === null) return null;
-      const origin = l.origin ?? (l.calls.length > 0 ? `${site.module.display}:${site.module.file.lineOf(l.calls[0].start) + 1}` : site.module.display);
-      loaders.push({ calls: [], pinned: l.pinned, origin });
+      loaders.push(foreignLoader(l, site.module.file, site.module.display, site.module.display));
     }
     return merge(loaders);
   }
@@ -229,8 +228,16 @@ function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null
   const foreign = returned.module.file;
   const l = loaderOfAll(foreign, returned.values, depth + 1);
   if (l === null) return null;
-  // Its constructions are nodes of the other file: only where they are goes with the verdict.
-  const origin = l.origin ?? (l.calls.length > 0 ? `${returned.module.display}:${foreign.lineOf(l.calls[0].start) + 1}` : returned.where);
+  return foreignLoader(l, foreign, returned.module.display, returned.where);
+}
+
+/**
+ * A loader found in another module (`foreign`, shown as `display`), as seen from this file: its
+ * constructions are nodes of that file, so only where they are goes with the verdict (`data.py:42`, or
+ * `fallback` when it has none of its own, e.g. it came through yet another module, whose origin it keeps).
+ */
+function foreignLoader(l: Loader, foreign: SourceFile, display: string, fallback: string): Loader {
+  const origin = l.origin ?? (l.calls.length > 0 ? `${display}:${foreign.lineOf(l.calls[0].start) + 1}` : fallback);
   return { calls: [], pinned: l.pinned, origin };
 }
 

@@ -17,6 +17,7 @@ import { callsIndexStamp } from '../analysis/calls';
 import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
+import { handedCallee } from '../analysis/handed-arguments';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -753,7 +754,18 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
   if (arg.type === 'identifier' && passedCuda(file, arg, depth)) return true;
+  // `config.DEVICE` / `from config import DEVICE`: a module-level value of another module of the project.
+  const imported = values === null && (arg.type === 'identifier' || arg.type === 'attribute') ? importedValue(file, arg) : null;
+  if (imported !== null && isCudaDevice(imported.module.file, imported.node!, depth + 1)) return true;
   return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+}
+
+/** The module-level value of another module of the project a name of this file refers to, or null. */
+function importedValue(file: SourceFile, name: SyntaxNode): ResolvedName | null {
+  const text = file.textOf(name).replace(/\s+/g, '');
+  if (!/^[A-Za-z_][\w.]*$/.test(text)) return null;
+  const resolved = resolveImport(file, text);
+  return resolved !== null && resolved.kind === 'value' && resolved.node !== null ? resolved : null;
 }
 
 /**
@@ -803,13 +815,27 @@ export function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
   });
 }
 
-/** `args.device` with `parser.add_argument("--device", default="cuda")` in the file. */
+/**
+ * `args.device` with `parser.add_argument("--device", default="cuda")` in the file, or in the module of the
+ * project whose function built `args` (`args = get_arguments()` imported from args.py).
+ */
 function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   const name = childByField(attr, 'attribute');
   if (name === null) return false;
-  // The first add_argument (in document order) declaring either spelling decides.
+  if (argparseDeclaresCuda(file, file.textOf(name))) return true;
+  const obj = childByField(attr, 'object');
+  const built = obj?.type === 'identifier' ? (valuesOf(file, obj) ?? []) : [];
+  return built.some((v) => {
+    const parser = v.type === 'call' ? importedFunction(file, v) : null;
+    return parser !== null && argparseDeclaresCuda(parser.module.file, file.textOf(name));
+  });
+}
+
+/** Whether `--<flag>` (or its dashed spelling) is first declared in `file` with a CUDA default. */
+function argparseDeclaresCuda(file: SourceFile, flag: string): boolean {
   const declared = argparseFlags(file);
-  const found = [declared.get(`--${file.textOf(name)}`), declared.get(`--${file.textOf(name).replace(/_/g, '-')}`)].filter((d) => d !== undefined);
+  // The first add_argument (in document order) declaring either spelling decides.
+  const found = [declared.get(`--${flag}`), declared.get(`--${flag.replace(/_/g, '-')}`)].filter((d) => d !== undefined);
   if (found.length === 0) return false;
   return found.reduce((a, b) => (b.order < a.order ? b : a)).defaultIsCuda;
 }
@@ -1256,6 +1282,50 @@ function engineSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean
   return out;
 }
 
+/** The device argument of a `.to(d)` / `.cuda(d)` copy, or null (`.cuda()` has none). */
+function copyTarget(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  return positionalArguments(call)[0] ?? keywordArgument(file, call, 'device');
+}
+
+/**
+ * Case 2 across files: an unpinned DataLoader of this file handed to a function or class of another module
+ * of the project whose training loop copies its batches to CUDA (`engine.train_fn(train_loader, model,
+ * optimizer, device)`; `Train(model, train_loader, ..., device).run_epoch()`). Where the callee copies to a
+ * device it was given (`.to(device)`, `.to(self.device)`), the caller's argument decides whether it is CUDA.
+ * The finding is on the construction here; `where` names the loop that copies.
+ */
+function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
+  const out: { loader: Loader; where: string }[] = [];
+  if (file.session.project === null || !file.text.includes('Loader')) return out;
+  for (const call of file.nodesOfType('call')) {
+    if ((argumentNodes(call) ?? []).length === 0) continue;
+    const callee = handedCallee(file, call);
+    if (callee === null) continue;
+    const foreign = callee.module.file;
+    for (const [param, arg] of callee.arguments) {
+      if (arg.type !== 'identifier' && arg.type !== 'attribute' && arg.type !== 'call') continue;
+      const loader = loaderOf(file, arg, 0);
+      if (loader === null || loader.pinned !== 'no' || loader.calls.length === 0) continue;
+      for (const loop of callee.loopsOver(param)) {
+        const found = loopIterable(foreign, loop);
+        const header: LoopLoader = { loader, enumerated: found?.enumerated ?? false, zipped: null };
+        const cuda = transfersIn(foreign, loop, header).some((t) => {
+          if (t.loader !== loader) return false;
+          if (t.cuda === true) return true;
+          const target = copyTarget(foreign, t.call);
+          const given = target === null ? null : callee.argumentFor(target);
+          return given !== null && isCudaDevice(file, given);
+        });
+        if (cuda && isTrainingLoop(foreign, loop)) {
+          out.push({ loader, where: `${callee.module.display}:${foreign.lineOf(loop.start) + 1}` });
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 export const blockingTransfer: Rule = {
   code: 'MH009',
   name: 'blocking-transfer',
@@ -1314,6 +1384,22 @@ export const blockingTransfer: Rule = {
           message:
             'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
             'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).' +
+            dropInNote(file, call),
+        });
+      }
+    }
+    for (const { loader, where } of handedLoaders(file)) {
+      for (const call of loader.calls) {
+        if (unpinnedReported.has(call)) continue;
+        unpinnedReported.add(call);
+        const fn = childByField(call, 'function');
+        findings.push({
+          start: fn?.start ?? call.start,
+          end: call.end,
+          message:
+            `The training loop this DataLoader is handed to (in ${where}) copies its batches to CUDA, but it does not pin memory: ` +
+            'each copy is staged through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the ' +
+            'copies there).' +
             dropInNote(file, call),
         });
       }

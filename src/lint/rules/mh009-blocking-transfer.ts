@@ -10,7 +10,7 @@ import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments
 import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
-import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
+import { callsMatching, callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { callsIndexStamp } from '../analysis/calls';
@@ -149,6 +149,14 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   let v: SyntaxNode | null = value;
   while (v !== null && v.type === 'call') {
     if (isDataLoader(file, v)) return { calls: [v], pinned: pinnedOf(file, v) };
+    // `kwargs.get('train_data')`: the same forwarded keyword as `kwargs['train_data']`.
+    const getter = childByField(v, 'function');
+    const holder = getter?.type === 'attribute' && calleeMethod(file, v) === 'get' ? childByField(getter, 'object') : null;
+    const key = positionalArguments(v)[0];
+    if (holder?.type === 'identifier' && key?.type === 'string') {
+      const forwarded = forwardedKeyword(file, holder, key);
+      if (forwarded !== null) return loaderOfAll(file, forwarded, depth + 1);
+    }
     const name = calleeName(file, v);
     if (name !== null && !WRAPPERS.test(name)) {
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
@@ -176,14 +184,60 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return loaderOfAll(file, values, depth + 1);
   }
   if (v.type === 'subscript') {
-    // `dataloaders[phase]`: every loader the collection holds.
     const base = childByField(v, 'value');
+    const key = childByField(v, 'subscript');
+    // `kwargs['train_data']` of a hook handed the keywords of `trainer.fit(train_data=loader)`.
+    const forwarded = base?.type === 'identifier' && key?.type === 'string' ? forwardedKeyword(file, base, key) : null;
+    if (forwarded !== null) return loaderOfAll(file, forwarded, depth + 1);
+    // `dataloaders[phase]`: every loader the collection holds.
     return base === null ? null : loaderOf(file, base, depth + 1);
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
   if (values === null) return v.type === 'identifier' ? boundLoader(file, v, depth) : null;
   return loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * `kwargs['train_data']` where `kwargs` is a parameter of a method of a class of this file whose instances
+ * are handed `train_data=` by a method the class does not define itself (`trainer.fit(train_data=loader)`
+ * of a library base class, a `Trainer` that passes its keywords on to the subclass's `train(kwargs)` hook):
+ * the arguments given for that keyword. Null for anything else (a method of the class itself binds its
+ * parameters by name, and is followed that way).
+ */
+function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxNode): SyntaxNode[] | null {
+  const key = /^['"](\w+)['"]$/.exec(file.textOf(keyNode))?.[1];
+  const def = enclosingFunction(holder);
+  const cls = def === null ? null : classOf(def);
+  const clsName = cls === null ? null : childByField(cls, 'name');
+  if (key === undefined || def === null || clsName === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  const own = new Set(methodNames(file, cls!));
+  const isInstance = (obj: SyntaxNode): boolean => {
+    if (obj.type === 'call') return file.textOf(childByField(obj, 'function') ?? obj) === file.textOf(clsName);
+    if (obj.type !== 'identifier' && obj.type !== 'attribute') return false;
+    if (file.textOf(obj) === 'self') return enclosingFunction(obj) !== null && classOf(enclosingFunction(obj)!) === cls;
+    return (valuesOf(file, obj) ?? []).some((x) => x.type === 'call' && file.textOf(childByField(x, 'function') ?? x) === file.textOf(clsName));
+  };
+  const out: SyntaxNode[] = [];
+  for (const call of callsMatching(file, (m) => !own.has(m))) {
+    const fn = childByField(call, 'function');
+    const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    const arg = keywordArgument(file, call, key);
+    if (obj !== null && arg !== null && isInstance(obj)) out.push(arg);
+  }
+  return out.length > 0 ? out : null;
+}
+
+/** `name` is a parameter of `def`: a plain one handed the dict (`def train(self, kwargs)`), or `**name`. */
+function holdsKeywords(file: SourceFile, def: SyntaxNode, name: string): boolean {
+  if (parameterNames(file, def).includes(name)) return true;
+  const params = childByField(def, 'parameters');
+  return params !== null && params.children.some((p) => p.type === 'dictionary_splat_pattern' && file.textOf(p).replace(/^\*\*\s*/, '') === name);
+}
+
+/** The names of the methods a class defines in its body. */
+function methodNames(file: SourceFile, cls: SyntaxNode): string[] {
+  return file.nodesOfType('function_definition').filter((d) => classOf(d) === cls).map((d) => file.textOf(childByField(d, 'name') ?? d));
 }
 
 /**

@@ -532,7 +532,7 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  * pageable memory and end the chain.
  * `.detach()` is a view too: `inputs = inputs.cuda().detach()` rebinds the name to its device copy.
  */
-const VIEW_METHODS = new Set(['detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const VIEW_METHODS = new Set(['requires_grad_', 'detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
 const SAME_STORAGE_CONSTRUCTORS = /^torch\.(Tensor|FloatTensor|LongTensor|as_tensor|asarray)$/;
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
@@ -544,9 +544,10 @@ function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
   if (n.type !== 'call') return null;
   const fn = childByField(n, 'function');
   if (fn === null) return null;
-  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
+  // `torch.unsqueeze(x, 1)` before `x.unsqueeze(1)`: the function's tensor is its argument, not `torch`.
   const name = calleeName(file, n);
   if (name !== null && VIEW_FUNCTIONS.test(name)) return positionalArguments(n)[0] ?? null;
+  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
   // `torch.Tensor(images[0])` (the legacy constructor given a tensor of its type) and `torch.as_tensor(x)`
   // without a dtype or device return the same storage: still the pinned batch. With more arguments they
   // may convert, into pageable memory.
@@ -999,10 +1000,18 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
       }
       const parts = right.type === 'expression_list' || right.type === 'tuple' ? right.children.filter((c) => c.named) : [right];
       // `target = target.cuda()`: the name now holds a device tensor; copying it again is not a host copy.
+      // `targets = torch.tensor(targets)`, `images = batch_transforms(images)`, `points = points.numpy()`:
+      // a new tensor (or no tensor) in pageable memory, no longer the loader's pinned batch. Not when the
+      // rebinding is conditional (`if args.multi_crop: inputs = multi_crop(inputs)`): the other path keeps it.
       const targets = PATTERNS.has(left.type) ? left.children.filter((c) => c.named) : [left];
       if (targets.length === parts.length) {
+        const always = !conditionalWithin(n, body);
         targets.forEach((t, i) => {
-          if (t.type === 'identifier' && isTransferOf(file, parts[i])) names.delete(file.textOf(t));
+          if (t.type !== 'identifier') return;
+          if (isTransferOf(file, parts[i]) || (always && batchRoot(file, parts[i], names) === null)) {
+            names.delete(file.textOf(t));
+            whole.delete(file.textOf(t));
+          }
         });
       }
       for (const p of parts) {
@@ -1055,6 +1064,14 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     out.push({ call: n, wholeBatch, cuda, loader });
   };
   postOrder(body, visit);
+}
+
+const BRANCHES = new Set(['if_statement', 'elif_clause', 'else_clause', 'try_statement', 'except_clause', 'while_statement', 'for_statement', 'match_statement']);
+
+/** Whether `node` runs only on some paths through `body`: under a branch, a handler or an inner loop of it. */
+function conditionalWithin(node: SyntaxNode, body: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null && p !== body; p = p.parent) if (BRANCHES.has(p.type)) return true;
+  return false;
 }
 
 /**

@@ -10,13 +10,14 @@ import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments
 import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
-import { callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
+import { callsMatching, callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { callsIndexStamp } from '../analysis/calls';
 import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
+import { handedCallee } from '../analysis/handed-arguments';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -148,6 +149,14 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   let v: SyntaxNode | null = value;
   while (v !== null && v.type === 'call') {
     if (isDataLoader(file, v)) return { calls: [v], pinned: pinnedOf(file, v) };
+    // `kwargs.get('train_data')`: the same forwarded keyword as `kwargs['train_data']`.
+    const getter = childByField(v, 'function');
+    const holder = getter?.type === 'attribute' && calleeMethod(file, v) === 'get' ? childByField(getter, 'object') : null;
+    const key = positionalArguments(v)[0];
+    if (holder?.type === 'identifier' && key?.type === 'string') {
+      const forwarded = forwardedKeyword(file, holder, key);
+      if (forwarded !== null) return loaderOfAll(file, forwarded, depth + 1);
+    }
     const name = calleeName(file, v);
     if (name !== null && !WRAPPERS.test(name)) {
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
@@ -175,14 +184,60 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return loaderOfAll(file, values, depth + 1);
   }
   if (v.type === 'subscript') {
-    // `dataloaders[phase]`: every loader the collection holds.
     const base = childByField(v, 'value');
+    const key = childByField(v, 'subscript');
+    // `kwargs['train_data']` of a hook handed the keywords of `trainer.fit(train_data=loader)`.
+    const forwarded = base?.type === 'identifier' && key?.type === 'string' ? forwardedKeyword(file, base, key) : null;
+    if (forwarded !== null) return loaderOfAll(file, forwarded, depth + 1);
+    // `dataloaders[phase]`: every loader the collection holds.
     return base === null ? null : loaderOf(file, base, depth + 1);
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
   if (values === null) return v.type === 'identifier' ? boundLoader(file, v, depth) : null;
   return loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * `kwargs['train_data']` where `kwargs` is a parameter of a method of a class of this file whose instances
+ * are handed `train_data=` by a method the class does not define itself (`trainer.fit(train_data=loader)`
+ * of a library base class, a `Trainer` that passes its keywords on to the subclass's `train(kwargs)` hook):
+ * the arguments given for that keyword. Null for anything else (a method of the class itself binds its
+ * parameters by name, and is followed that way).
+ */
+function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxNode): SyntaxNode[] | null {
+  const key = /^['"](\w+)['"]$/.exec(file.textOf(keyNode))?.[1];
+  const def = enclosingFunction(holder);
+  const cls = def === null ? null : classOf(def);
+  const clsName = cls === null ? null : childByField(cls, 'name');
+  if (key === undefined || def === null || clsName === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  const own = new Set(methodNames(file, cls!));
+  const isInstance = (obj: SyntaxNode): boolean => {
+    if (obj.type === 'call') return file.textOf(childByField(obj, 'function') ?? obj) === file.textOf(clsName);
+    if (obj.type !== 'identifier' && obj.type !== 'attribute') return false;
+    if (file.textOf(obj) === 'self') return enclosingFunction(obj) !== null && classOf(enclosingFunction(obj)!) === cls;
+    return (valuesOf(file, obj) ?? []).some((x) => x.type === 'call' && file.textOf(childByField(x, 'function') ?? x) === file.textOf(clsName));
+  };
+  const out: SyntaxNode[] = [];
+  for (const call of callsMatching(file, (m) => !own.has(m))) {
+    const fn = childByField(call, 'function');
+    const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    const arg = keywordArgument(file, call, key);
+    if (obj !== null && arg !== null && isInstance(obj)) out.push(arg);
+  }
+  return out.length > 0 ? out : null;
+}
+
+/** `name` is a parameter of `def`: a plain one handed the dict (`def train(self, kwargs)`), or `**name`. */
+function holdsKeywords(file: SourceFile, def: SyntaxNode, name: string): boolean {
+  if (parameterNames(file, def).includes(name)) return true;
+  const params = childByField(def, 'parameters');
+  return params !== null && params.children.some((p) => p.type === 'dictionary_splat_pattern' && file.textOf(p).replace(/^\*\*\s*/, '') === name);
+}
+
+/** The names of the methods a class defines in its body. */
+function methodNames(file: SourceFile, cls: SyntaxNode): string[] {
+  return file.nodesOfType('function_definition').filter((d) => classOf(d) === cls).map((d) => file.textOf(childByField(d, 'name') ?? d));
 }
 
 /**
@@ -207,8 +262,7 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
     for (const site of sites) {
       const l = loaderOfAll(site.module.file, site.args, depth + 1);
       if (l === null) return null;
-      const origin = l.origin ?? (l.calls.length > 0 ? `${site.module.display}:${site.module.file.lineOf(l.calls[0].start) + 1}` : site.module.display);
-      loaders.push({ calls: [], pinned: l.pinned, origin });
+      loaders.push(foreignLoader(l, site.module.file, site.module.display, site.module.display));
     }
     return merge(loaders);
   }
@@ -229,8 +283,16 @@ function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null
   const foreign = returned.module.file;
   const l = loaderOfAll(foreign, returned.values, depth + 1);
   if (l === null) return null;
-  // Its constructions are nodes of the other file: only where they are goes with the verdict.
-  const origin = l.origin ?? (l.calls.length > 0 ? `${returned.module.display}:${foreign.lineOf(l.calls[0].start) + 1}` : returned.where);
+  return foreignLoader(l, foreign, returned.module.display, returned.where);
+}
+
+/**
+ * A loader found in another module (`foreign`, shown as `display`), as seen from this file: its
+ * constructions are nodes of that file, so only where they are goes with the verdict (`data.py:42`, or
+ * `fallback` when it has none of its own, e.g. it came through yet another module, whose origin it keeps).
+ */
+function foreignLoader(l: Loader, foreign: SourceFile, display: string, fallback: string): Loader {
+  const origin = l.origin ?? (l.calls.length > 0 ? `${display}:${foreign.lineOf(l.calls[0].start) + 1}` : fallback);
   return { calls: [], pinned: l.pinned, origin };
 }
 
@@ -470,7 +532,8 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  * pageable memory and end the chain.
  * `.detach()` is a view too: `inputs = inputs.cuda().detach()` rebinds the name to its device copy.
  */
-const VIEW_METHODS = new Set(['detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const VIEW_METHODS = new Set(['requires_grad_', 'detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
+const SAME_STORAGE_CONSTRUCTORS = /^torch\.(Tensor|FloatTensor|LongTensor|as_tensor|asarray)$/;
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
@@ -481,9 +544,14 @@ function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
   if (n.type !== 'call') return null;
   const fn = childByField(n, 'function');
   if (fn === null) return null;
-  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
+  // `torch.unsqueeze(x, 1)` before `x.unsqueeze(1)`: the function's tensor is its argument, not `torch`.
   const name = calleeName(file, n);
   if (name !== null && VIEW_FUNCTIONS.test(name)) return positionalArguments(n)[0] ?? null;
+  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
+  // `torch.Tensor(images[0])` (the legacy constructor given a tensor of its type) and `torch.as_tensor(x)`
+  // without a dtype or device return the same storage: still the pinned batch. With more arguments they
+  // may convert, into pageable memory.
+  if (name !== null && SAME_STORAGE_CONSTRUCTORS.test(name) && positionalArguments(n).length === 1 && argumentNodes(n)?.length === 1) return positionalArguments(n)[0];
   return null;
 }
 
@@ -671,6 +739,34 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
   return null;
 }
 
+/**
+ * What a for loop inside the step ranges over when that is batch data: `for k, v in batch.items()` (its
+ * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch). A dict
+ * batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a comprehension over it.
+ */
+function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMap<string, Loader>): { loader: Loader; pair: boolean } | null {
+  let base = iterable;
+  let pair = false;
+  if (iterable.type === 'call') {
+    const m = calleeMethod(file, iterable);
+    const fn = childByField(iterable, 'function');
+    const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    if ((m !== 'items' && m !== 'values') || obj === null || positionalArguments(iterable).length > 0) return null;
+    base = obj;
+    pair = m === 'items';
+  }
+  const root = batchRoot(file, base, names);
+  // Only a name holding batch data: a `next(it)` in a header belongs to that inner loop's own walk.
+  return root === null || root.name === null ? null : { loader: root.loader, pair };
+}
+
+/** The last element of `k, v` / `(k, v)` (the value of an `.items()` pair), or null for another target. */
+function lastOfPattern(left: SyntaxNode): SyntaxNode | null {
+  if (!PATTERNS.has(left.type)) return null;
+  const parts = left.children.filter((c) => c.named);
+  return parts.length === 2 ? parts[1] : null;
+}
+
 interface Transfer {
   readonly call: SyntaxNode;
   /** The whole loop variable (maybe not a tensor: BatchEncoding, PyG Batch): no autofix. */
@@ -713,7 +809,18 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
   if (arg.type === 'identifier' && passedCuda(file, arg, depth)) return true;
+  // `config.DEVICE` / `from config import DEVICE`: a module-level value of another module of the project.
+  const imported = values === null && (arg.type === 'identifier' || arg.type === 'attribute') ? importedValue(file, arg) : null;
+  if (imported !== null && isCudaDevice(imported.module.file, imported.node!, depth + 1)) return true;
   return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+}
+
+/** The module-level value of another module of the project a name of this file refers to, or null. */
+function importedValue(file: SourceFile, name: SyntaxNode): ResolvedName | null {
+  const text = file.textOf(name).replace(/\s+/g, '');
+  if (!/^[A-Za-z_][\w.]*$/.test(text)) return null;
+  const resolved = resolveImport(file, text);
+  return resolved !== null && resolved.kind === 'value' && resolved.node !== null ? resolved : null;
 }
 
 /**
@@ -763,13 +870,27 @@ export function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
   });
 }
 
-/** `args.device` with `parser.add_argument("--device", default="cuda")` in the file. */
+/**
+ * `args.device` with `parser.add_argument("--device", default="cuda")` in the file, or in the module of the
+ * project whose function built `args` (`args = get_arguments()` imported from args.py).
+ */
 function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   const name = childByField(attr, 'attribute');
   if (name === null) return false;
-  // The first add_argument (in document order) declaring either spelling decides.
+  if (argparseDeclaresCuda(file, file.textOf(name))) return true;
+  const obj = childByField(attr, 'object');
+  const built = obj?.type === 'identifier' ? (valuesOf(file, obj) ?? []) : [];
+  return built.some((v) => {
+    const parser = v.type === 'call' ? importedFunction(file, v) : null;
+    return parser !== null && argparseDeclaresCuda(parser.module.file, file.textOf(name));
+  });
+}
+
+/** Whether `--<flag>` (or its dashed spelling) is first declared in `file` with a CUDA default. */
+function argparseDeclaresCuda(file: SourceFile, flag: string): boolean {
   const declared = argparseFlags(file);
-  const found = [declared.get(`--${file.textOf(name)}`), declared.get(`--${file.textOf(name).replace(/_/g, '-')}`)].filter((d) => d !== undefined);
+  // The first add_argument (in document order) declaring either spelling decides.
+  const found = [declared.get(`--${flag}`), declared.get(`--${flag.replace(/_/g, '-')}`)].filter((d) => d !== undefined);
   if (found.length === 0) return false;
   return found.reduce((a, b) => (b.order < a.order ? b : a)).defaultIsCuda;
 }
@@ -853,6 +974,14 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
   };
   // Post-order walk in document order, so `x, y = batch` binds before the next statement's `x.to(device)`.
   const visit = (n: SyntaxNode): void => {
+    if (n.parent?.type === 'for_statement' && childByField(n.parent, 'right') === n) {
+      // The header's iterable is visited before the loop's body: bind its variables first.
+      const over = batchElements(file, n, names);
+      const left = childByField(n.parent, 'left');
+      const target = over === null || left === null ? null : over.pair ? lastOfPattern(left) : left;
+      if (over !== null && target !== null) bind(target, over.loader);
+      return;
+    }
     if (n.type === 'assignment') {
       const left = childByField(n, 'left');
       const right = childByField(n, 'right');
@@ -871,10 +1000,18 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
       }
       const parts = right.type === 'expression_list' || right.type === 'tuple' ? right.children.filter((c) => c.named) : [right];
       // `target = target.cuda()`: the name now holds a device tensor; copying it again is not a host copy.
+      // `targets = torch.tensor(targets)`, `images = batch_transforms(images)`, `points = points.numpy()`:
+      // a new tensor (or no tensor) in pageable memory, no longer the loader's pinned batch. Not when the
+      // rebinding is conditional (`if args.multi_crop: inputs = multi_crop(inputs)`): the other path keeps it.
       const targets = PATTERNS.has(left.type) ? left.children.filter((c) => c.named) : [left];
       if (targets.length === parts.length) {
+        const always = !conditionalWithin(n, body);
         targets.forEach((t, i) => {
-          if (t.type === 'identifier' && isTransferOf(file, parts[i])) names.delete(file.textOf(t));
+          if (t.type !== 'identifier') return;
+          if (isTransferOf(file, parts[i]) || (always && batchRoot(file, parts[i], names) === null)) {
+            names.delete(file.textOf(t));
+            whole.delete(file.textOf(t));
+          }
         });
       }
       for (const p of parts) {
@@ -927,6 +1064,14 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     out.push({ call: n, wholeBatch, cuda, loader });
   };
   postOrder(body, visit);
+}
+
+const BRANCHES = new Set(['if_statement', 'elif_clause', 'else_clause', 'try_statement', 'except_clause', 'while_statement', 'for_statement', 'match_statement']);
+
+/** Whether `node` runs only on some paths through `body`: under a branch, a handler or an inner loop of it. */
+function conditionalWithin(node: SyntaxNode, body: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null && p !== body; p = p.parent) if (BRANCHES.has(p.type)) return true;
+  return false;
 }
 
 /**
@@ -1208,6 +1353,50 @@ function engineSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean
   return out;
 }
 
+/** The device argument of a `.to(d)` / `.cuda(d)` copy, or null (`.cuda()` has none). */
+function copyTarget(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  return positionalArguments(call)[0] ?? keywordArgument(file, call, 'device');
+}
+
+/**
+ * Case 2 across files: an unpinned DataLoader of this file handed to a function or class of another module
+ * of the project whose training loop copies its batches to CUDA (`engine.train_fn(train_loader, model,
+ * optimizer, device)`; `Train(model, train_loader, ..., device).run_epoch()`). Where the callee copies to a
+ * device it was given (`.to(device)`, `.to(self.device)`), the caller's argument decides whether it is CUDA.
+ * The finding is on the construction here; `where` names the loop that copies.
+ */
+function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
+  const out: { loader: Loader; where: string }[] = [];
+  if (file.session.project === null || !file.text.includes('Loader')) return out;
+  for (const call of file.nodesOfType('call')) {
+    if ((argumentNodes(call) ?? []).length === 0) continue;
+    const callee = handedCallee(file, call);
+    if (callee === null) continue;
+    const foreign = callee.module.file;
+    for (const [param, arg] of callee.arguments) {
+      if (arg.type !== 'identifier' && arg.type !== 'attribute' && arg.type !== 'call') continue;
+      const loader = loaderOf(file, arg, 0);
+      if (loader === null || loader.pinned !== 'no' || loader.calls.length === 0) continue;
+      for (const loop of callee.loopsOver(param)) {
+        const found = loopIterable(foreign, loop);
+        const header: LoopLoader = { loader, enumerated: found?.enumerated ?? false, zipped: null };
+        const cuda = transfersIn(foreign, loop, header).some((t) => {
+          if (t.loader !== loader) return false;
+          if (t.cuda === true) return true;
+          const target = copyTarget(foreign, t.call);
+          const given = target === null ? null : callee.argumentFor(target);
+          return given !== null && isCudaDevice(file, given);
+        });
+        if (cuda && isTrainingLoop(foreign, loop)) {
+          out.push({ loader, where: `${callee.module.display}:${foreign.lineOf(loop.start) + 1}` });
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 export const blockingTransfer: Rule = {
   code: 'MH009',
   name: 'blocking-transfer',
@@ -1266,6 +1455,22 @@ export const blockingTransfer: Rule = {
           message:
             'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
             'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).' +
+            dropInNote(file, call),
+        });
+      }
+    }
+    for (const { loader, where } of handedLoaders(file)) {
+      for (const call of loader.calls) {
+        if (unpinnedReported.has(call)) continue;
+        unpinnedReported.add(call);
+        const fn = childByField(call, 'function');
+        findings.push({
+          start: fn?.start ?? call.start,
+          end: call.end,
+          message:
+            `The training loop this DataLoader is handed to (in ${where}) copies its batches to CUDA, but it does not pin memory: ` +
+            'each copy is staged through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the ' +
+            'copies there).' +
             dropInNote(file, call),
         });
       }

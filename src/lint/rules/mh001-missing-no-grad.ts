@@ -14,17 +14,13 @@ import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext,
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
 import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
 import { sharedPhaseLoop } from '../analysis/phase-branches';
+import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { callSites, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
 const TEST_TOKENS = new Set(['test', 'testing']);
-const EVAL_DATA = [
-  /(?:^|[^a-z])(?:val|valid|validation|test|testing|eval|evaluation|dev|holdout)_?(?:loader|dataloader|dl|data|dataset|ds|set|iter|iterator|batches|gen|generator|samples|queue)s?(?![a-z])/i,
-  /(?:^|[^a-z])(?:loader|dataloader|dl|ds)s?_(?:val|valid|test|eval|dev)(?![a-z])/i,
-  /\[\s*['"](?:val|valid|validation|test|eval|dev)['"]\s*\]/,
-];
 const TRACING_METHODS = new Set(['export', 'trace', 'trace_module', 'dynamo_export', 'symbolic_trace']);
 const TRACING = /(^|\.)(onnx\.export|jit\.trace|jit\.trace_module|export\.export|dynamo_export|fx\.symbolic_trace)$/;
 
@@ -146,11 +142,7 @@ function evalContext(file: SourceFile, info: ScopeInfo, call: SyntaxNode, receiv
     if (m.receiver === receiver || receiver.startsWith(`${m.receiver}.`)) latest = m;
   }
   if (latest !== null) return latest.evaluating ? { kind: 'eval-mode', marker: latest } : null;
-  for (const loop of enclosingLoops(call)) {
-    if (loop.type !== 'for_statement') continue;
-    const iterable = childByField(loop, 'right');
-    if (iterable !== null && EVAL_DATA.some((re) => re.test(file.textOf(iterable)))) return { kind: 'loader' };
-  }
+  for (const loop of enclosingLoops(call)) if (iteratesEvalData(file, loop)) return { kind: 'loader' };
   return info.evalName ? { kind: 'name' } : null;
 }
 

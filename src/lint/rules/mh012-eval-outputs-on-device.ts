@@ -14,6 +14,7 @@ import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps
 import { localCallee, MAX_HELPER_DEPTH } from '../analysis/indirect';
 import { returnsOf } from '../analysis/values';
 import { onEvaluationPass } from '../analysis/phase-branches';
+import { inEvaluationBatchLoop } from '../analysis/eval-loops';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -248,7 +249,9 @@ function check(file: SourceFile): RuleFinding[] {
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
-    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at)) continue;
+    // ...or it is an evaluation batch loop of a function that trains elsewhere (a validation pass after the
+    // epoch's training loop, left without no_grad: the outputs grow on the device all the same).
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at) && !inEvaluationBatchLoop(file, scope, acc.at)) continue;
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;

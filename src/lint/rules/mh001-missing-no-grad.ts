@@ -13,6 +13,7 @@ import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
 import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
+import { importedFunctionForwardCalls } from '../analysis/imported-function-forwards';
 import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
@@ -264,7 +265,8 @@ function check(file: SourceFile): RuleFinding[] {
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
   // accuracy corpus such calls were fine more often than not (2 of 6 were real). A module method whose output
   // this file backpropagates elsewhere records a graph, though (method-forwards.ts): those are candidates.
-  // With the project, a module method defined in another file can be read (imported-method-forwards.ts).
+  // With the project, a module method defined in another file can be read (imported-method-forwards.ts), and
+  // so can a routine of another file handed the model (imported-function-forwards.ts).
   const project = file.session.project;
   if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
@@ -340,6 +342,12 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
   for (const { call, receiver, definedIn } of importedMethodForwardCalls(file, scope)) {
     if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn });
+  }
+  // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
+  // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
+  // its file reports it, not every call.
+  for (const { call, receiver, definedIn, callee } of importedFunctionForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call) && !isEvalFunctionName(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }

@@ -54,7 +54,8 @@ function importedClassOf(file: SourceFile, object: SyntaxNode): { module: Projec
   const values = valuesOf(file, object);
   if (values === null) return null;
   let found: { module: ProjectModule; node: SyntaxNode; name: string } | null = null;
-  for (const v of values) {
+  for (const value of values) {
+    const v = constructorOf(file, value);
     if (v.type !== 'call') return null;
     const fn = childByField(v, 'function');
     if (fn === null) return null;
@@ -68,6 +69,21 @@ function importedClassOf(file: SourceFile, object: SyntaxNode): { module: Projec
     found = { module: resolved.module, node: resolved.node, name: resolved.module.file.textOf(childByField(resolved.node, 'name') ?? resolved.node) };
   }
   return found;
+}
+
+/**
+ * `DGI(n_in, n_h).cuda()`, `Net().to(device).eval()`: the module built by the constructor at the head of a
+ * chain of calls that return the same module (nn.Module's `.to()`/`.cuda()`/`.eval()` return `self`).
+ */
+function constructorOf(file: SourceFile, value: SyntaxNode): SyntaxNode {
+  let v = value;
+  while (v.type === 'call' && SAME_MODULE.has(calleeMethod(file, v) ?? '')) {
+    const fn = childByField(v, 'function');
+    const inner = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    if (inner?.type !== 'call') break;
+    v = inner;
+  }
+  return v;
 }
 
 interface ClassFacts {

@@ -16,6 +16,7 @@ import { VersionMemo } from '../session';
 import { callsWithin, unitCallGroups } from './calls';
 import { derivedReadOutside, HISTORY_CUTS, listsCutAfter } from './rollout-lists';
 import { differentiatesWeights } from './weight-gradients';
+import { statisticOfSingleUpdate } from './step-statistics';
 
 export type InferenceKind = 'inference-name' | 'no-backward-loop' | 'after-training' | 'after-step' | 'rollout' | 'history-cut';
 
@@ -419,7 +420,8 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   // statistics helper, whatever its name. No caller can backpropagate what leaves it, so the graph is waste.
   else if (scope.type === 'function_definition' && !reach.functionReaches(scope) && historyCutInScope(file, scope, call)) kind = 'history-cut';
   else if (loops.some((l) => contains(region, l) || l === region)) kind = 'no-backward-loop';
-  else if (stepsBefore(scope)) kind = 'after-training';
+  // After a function's single update, a forward on the inputs it trained on is a statistic of that update.
+  else if (stepsBefore(scope) && !statisticOfSingleUpdate(file, scope, call, region, (c) => isStepOrBackward(file, c))) kind = 'after-training';
   if (kind === null) return null;
   if (modelMethod && !(kind === 'after-step' && trainingLoop !== null && weightUpdateBefore(file, trainingLoop, region))) return null;
   // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.

@@ -533,9 +533,28 @@ function takesModelArgument(file: SourceFile, call: SyntaxNode): boolean {
   });
 }
 
+/**
+ * torch's functional forms of a forward pass, which take the module as their first argument:
+ * `data_parallel(model, x)` scatters `x` over the GPUs, runs `model` on each and gathers the outputs on
+ * the first one; `functional_call(model, params, x)` runs `model` with other parameters. Their result is
+ * the module's output, graph included, exactly as `model(x)`'s.
+ */
+const FUNCTIONAL_FORWARD = /^torch\.(nn\.parallel\.(data_parallel\.)?data_parallel|func\.functional_call|nn\.utils\.stateless\.functional_call)$/;
+
+/** The module run by such a functional forward (its first positional argument), or null. */
+function functionalForwardModule(file: SourceFile, call: SyntaxNode, fn: SyntaxNode): string | null {
+  if (fn.type !== 'identifier' && fn.type !== 'attribute') return null;
+  if (!/(data_parallel|functional_call)$/.test(file.textOf(fn)) || !FUNCTIONAL_FORWARD.test(qualifiedName(file, fn) ?? '')) return null;
+  const module = positionalArguments(call)[0] ?? keywordArgument(file, call, 'module');
+  const key = module === undefined || module === null ? null : keyOf(file, module);
+  return key !== null && (key === 'self' ? inModuleClass(file, call) : isModelKey(file, key)) ? key : null;
+}
+
 function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | null {
   const fn = childByField(call, 'function');
   if (fn === null) return null;
+  const functional = functionalForwardModule(file, call, fn);
+  if (functional !== null) return functional;
   if (fn.type === 'identifier') {
     const name = file.textOf(fn);
     if (name === 'self') return inModuleClass(file, call) ? 'self' : null;

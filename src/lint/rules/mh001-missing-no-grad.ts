@@ -13,18 +13,15 @@ import { forwardsFeedingBackward } from '../analysis/backprop';
 import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
 import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
+import { importedFunctionForwardCalls } from '../analysis/imported-function-forwards';
 import { sharedPhaseLoop } from '../analysis/phase-branches';
+import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { callSites, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
 const TEST_TOKENS = new Set(['test', 'testing']);
-const EVAL_DATA = [
-  /(?:^|[^a-z])(?:val|valid|validation|test|testing|eval|evaluation|dev|holdout)_?(?:loader|dataloader|dl|data|dataset|ds|set|iter|iterator|batches|gen|generator|samples|queue)s?(?![a-z])/i,
-  /(?:^|[^a-z])(?:loader|dataloader|dl|ds)s?_(?:val|valid|test|eval|dev)(?![a-z])/i,
-  /\[\s*['"](?:val|valid|validation|test|eval|dev)['"]\s*\]/,
-];
 const TRACING_METHODS = new Set(['export', 'trace', 'trace_module', 'dynamo_export', 'symbolic_trace']);
 const TRACING = /(^|\.)(onnx\.export|jit\.trace|jit\.trace_module|export\.export|dynamo_export|fx\.symbolic_trace)$/;
 
@@ -146,11 +143,7 @@ function evalContext(file: SourceFile, info: ScopeInfo, call: SyntaxNode, receiv
     if (m.receiver === receiver || receiver.startsWith(`${m.receiver}.`)) latest = m;
   }
   if (latest !== null) return latest.evaluating ? { kind: 'eval-mode', marker: latest } : null;
-  for (const loop of enclosingLoops(call)) {
-    if (loop.type !== 'for_statement') continue;
-    const iterable = childByField(loop, 'right');
-    if (iterable !== null && EVAL_DATA.some((re) => re.test(file.textOf(iterable)))) return { kind: 'loader' };
-  }
+  for (const loop of enclosingLoops(call)) if (iteratesEvalData(file, loop)) return { kind: 'loader' };
   return info.evalName ? { kind: 'name' } : null;
 }
 
@@ -272,7 +265,8 @@ function check(file: SourceFile): RuleFinding[] {
   // `self.policy.sample(s)`) is no evidence: whether it already runs under no_grad is in that file, and on the
   // accuracy corpus such calls were fine more often than not (2 of 6 were real). A module method whose output
   // this file backpropagates elsewhere records a graph, though (method-forwards.ts): those are candidates.
-  // With the project, a module method defined in another file can be read (imported-method-forwards.ts).
+  // With the project, a module method defined in another file can be read (imported-method-forwards.ts), and
+  // so can a routine of another file handed the model (imported-function-forwards.ts).
   const project = file.session.project;
   if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
@@ -348,6 +342,12 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
   for (const { call, receiver, definedIn } of importedMethodForwardCalls(file, scope)) {
     if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn });
+  }
+  // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
+  // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
+  // its file reports it, not every call.
+  for (const { call, receiver, definedIn, callee } of importedFunctionForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call) && !isEvalFunctionName(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }

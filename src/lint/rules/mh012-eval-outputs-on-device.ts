@@ -14,6 +14,7 @@ import { isTrainingLoop, iteratesBatches, loopIterable } from '../analysis/steps
 import { localCallee, MAX_HELPER_DEPTH } from '../analysis/indirect';
 import { returnsOf } from '../analysis/values';
 import { onEvaluationPass } from '../analysis/phase-branches';
+import { inEvaluationBatchLoop } from '../analysis/eval-loops';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -127,10 +128,22 @@ function accumulations(file: SourceFile): Accumulation[] {
       if (fn?.type === 'attribute' && value !== undefined) out.push({ at: call, container: childByField(fn, 'object') ?? fn, value });
     }
   }
-  for (const a of file.nodesOfType('assignment')) {
+  // `preds += [out]`, `preds += list(out)`: a list extended in place, like `.extend()` (`total += out.sum()`
+  // on a number or tensor is a sum, not a collection, so only list operands count).
+  for (const a of file.nodesOfType('augmented_assignment')) {
     const left = childByField(a, 'left');
     const right = childByField(a, 'right');
-    if (left === null || right === null) continue;
+    if (left === null || right === null || file.textOf(childByField(a, 'operator') ?? a) !== '+=') continue;
+    if (left.type !== 'identifier' && left.type !== 'attribute') continue;
+    if (right.type === 'list') for (const item of right.children.filter((c) => c.named && c.type !== 'comment')) out.push({ at: a, container: left, value: item });
+    else if (right.type === 'call' && calleeName(file, right) === 'list' && positionalArguments(right).length === 1) out.push({ at: a, container: left, value: positionalArguments(right)[0] });
+  }
+  for (const a of file.nodesOfType('assignment')) {
+    const left = childByField(a, 'left');
+    const assigned = childByField(a, 'right');
+    if (left === null || assigned === null) continue;
+    // `preds = out if preds is None else torch.cat((preds, out))`: the concatenating branch grows it.
+    const right = assigned.type === 'conditional_expression' ? (assigned.children.find((c) => c.type === 'call' && CONCAT.test(calleeName(file, c) ?? '')) ?? assigned) : assigned;
     if (left.type === 'subscript') {
       const index = childByField(left, 'subscript');
       // `metrics["loss"] = v` overwrites one slot every batch; only varying keys grow.
@@ -159,15 +172,34 @@ function accumulations(file: SourceFile): Accumulation[] {
 
 /** The batch loop the collection grows across: its container was created before that loop. */
 function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): SyntaxNode | null {
-  const key = keyOf(file, acc.container);
+  // `results["pred"].append(out)`: a list held in a fixed slot of a dict (or other container) created with it.
+  const container = acc.container.type === 'subscript' && CONSTANT_INDEX.test(childByField(acc.container, 'subscript')?.type ?? '') ? (childByField(acc.container, 'value') ?? acc.container) : acc.container;
+  const key = keyOf(file, container);
   if (key === null) return null;
-  const created = flow.reachingDefs(key, acc.container).filter((d) => d.kind === 'assign');
+  const created = flow.reachingDefs(key, container).filter((d) => d.kind === 'assign');
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
     if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
-    return created.every((d) => !contains(loop, d.stmt)) ? loop : null;
+    return created.every((d) => !contains(loop, d.stmt) || seedsEmpty(file, key, loop, d.stmt)) && created.some((d) => !contains(loop, d.stmt)) ? loop : null;
   }
   return null;
+}
+
+const CONSTANT_INDEX = /^(string|integer|concatenated_string)$/;
+
+/**
+ * `if preds is None: preds = out` (or `if not preds:`, `if len(preds) == 0:`, `if i == 0:`) inside the batch loop: the
+ * first batch seeds the collection that the other batches concatenate to; it is no reset per batch.
+ */
+function seedsEmpty(file: SourceFile, key: string, loop: SyntaxNode, stmt: SyntaxNode): boolean {
+  const name = key.replace(/[.[\]]/g, '\\$&');
+  const emptyTest = new RegExp(`^(?:\\(\\s*)?(?:${name}\\s+is\\s+None|not\\s+${name}|len\\(\\s*${name}\\s*\\)\\s*==\\s*0|${name}\\s+is\\s+not\\s+None|${name}|\\w+\\s*==\\s*0)(?:\\s*\\))?$`);
+  for (let p = stmt.parent; p !== null && p !== loop; p = p.parent) {
+    if (p.type !== 'if_statement') continue;
+    const condition = childByField(p, 'condition');
+    if (condition !== null && emptyTest.test(file.textOf(condition).trim())) return true;
+  }
+  return false;
 }
 
 /**
@@ -217,7 +249,9 @@ function check(file: SourceFile): RuleFinding[] {
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
-    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at)) continue;
+    // ...or it is an evaluation batch loop of a function that trains elsewhere (a validation pass after the
+    // epoch's training loop, left without no_grad: the outputs grow on the device all the same).
+    if (!gradOffAt(file, acc.at) && computesGradients(file, scope) && !evalPass && !forwardsWithGradOff(file, scope, acc.at) && !inEvaluationBatchLoop(file, scope, acc.at)) continue;
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;

@@ -4,10 +4,12 @@
 // (inclusive: a compute that asks another memo counts that one's time too). A descriptor that misses on
 // every keystroke is a whole-file or whole-statement analysis redone per edit, the first place to look
 // when the re-lint latency grows. A wrapper around the compiled descriptors' methods, for diagnosis only.
-//   node scripts/profile-relint-memos.mjs [--edits N] [--top K]   (MEMHINT_OUT=DIR: another build)
+//   node scripts/profile-relint-memos.mjs [--edits N] [--top K] [--giant class|main] [--lines N] [--digits]
+//   (MEMHINT_OUT=DIR: another build; --giant: one of giant-statements.mjs's files instead, --lines long)
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { giantClass, giantMain } from './giant-statements.mjs';
 
 const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -66,20 +68,27 @@ const pyFiles = (d) =>
 const corpus = [path.join(root, 'examples'), path.join(root, 'test/fixtures/lint'), path.join(root, 'test/fixtures/corpus')].flatMap(pyFiles).map((f) => fs.readFileSync(f, 'utf8'));
 let big = '';
 for (let i = 0; big.split('\n').length < 1500; i++) big += corpus[i % corpus.length] + '\n';
+const giantAt = args.indexOf('--giant');
+if (giantAt >= 0) big = (args[giantAt + 1] === 'main' ? giantMain : giantClass)(corpus, option('--lines', 1500));
 
 const linter = await Linter.create();
 const doc = linter.open(big);
 lintFile(doc.source, defaultSettings);
 let lintMs = 0;
+// --digits: replace one digit by another per edit, as bench:lint does (changes one number token only);
+// otherwise insert an `x` anywhere (may rename an identifier, so file-wide facts change too).
+const digits = args.includes('--digits') ? [...big.matchAll(/\d/g)].map((m) => m.index) : null;
 for (let r = 0; r < edits; r++) {
-  const at = (r * 7919) % big.length;
-  doc.update([{ rangeOffset: at, rangeLength: 0, text: 'x' }]);
+  const at = digits === null ? (r * 7919) % big.length : digits[(r * 7919) % digits.length];
+  const old = big[at];
+  if (digits === null) doc.update([{ rangeOffset: at, rangeLength: 0, text: 'x' }]);
+  else doc.update([{ rangeOffset: at, rangeLength: 1, text: old === '1' ? '2' : '1' }]);
   counting = true;
   const t0 = performance.now();
   lintFile(doc.source, defaultSettings);
   lintMs += performance.now() - t0;
   counting = false;
-  doc.update([{ rangeOffset: at, rangeLength: 1, text: '' }]);
+  doc.update([{ rangeOffset: at, rangeLength: 1, text: digits === null ? '' : old }]);
   lintFile(doc.source, defaultSettings);
 }
 doc.dispose();

@@ -4,10 +4,10 @@
 import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { beforeInDocument, inSubtree } from './scope-nodes';
 import type { Fix, RuleFinding } from '../types';
-import { importBindings } from './imports';
+import { importSignature } from './imports';
 import { isDefinition, ModuleCodeMemo, moduleCode, NodeMemo, VersionMemo } from '../session';
 
-export { isDefinition, moduleCode };
+export { importSignature, isDefinition, moduleCode };
 
 /** The nodes of `type` in one top-level statement of `file`, in document order (like SourceFile.nodesOfType). */
 export function unitNodesOfType(file: SourceFile, unit: SyntaxNode, type: string): readonly SyntaxNode[] {
@@ -29,17 +29,6 @@ const combined = new VersionMemo<string>('combine');
 /** The interned combination of several signatures, memoized per file version and name. */
 export function combine(file: SourceFile, name: string, parts: () => readonly string[]): string {
   return combined.keyed(file, name, () => intern(file, parts().join('|')));
-}
-
-const importSignatures = new VersionMemo<string>('importSignature');
-
-/** Changes whenever an import binding changes. */
-export function importSignature(file: SourceFile): string {
-  return importSignatures.get(file, () => {
-    const parts: string[] = [];
-    for (const [local, b] of importBindings(file)) parts.push(`${local}=${b.qualified}`);
-    return intern(file, parts.sort().join(','));
-  });
 }
 
 /** A finding stored relative to an anchor node's start, so it stays right when the node shifts. */

@@ -8,6 +8,8 @@ import { callsNamed, callsWithin } from './calls';
 import { backwardTargets, isGradientCall, scopeOf } from './models';
 import { gradMaybeOffAt, gradOffAt } from './gradstate';
 import { parameterNames } from './values';
+import { importSignature } from './imports';
+import { NodeMemo } from '../session';
 
 export interface FlagSelectedEval {
   /** The flag parameter (`train`). */
@@ -23,13 +25,9 @@ export interface FlagSelectedEval {
  */
 export function flagSelectedEval(file: SourceFile, fn: SyntaxNode): FlagSelectedEval | null {
   if (fn.type !== 'function_definition') return null;
-  const gradientCalls = callsWithin(file, fn).filter((c) => scopeOf(c) === fn && (backwardTargets(file, c) !== null || isGradientCall(file, c)));
-  if (gradientCalls.length === 0) return null;
+  const flag = evalFlag(file, fn);
+  if (flag === null) return null;
   const params = parameterNames(file, fn);
-  const flags = new Set(gradientCalls.map((c) => guardingFlag(file, fn, c)));
-  if (flags.size !== 1) return null;
-  const [flag] = flags;
-  if (flag === null || !params.includes(flag)) return null;
   const name = file.textOf(childByField(fn, 'name') ?? fn);
   const isMethod = fn.parent?.type === 'block' && fn.parent.parent?.type === 'class_definition';
   for (const site of callsNamed(file, name)) {
@@ -43,6 +41,24 @@ export function flagSelectedEval(file: SourceFile, fn: SyntaxNode): FlagSelected
   }
   return null;
 }
+
+/**
+ * The flag parameter guarding every gradient call of `fn`, or null. It reads `fn`'s subtree and the
+ * imports only (gradient calls are known by their names resolved through imports), so it is kept on the
+ * function node: flagPathsSignature asks for every function of the file on every version.
+ */
+function evalFlag(file: SourceFile, fn: SyntaxNode): string | null {
+  return flagMemo.get(file, fn, importSignature(file), () => {
+    const gradientCalls = callsWithin(file, fn).filter((c) => scopeOf(c) === fn && (backwardTargets(file, c) !== null || isGradientCall(file, c)));
+    if (gradientCalls.length === 0) return null;
+    const flags = new Set(gradientCalls.map((c) => guardingFlag(file, fn, c)));
+    if (flags.size !== 1) return null;
+    const [flag] = flags;
+    return flag !== null && parameterNames(file, fn).includes(flag) ? flag : null;
+  });
+}
+
+const flagMemo = new NodeMemo<string | null>('flag-paths.flag');
 
 /** The parameter name of the innermost `if NAME:` whose body holds `call` (within `fn`), or null. */
 export function guardingFlag(file: SourceFile, fn: SyntaxNode, call: SyntaxNode): string | null {

@@ -7,7 +7,8 @@
 // lines of such scripts ambiguous.
 import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { keywordArgument, positionalArguments } from './context';
-import { calleeName } from './imports';
+import { calleeName, importBindings } from './imports';
+import { callsMatching } from './calls';
 import { VersionMemo } from '../session';
 
 /** torch.optim classes (by their last name: `optim.Adam`, `torch.optim.Adam`, `Adam`). */
@@ -38,7 +39,11 @@ export function functionNetworkCalled(file: SourceFile, call: SyntaxNode): strin
 function compute(file: SourceFile): ReadonlySet<string> {
   const bindings = moduleBindings(file);
   const trained = new Set<string>();
-  for (const call of file.nodesOfType('call')) {
+  // Only the calls whose callee's last name (or the import it aliases) is an optimizer's, from the
+  // per-statement call groups: a scan of every call of the file ran on every version.
+  const imports = importBindings(file);
+  const maybeOptimizer = (method: string): boolean => OPTIMIZERS.test(method) || OPTIMIZERS.test(imports.get(method)?.qualified ?? '');
+  for (const call of callsMatching(file, maybeOptimizer)) {
     if (!OPTIMIZERS.test(calleeName(file, call) ?? '')) continue;
     const params = positionalArguments(call)[0] ?? keywordArgument(file, call, 'params');
     if (params !== null && params !== undefined) collectTensors(file, params, bindings, trained, 0);

@@ -1,7 +1,7 @@
 // Resolves local names to the dotted names they were imported as, so rules match
 // `torch.cuda.amp.autocast` whether the code says `autocast`, `amp.autocast` or `torch.cuda.amp.autocast`.
 import { childByField, childrenByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { KeyMemo, VersionMemo } from '../session';
+import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 
 export interface ImportBinding {
   /** The name bound in the file ("ac" for `from torch.cuda.amp import autocast as ac`). */
@@ -88,11 +88,26 @@ export function qualifiedName(file: SourceFile, node: SyntaxNode): string | null
   return parts.join('.');
 }
 
-const calleeCache = new VersionMemo<string | null>('imports.calleeName');
+const importSignatures = new VersionMemo<string>('importSignature');
 
-/** The dotted name of what a call calls, resolved through imports, or null. Cached per file: every rule asks. */
+/** Changes whenever an import binding changes (interned in the file's session). */
+export function importSignature(file: SourceFile): string {
+  return importSignatures.get(file, () => {
+    const parts: string[] = [];
+    for (const [local, b] of importBindings(file)) parts.push(`${local}=${b.qualified}`);
+    return file.session.intern(parts.sort().join(','));
+  });
+}
+
+const calleeCache = new NodeMemo<string | null>('imports.calleeName');
+
+/**
+ * The dotted name of what a call calls, resolved through imports, or null. Every rule asks, for most calls
+ * of the file: kept on the call node while the import bindings are the same, so an edit recomputes the
+ * names of the calls it rebuilt only (it was per version, every call of the file again per keystroke).
+ */
 export function calleeName(file: SourceFile, call: SyntaxNode): string | null {
-  return calleeCache.keyed(file, call, () => {
+  return calleeCache.get(file, call, importSignature(file), () => {
     const fn = childByField(call, 'function');
     return fn === null ? null : qualifiedName(file, fn);
   });

@@ -11,7 +11,7 @@ import { importBindings } from './imports';
 import { callsByScope, enclosingClass, forwardReceiver, frozenTarget, isModelKey, keyOf, scopeOf } from './models';
 import { isInferenceName, reachesGradients, trainsInUnseenMethod } from './inference';
 import { flowOf, Taint } from './flow';
-import { intern } from './unitcache';
+import { FilteredNodes, intern } from './unitcache';
 import { callsNamed } from './calls';
 import { NodeMemo, VersionMemo } from '../session';
 
@@ -87,7 +87,7 @@ function fileFunctions(file: SourceFile): FileFunctions {
       }
     }
     const instances = new Map<string, string>();
-    for (const a of file.nodesOfType('assignment')) {
+    for (const a of constructions.get(file, '')) {
       const key = keyOf(file, childByField(a, 'left'));
       const cls = constructedClass(file, childByField(a, 'right'));
       if (key !== null && cls !== null && classes.has(cls) && !instances.has(key)) instances.set(key, cls);
@@ -104,6 +104,9 @@ function fileFunctions(file: SourceFile): FileFunctions {
     return { moduleLevel, classes, instances, nested };
   });
 }
+
+/** Assignments `key = Name(...)...` (syntactic: whether Name is a class of this file is asked per version). */
+const constructions = new FilteredNodes('indirect.constructions', 'assignment', (file, a) => keyOf(file, childByField(a, 'left')) !== null && constructedClass(file, childByField(a, 'right')) !== null);
 
 /** `Translator(...)`, `Translator(...).to(device).eval()`: the class name, or null. */
 function constructedClass(file: SourceFile, value: SyntaxNode | null): string | null {
@@ -384,17 +387,19 @@ function freezes(file: SourceFile): Freezes {
       if (fn?.type !== 'attribute' || file.textOf(childByField(fn, 'attribute') ?? fn) !== 'requires_grad_') continue;
       if (/^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(file.textOf(childByField(call, 'arguments') ?? call))) note(childByField(fn, 'object'), call);
     }
-    for (const a of file.nodesOfType('assignment')) {
-      const left = childByField(a, 'left');
-      const right = childByField(a, 'right');
-      if (left?.type !== 'attribute' || right === null || file.textOf(right) !== 'False' || file.textOf(childByField(left, 'attribute') ?? left) !== 'requires_grad') continue;
-      note(childByField(left, 'object'), a);
-    }
+    for (const a of gradSwitchesOff.get(file, '')) note(childByField(childByField(a, 'left')!, 'object'), a);
     return { parameters, elsewhere };
   });
 }
 
 const freezesMemo = new VersionMemo<Freezes>('indirect.freezes');
+
+/** `X.requires_grad = False` assignments (syntactic). */
+const gradSwitchesOff = new FilteredNodes('indirect.requiresGradFalse', 'assignment', (file, a) => {
+  const left = childByField(a, 'left');
+  const right = childByField(a, 'right');
+  return left?.type === 'attribute' && right !== null && file.textOf(right) === 'False' && file.textOf(childByField(left, 'attribute') ?? left) === 'requires_grad';
+});
 
 /**
  * Keys frozen by a helper of this file: `freeze(self.teacher)` where `def freeze(m)` sets

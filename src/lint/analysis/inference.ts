@@ -8,11 +8,11 @@
 // return value).
 import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import { enclosingLoops } from './context';
-import { qualifiedName } from './imports';
+import { importSignature, qualifiedName } from './imports';
 import { backwardTargets, computesGradients, enclosingClass, forwardReceiver, isGradientCall, modelFacts } from './models';
 import { flowOf, Taint, type ScopeFlow } from './flow';
 import { forwardsFeedingBackward } from './backprop';
-import { VersionMemo } from '../session';
+import { NodeMemo, VersionMemo } from '../session';
 import { callsWithin, unitCallGroups } from './calls';
 import { derivedReadOutside, HISTORY_CUTS, listsCutAfter } from './rollout-lists';
 import { differentiatesWeights } from './weight-gradients';
@@ -86,9 +86,19 @@ class GradientReach {
     const known = this.memo.get(fn);
     if (known !== undefined) return known;
     this.memo.set(fn, false); // recursion guard
-    const result = computesGradients(this.file, fn) || callsWithin(this.file, fn).some((c) => this.callReaches(c));
+    // callReaches over the function's calls in document order, from their summaries (kept on the node):
+    // the same calls are asked in the same order, so the recursion guard decides as before.
+    const result = computesGradients(this.file, fn) || callSummaries(this.file, fn).some((c) => this.summaryReaches(c));
     this.memo.set(fn, result);
     return result;
+  }
+
+  /** callReaches for a call by its summary. */
+  private summaryReaches(c: CallSummary): boolean {
+    if (c.gradient) return true;
+    const defs = c.name === null ? undefined : this.functions.get(c.name);
+    if (defs === undefined) return c.unseen;
+    return defs.some((d) => this.functionReaches(d));
   }
 
   private readonly nodeMemo = new Map<SyntaxNode, boolean>();
@@ -98,6 +108,36 @@ class GradientReach {
     if (r === undefined) this.nodeMemo.set(node, (r = callsWithin(this.file, node).some((c) => this.callReaches(c))));
     return r;
   }
+}
+
+/** What GradientReach.callReaches reads of one call: all of it from the call's subtree and the imports. */
+interface CallSummary {
+  readonly gradient: boolean;
+  readonly name: string | null;
+  readonly unseen: boolean;
+}
+
+const callSummaryMemo = new NodeMemo<readonly CallSummary[]>('inference.callSummaries');
+
+/**
+ * The summaries of the calls in `fn`'s subtree in document order, up to the first gradient call (callReaches
+ * answers there, so later calls are never asked), without the calls that answer false on every version (no
+ * name to resolve, not a gradient or unseen-method call). Kept on the function node under the import
+ * signature: the call graph is rebuilt per version from these, not from every call of the file.
+ */
+function callSummaries(file: SourceFile, fn: SyntaxNode): readonly CallSummary[] {
+  return callSummaryMemo.get(file, fn, importSignature(file), () => {
+    const out: CallSummary[] = [];
+    for (const c of callsWithin(file, fn)) {
+      const gradient = isGradientCall(file, c);
+      const name = gradient ? null : calleeLastName(file, c);
+      const unseen = !gradient && trainsInUnseenMethod(file, c);
+      if (!gradient && name === null && !unseen) continue;
+      out.push({ gradient, name, unseen });
+      if (gradient) break;
+    }
+    return out;
+  });
 }
 
 /** Arguments that say the callee trains: an optimizer, or a loss. */

@@ -3,9 +3,10 @@
 // from one (`self.alpha = self.log_alpha.exp()`) carries autograd history; MH002 asks which keys these are.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { keywordArgument, positionalArguments } from './context';
-import { calleeName } from './imports';
+import { calleeName, importSignature } from './imports';
 import { keyOf } from './models';
-import { VersionMemo } from '../session';
+import { NodeMemo, VersionMemo } from '../session';
+import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 
 /** torch.optim classes (by their last name: `optim.Adam`, `torch.optim.Adam`, `Adam`). */
 const OPTIMIZERS = /(^|\.)(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS)$/;
@@ -13,6 +14,16 @@ const OPTIMIZERS = /(^|\.)(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|
 const PARAMETER = /(^|\.)Parameter$/;
 
 const memo = new VersionMemo<ReadonlySet<string>>('learned-leaves');
+
+/** What one statement (or one function body) contributes: keys bound to a new leaf, keys an optimizer lists. */
+interface LeafParts {
+  readonly created: string[];
+  readonly listed: string[];
+}
+
+/** Per top-level statement and per function body, under the import signature (calleeName resolves through imports). */
+const unitParts = new NodeMemo<LeafParts>('learned-leaves.unit');
+const functionParts = new NodeMemo<LeafParts>('learned-leaves.function');
 
 /**
  * Keys (`self.log_alpha`, `log_alpha`) bound to a tensor created with `requires_grad=True` (or an
@@ -28,25 +39,51 @@ export function learnedLeavesSignature(file: SourceFile): string {
   return [...learnedLeaves(file)].sort().join(',');
 }
 
+/**
+ * The file's answer from per-statement parts: each part reads only its own subtree and the imports, so an
+ * edit re-walks the statement it changed (and, in a giant class, only the method it changed); what is
+ * left per version is a union over the statements' short lists. A key is learned when some statement
+ * creates it and some (maybe another) lists it, as when one walk over the file collected both.
+ */
 function compute(file: SourceFile): ReadonlySet<string> {
+  const deps = importSignature(file);
+  const walk = leafWalk(file);
+  const parts = file.root.children.map((unit) => unitParts.get(file, unit, deps, () => walkSplittingFunctions(file, functionParts, deps, unit, walk)));
   const created = new Set<string>();
-  for (const a of file.nodesOfType('assignment')) {
-    const right = childByField(a, 'right');
-    const key = keyOf(file, childByField(a, 'left'));
-    if (key !== null && right?.type === 'call' && createsLeaf(file, right)) created.add(key);
-  }
-  if (created.size === 0) return created;
+  for (const part of parts) for (const key of part.created) created.add(key);
   const out = new Set<string>();
-  for (const call of file.nodesOfType('call')) {
-    if (!OPTIMIZERS.test(calleeName(file, call) ?? '')) continue;
-    const params = positionalArguments(call)[0] ?? keywordArgument(file, call, 'params');
-    if (params === null || params === undefined || (params.type !== 'list' && params.type !== 'tuple')) continue;
-    for (const item of params.children) {
-      const key = item.named ? keyOf(file, item) : null;
-      if (key !== null && created.has(key)) out.add(key);
-    }
-  }
+  if (created.size === 0) return out;
+  for (const part of parts) for (const key of part.listed) if (created.has(key)) out.add(key);
   return out;
+}
+
+/** The node types leafWalk acts on (read from the statement's by-type index). */
+const LEAF_TYPES: readonly string[] = Object.freeze(['assignment', 'call']);
+
+function leafWalk(file: SourceFile): FunctionSplitWalk<LeafParts> {
+  return {
+    order: 'document',
+    types: LEAF_TYPES,
+    fresh: () => ({ created: [], listed: [] }),
+    merge: (acc, part) => {
+      for (const key of part.created) acc.created.push(key);
+      for (const key of part.listed) acc.listed.push(key);
+    },
+    visit: (n, acc) => {
+      if (n.type === 'assignment') {
+        const right = childByField(n, 'right');
+        const key = keyOf(file, childByField(n, 'left'));
+        if (key !== null && right?.type === 'call' && createsLeaf(file, right)) acc.created.push(key);
+      } else if (n.type === 'call' && OPTIMIZERS.test(calleeName(file, n) ?? '')) {
+        const params = positionalArguments(n)[0] ?? keywordArgument(file, n, 'params');
+        if (params === null || params === undefined || (params.type !== 'list' && params.type !== 'tuple')) return;
+        for (const item of params.children) {
+          const key = item.named ? keyOf(file, item) : null;
+          if (key !== null) acc.listed.push(key);
+        }
+      }
+    },
+  };
 }
 
 function createsLeaf(file: SourceFile, call: SyntaxNode): boolean {

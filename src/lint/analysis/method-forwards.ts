@@ -7,11 +7,11 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { backwardTargets, callsByScope, forwardReceiver, isModelKey, keyOf, scopeOf } from './models';
 import { traceForwards } from './backprop';
-import { flowOf } from './flow';
+import { flowOf, flowSignature } from './flow';
 import { gradMaybeOffAt, gradOffAt } from './gradstate';
 import { callsNamed } from './calls';
 import { enclosingClassName } from './optimized';
-import { VersionMemo } from '../session';
+import { NodeMemo, VersionMemo } from '../session';
 
 /** Module methods that run no forward pass (or, like Hugging Face's generate(), run theirs under no_grad). */
 const NOT_FORWARD = /^(parameters|named_parameters|buffers|named_buffers|modules|named_modules|children|named_children|state_dict|load_state_dict|to|cuda|cpu|half|float|double|bfloat16|eval|train|zero_grad|requires_grad_|apply|register_\w+|detach|item|numpy|generate|forward\w*)$/;
@@ -34,26 +34,54 @@ function methodKey(file: SourceFile, call: SyntaxNode): string | null {
 }
 
 const memo = new VersionMemo<ReadonlySet<string>>('method-forwards');
+/** Per scope with a backward: the keys its trace reaches (see scopeDeps for what they depend on). */
+const scopeMemo = new NodeMemo<readonly string[]>('method-forwards.scope');
+
+/**
+ * What a scope's keys depend on beyond its own subtree: the flow's file-wide inputs (forward receivers,
+ * grad state and model facts are in them), and the definitions around the scope (methodKey names the
+ * enclosing class; gradOffAt reads enclosing functions' decorators), which an edit can change while
+ * reusing the scope's node.
+ */
+function scopeDeps(file: SourceFile, scope: SyntaxNode, flowSig: string): string {
+  let around = '';
+  for (let p = scope.parent; p !== null && p.type !== 'module'; p = p.parent) {
+    if (p.type === 'class_definition') around += `|class ${file.textOf(childByField(p, 'name') ?? p)}`;
+    else if (p.type === 'function_definition') around += `|def ${file.textOf(childByField(p, 'name') ?? p)}`;
+    else if (p.type === 'decorated_definition') for (const d of p.children) if (d.type === 'decorator') around += `|@${file.textOf(d)}`;
+  }
+  return `${flowSig}${around}`;
+}
 
 /** `R.m` keys whose call's output, made with autograd on, feeds a backward somewhere in the file. */
 export function differentiableMethods(file: SourceFile): ReadonlySet<string> {
   return memo.get(file, (f) => {
     const out = new Set<string>();
+    const flowSig = flowSignature(f);
+    // Per scope, kept on the function node: an edit re-traces the scopes it changed, not every scope with a backward.
     for (const [scope, calls] of callsByScope(f)) {
       if (calls.backwards.length === 0) continue;
-      const roots = calls.backwards.flatMap((b) => backwardTargets(f, b) ?? []);
-      // The loss's own operands only: a method whose output merely feeds a forward pass's inputs
-      // (`enc.init_hidden()`, a zero state) proves nothing about its own graph.
-      traceForwards(f, flowOf(f, scope), roots, new Set(), {
-        reached: (call) => {
-          if (forwardReceiver(f, call) !== null || gradOffAt(f, call) || gradMaybeOffAt(f, call)) return;
-          const key = methodKey(f, call);
-          if (key !== null) out.add(key);
-        },
-      });
+      const keys = scope.type === 'module' ? scopeKeys(f, scope, calls.backwards) : scopeMemo.get(f, scope, scopeDeps(f, scope, flowSig), () => scopeKeys(f, scope, calls.backwards));
+      for (const key of keys) out.add(key);
     }
     return out;
   });
+}
+
+/** The keys of the module methods whose outputs (made with autograd on) feed one of `backwards`. */
+function scopeKeys(f: SourceFile, scope: SyntaxNode, backwards: readonly SyntaxNode[]): string[] {
+  const out: string[] = [];
+  const roots = backwards.flatMap((b) => backwardTargets(f, b) ?? []);
+  // The loss's own operands only: a method whose output merely feeds a forward pass's inputs
+  // (`enc.init_hidden()`, a zero state) proves nothing about its own graph.
+  traceForwards(f, flowOf(f, scope), roots, new Set(), {
+    reached: (call) => {
+      if (forwardReceiver(f, call) !== null || gradOffAt(f, call) || gradMaybeOffAt(f, call)) return;
+      const key = methodKey(f, call);
+      if (key !== null) out.push(key);
+    },
+  });
+  return out;
 }
 
 /** Changes whenever the set of differentiable methods does (for callers' caches). */

@@ -3,7 +3,7 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
 import { keywordArgument, positionalArguments } from './context';
-import { combine, importSignature, intern, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
+import { importSignature, intern, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { differentiatesWeights } from './weight-gradients';
 import { beforeInReverseWalk, subtreeNodesOfType } from './scope-nodes';
@@ -341,12 +341,17 @@ function computeFacts(file: SourceFile): ModelFacts {
 
 /** Changes whenever the model facts (or the imports they were resolved through) change. */
 export function modelSignature(file: SourceFile): string {
-  return combine(file, 'model', () => {
-    const f = modelFacts(file);
+  // modelFacts is the same object while the contributions are (factsByContent), so the sorted lists are
+  // built once per distinct facts, not per version (a giant class lists hundreds of function names).
+  const f = modelFacts(file);
+  const imports = importSignature(file);
+  return signatureByFacts.get(file, [f, imports], () => {
     const list = (set: ReadonlySet<string>): string => [...set].sort().join(',');
-    return [importSignature(file), list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.unfrozen), list(f.functions)];
+    return intern(file, [imports, list(f.assigned), list(f.markerReceivers), list(f.moduleClasses), list(f.lightningClasses), list(f.frozen), list(f.unfrozen), list(f.functions)].join('|'));
   });
 }
+
+const signatureByFacts = new KeyMemo<string>('models.signature', 4);
 
 /** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
 /** The module a `requires_grad_(False)` receiver / `.requires_grad = False` object freezes (`p` over `X.parameters()` freezes X). */

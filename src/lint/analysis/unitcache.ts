@@ -4,10 +4,10 @@
 import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { beforeInDocument, inSubtree } from './scope-nodes';
 import type { Fix, RuleFinding } from '../types';
-import { importBindings } from './imports';
+import { importSignature } from './imports';
 import { isDefinition, ModuleCodeMemo, moduleCode, NodeMemo, VersionMemo } from '../session';
 
-export { isDefinition, moduleCode };
+export { importSignature, isDefinition, moduleCode };
 
 /** The nodes of `type` in one top-level statement of `file`, in document order (like SourceFile.nodesOfType). */
 export function unitNodesOfType(file: SourceFile, unit: SyntaxNode, type: string): readonly SyntaxNode[] {
@@ -29,17 +29,6 @@ const combined = new VersionMemo<string>('combine');
 /** The interned combination of several signatures, memoized per file version and name. */
 export function combine(file: SourceFile, name: string, parts: () => readonly string[]): string {
   return combined.keyed(file, name, () => intern(file, parts().join('|')));
-}
-
-const importSignatures = new VersionMemo<string>('importSignature');
-
-/** Changes whenever an import binding changes. */
-export function importSignature(file: SourceFile): string {
-  return importSignatures.get(file, () => {
-    const parts: string[] = [];
-    for (const [local, b] of importBindings(file)) parts.push(`${local}=${b.qualified}`);
-    return intern(file, parts.sort().join(','));
-  });
 }
 
 /** A finding stored relative to an anchor node's start, so it stays right when the node shifts. */
@@ -112,7 +101,10 @@ export class ScopeFindingsMemo {
 /**
  * Runs a per-scope check with reuse across edits: function scopes' findings are cached on the function
  * node, the module scope's while its own code is unchanged (see ModuleCodeCache), both under
- * `signature`, which must cover every file-wide input of the check.
+ * `signature`, which must cover every file-wide input of the check. `applies`, when given, is a cheap
+ * test of this version's facts that is false only for scopes whose check finds nothing: those are
+ * skipped without a memo entry (in a giant class most scopes have nothing to check, and keying each of
+ * them cost more than the test).
  */
 export function checkScopes(
   file: SourceFile,
@@ -120,14 +112,16 @@ export function checkScopes(
   signature: string,
   check: (scope: SyntaxNode) => RuleFinding[],
   scopeDeps?: (scope: SyntaxNode) => string,
+  applies?: (scope: SyntaxNode) => boolean,
 ): RuleFinding[] {
   const out: RuleFinding[] = [];
   // A reused node keeps its text, not its column: a fix that re-indents or decorates reads the indentation
   // before the node (outside it), so the findings of a scope are kept only while its code's columns are too.
   const column = (n: SyntaxNode): number => n.start - file.lineStarts[file.lineOf(n.start)];
   for (const scope of scopesOf(file)) {
+    if (applies !== undefined && !applies(scope)) continue;
     // scopeDeps: inputs that differ per scope (the helpers it reaches), so an edit re-checks only the scopes that read it.
-    const columns = scope.type === 'module' ? moduleCode(file).map(column).join(',') : String(column(scope));
+    const columns = scope.type === 'module' ? moduleColumns.get(file, () => moduleCode(file).map(column).join(',')) : String(column(scope));
     const deps = `${scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`}|@${columns}`;
     if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, deps, () => toRelativeByUnit(file, check(scope)))));
     else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
@@ -135,6 +129,9 @@ export function checkScopes(
   out.sort((a, b) => a.start - b.start);
   return out;
 }
+
+/** The columns of the module's own statements, per version (every rule using checkScopes asks). */
+const moduleColumns = new VersionMemo<string>('checkScopes.moduleColumns');
 
 /**
  * How a per-statement walk accumulates: `fresh` makes an empty accumulator, `visit` adds one node's
@@ -257,4 +254,44 @@ function functionBody<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, fn: 
     walkInto(file, memo, deps, children, walk, part);
     return part;
   });
+}
+
+/**
+ * The nodes of one type that satisfy a predicate reading only the node's own subtree, in document order,
+ * kept per top-level statement and per function body (see walkSplittingFunctions): a file-wide question
+ * about a few assignments or calls asked on every version walks the statements an edit rebuilt, and the
+ * rest is a concatenation of short lists. `deps` must cover whatever else `test` reads (the imports...).
+ */
+export class FilteredNodes {
+  private readonly units: NodeMemo<SyntaxNode[]>;
+  private readonly functions: NodeMemo<SyntaxNode[]>;
+  constructor(
+    readonly name: string,
+    readonly type: string,
+    readonly test: (file: SourceFile, node: SyntaxNode) => boolean,
+  ) {
+    this.units = new NodeMemo(`${name}.unit`);
+    this.functions = new NodeMemo(`${name}.function`);
+    Object.freeze(this);
+  }
+
+  /** The file's matching nodes in document order (a new array: callers may keep it). */
+  get(file: SourceFile, deps: string): SyntaxNode[] {
+    const out: SyntaxNode[] = [];
+    const walk: FunctionSplitWalk<SyntaxNode[]> = {
+      order: 'document',
+      types: [this.type],
+      fresh: () => [],
+      merge: (acc, part) => {
+        for (const n of part) acc.push(n);
+      },
+      visit: (n, acc) => {
+        if (n.type === this.type && this.test(file, n)) acc.push(n);
+      },
+    };
+    for (const unit of file.root.children) {
+      for (const n of this.units.get(file, unit, deps, () => walkSplittingFunctions(file, this.functions, deps, unit, walk))) out.push(n);
+    }
+    return out;
+  }
 }

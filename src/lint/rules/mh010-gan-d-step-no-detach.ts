@@ -211,13 +211,16 @@ export const ganDStepNoDetach: Rule = {
     const calls = callsByScope(file);
     if (calls.size === 0) return [];
     // Beyond the scope: flows and model facts, optimizer bindings, `zero_grad` calls and helper functions defined elsewhere.
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file), functionNetworksSignature(file)]);
-    return checkScopes(file, findingsCache, signature, (scope) => {
+    // Only scopes with a backward and two networks can hold a finding: the others skip the memo, and a
+    // file without any skips the file-wide signature too. Networks written as functions are not among the
+    // scope's forward passes: any of them counts as two.
+    const applies = (scope: SyntaxNode): boolean => {
       const c = calls.get(scope);
-      // Networks written as functions are not among the scope's forward passes.
-      const networks = c === undefined ? 0 : c.forwards.length + (functionNetworks(file).size > 0 ? 2 : 0);
-      return c === undefined || c.backwards.length === 0 || networks < 2 ? [] : checkScope(file, scope, c.backwards);
-    });
+      return c !== undefined && c.backwards.length > 0 && (c.forwards.length >= 2 || functionNetworks(file).size > 0);
+    };
+    if (![...calls.keys()].some(applies)) return [];
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file), functionNetworksSignature(file)]);
+    return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)!.backwards), undefined, applies);
   },
 };
 

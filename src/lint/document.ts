@@ -8,6 +8,7 @@ import { AnalysisSession } from './session';
 import type { ProjectContext } from './project/types';
 import { MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
 import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
+import { PublicWalk, type CursorWalk } from './raw-cursor';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
 export interface TextChange {
@@ -294,12 +295,12 @@ export class PythonDocument {
         if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
       }
     }
-    const reconciler = new Reconciler(spans, changed, this.tables, base);
+    const reconciler = new Reconciler(spans, changed, this.tables, base, this.py);
     return (cursor) => {
       const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex + base}`);
       if (old === undefined) {
         const index: NodeIndex = new Map();
-        return { node: copySubtree(cursor, root, this.tables, base, index), index };
+        return { node: copySubtree(this.py, cursor, root, this.tables, base, index), index };
       }
       const segments: IndexSegment[] = [];
       const node = reconciler.reconcile(cursor, old.node, root, 0, segments, null);
@@ -553,6 +554,7 @@ class Reconciler {
     private readonly tables: NodeTables,
     /** Where the cursor's tree starts in the document. */
     private readonly base: number,
+    private readonly py: PythonParser,
   ) {}
 
   /** Moves the reused subtrees to their new offsets. */
@@ -606,7 +608,7 @@ class Reconciler {
 
   private copy(cursor: TS.TreeCursor, parent: SyntaxNode, segments: IndexSegment[]): SyntaxNode {
     const index: NodeIndex = new Map();
-    const node = copySubtree(cursor, parent, this.tables, this.base, index);
+    const node = copySubtree(this.py, cursor, parent, this.tables, this.base, index);
     segments.push({ kind: 'fresh', index });
     return node;
   }
@@ -690,12 +692,12 @@ function nodeTables(language: TS.Language): NodeTables {
 }
 
 /** The kind of the node under `cursor` (whose type and field ids are given) as copySubtree sees it. */
-function kindOf(tables: NodeTables, typeId: number, fieldId: number, named: boolean, missing: boolean, cursor: TS.TreeCursor): NodeKind {
+function kindOf(tables: NodeTables, typeId: number, fieldId: number, named: boolean, missing: boolean): NodeKind {
   // Field ids are small (tree-sitter-python has a few dozen), type ids at most 65535: the key stays a small integer.
   const key = ((typeId * (tables.fields.length + 1) + fieldId) << 2) | (named ? 2 : 0) | (missing ? 1 : 0);
   let kind = tables.kinds.get(key);
   if (kind === undefined) {
-    kind = Object.freeze({ type: typeId === ERROR_TYPE_ID ? 'ERROR' : (tables.types[typeId] ?? cursor.nodeType), named, field: tables.fields[fieldId] ?? null, missing });
+    kind = Object.freeze({ type: typeId === ERROR_TYPE_ID ? 'ERROR' : (tables.types[typeId] ?? 'ERROR'), named, field: tables.fields[fieldId] ?? null, missing });
     tables.kinds.set(key, kind);
   }
   return kind;
@@ -727,21 +729,27 @@ const ERROR_TYPE_ID = 65535;
 const NO_CHILDREN: SyntaxNode[] = Object.freeze([] as SyntaxNode[]) as SyntaxNode[];
 
 /**
- * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Each
- * wasm call marshals the cursor, so per node it asks only for the type and field ids, the offsets
- * and the moves (names and namedness come from per-language tables; MISSING is asked of empty
- * nodes only). Offsets are shifted by `base`, where the cursor's tree starts in the document.
- * `index` (by type, document order) is filled on the way.
+ * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Per node
+ * it asks only for the type and field ids, the offsets and the moves (names and namedness come from
+ * per-language tables; MISSING is asked of empty nodes only), through direct wasm calls where the
+ * runtime allows them (raw-cursor.ts) and the public cursor otherwise. Offsets are shifted by
+ * `base`, where the cursor's tree starts in the document. `index` (by type, document order) is
+ * filled on the way.
  */
-function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
+function copySubtree(py: PythonParser, cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
+  const copy = (walk: CursorWalk): SyntaxNode => copyWalk(walk, parent, tables, base, index);
+  return py.raw?.walk(cursor, copy) ?? copy(new PublicWalk(cursor));
+}
+
+function copyWalk(cursor: CursorWalk, parent: SyntaxNode | null, tables: NodeTables, base: number, index: NodeIndex | undefined): SyntaxNode {
   const { named } = tables;
   const make = (p: SyntaxNode | null): MirrorNode => {
-    const typeId = cursor.nodeTypeId;
-    const start = cursor.startIndex + base;
-    const end = cursor.endIndex + base;
-    const isNamed = typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed);
-    const missing = start === end && cursor.nodeIsMissing;
-    const kind = kindOf(tables, typeId, cursor.currentFieldId, isNamed, missing, cursor);
+    const typeId = cursor.typeId();
+    const start = cursor.startIndex() + base;
+    const end = cursor.endIndex() + base;
+    const isNamed = typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.isNamed());
+    const missing = start === end && cursor.isMissing();
+    const kind = kindOf(tables, typeId, cursor.fieldId(), isNamed, missing);
     const type = kind.type;
     const node = new MirrorNode(kind, start, end, NO_CHILDREN, p);
     if (index !== undefined) {
@@ -752,7 +760,7 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
     return node;
   };
   const top = make(parent);
-  if (!cursor.gotoFirstChild()) return trimIndex(index, top);
+  if (!cursor.firstChild()) return trimIndex(index, top);
   // Iterative descent: deeply nested expressions must not overflow the JS stack. Children are
   // gathered in one reused scratch array per depth and copied out at their exact length: arrays
   // grown by push keep up to ~17 spare slots each, which was a third of the mirror's memory.
@@ -762,13 +770,13 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
     const depth = stack.length - 1;
     const node = make(stack[depth]);
     scratch[depth].push(node);
-    if (cursor.gotoFirstChild()) {
+    if (cursor.firstChild()) {
       stack.push(node);
       if (scratch.length <= depth + 1) scratch.push([]);
       continue;
     }
-    while (!cursor.gotoNextSibling()) {
-      cursor.gotoParent();
+    while (!cursor.nextSibling()) {
+      cursor.parent();
       const done = stack.pop()!;
       const kids = scratch[stack.length];
       done.children = kids.slice();

@@ -48,6 +48,11 @@ export interface DocumentOptions {
   readonly chunkLines?: number;
   /** The project the file belongs to, for rules that follow its imports into other files (project/types.ts). */
   readonly project?: ProjectContext;
+  /**
+   * The document is analysed as it is and never updated (a one-shot lint): its session skips the memo
+   * keys that only serve later versions (AnalysisSession.oneShot); `update` and `reset` throw.
+   */
+  readonly oneShot?: boolean;
 }
 
 export class PythonDocument {
@@ -79,7 +84,7 @@ export class PythonDocument {
   ) {
     this.tables = nodeTables(py.language);
     this.chunkLines = options.chunkLines ?? DEFAULT_CHUNK_LINES;
-    this.session = new AnalysisSession(options.project ?? null);
+    this.session = new AnalysisSession(options.project ?? null, options.oneShot ?? false);
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
@@ -95,6 +100,7 @@ export class PythonDocument {
 
   /** Applies changes (in the order given, each against the text left by the previous one). */
   update(changes: readonly TextChange[]): SourceFile {
+    this.assertUpdatable();
     let text = this.file.text;
     let lineStarts = this.file.lineStarts;
     const spans: EditSpan[] = [];
@@ -123,6 +129,7 @@ export class PythonDocument {
 
   /** Replaces the whole text (no incremental reuse). */
   reset(text: string): SourceFile {
+    this.assertUpdatable();
     this.tree.delete();
     this.dropChunks();
     this.dirty = [];
@@ -130,6 +137,11 @@ export class PythonDocument {
     this.units = [];
     this.file = this.mirror(text, []);
     return this.file;
+  }
+
+  private assertUpdatable(): void {
+    // Its session's memos were keyed for this one version only.
+    if (this.session.oneShot) throw new Error('a one-shot document cannot be updated');
   }
 
   dispose(): void {

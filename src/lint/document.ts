@@ -208,7 +208,7 @@ export class PythonDocument {
     return this.finish(root, text, units, lineStarts);
   }
 
-  private finish(root: SyntaxNode, text: string, units: Unit[], lineStarts?: number[]): SourceFile {
+  private finish(root: MirrorNode, text: string, units: Unit[], lineStarts?: number[]): SourceFile {
     for (const unit of units) {
       unit.node.parent = root;
       root.children.push(unit.node);
@@ -512,7 +512,7 @@ function firstUnitAtOrAfter(units: readonly Unit[], offset: number): number {
 
 const MODULE_KIND: NodeKind = Object.freeze({ type: 'module', named: true, field: null, missing: false });
 
-function newRoot(text: string): SyntaxNode {
+function newRoot(text: string): MirrorNode {
   return new MirrorNode(MODULE_KIND, 0, text.length, [], null);
 }
 
@@ -737,8 +737,13 @@ function internalized(s: string): string {
 }
 
 const ERROR_TYPE_ID = 65535;
-/** Shared by every leaf: no node gets children after it is built, so one frozen array serves all. */
-const NO_CHILDREN: SyntaxNode[] = Object.freeze([] as SyntaxNode[]) as SyntaxNode[];
+/**
+ * Shared by every leaf: no node gets children after it is built, so one array serves all. Not frozen:
+ * a frozen array has an elements kind of its own, which made every `for (const c of n.children)` of
+ * the rules polymorphic, iterated through the generic `next` with an object allocated per child (a
+ * third of everything a lint allocated). SyntaxNode.children is readonly to the rules instead.
+ */
+const NO_CHILDREN: SyntaxNode[] = [];
 
 /**
  * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Per node

@@ -43,6 +43,11 @@ function assertUnitIndexes(file: SourceFile, label: string): void {
   }
 }
 
+/** The .py files under `dir`, recursively. */
+function pyFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? pyFiles(path.join(dir, e.name)) : e.name.endsWith('.py') ? [path.join(dir, e.name)] : []));
+}
+
 /** Deterministic pseudo-random integers below n. */
 function randomInts(seed: number): (n: number) => number {
   let x = seed;
@@ -83,8 +88,6 @@ describe('PythonDocument', () => {
     // The direct path is what this web-tree-sitter gives; without it the comparison below proves nothing.
     assert.notEqual(linter.parser.raw, null, 'direct cursor walks available');
     const publicOnly = { ...linter.parser, raw: null };
-    const pyFiles = (dir: string): string[] =>
-      fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? pyFiles(path.join(dir, e.name)) : e.name.endsWith('.py') ? [path.join(dir, e.name)] : []));
     const root = path.join(__dirname, '../../../..');
     const texts = [...pyFiles(path.join(root, 'test/fixtures')), ...pyFiles(path.join(root, 'examples'))].map((f) => fs.readFileSync(f, 'utf8'));
     assert.ok(texts.length > 50, `${texts.length} files`);
@@ -104,6 +107,26 @@ describe('PythonDocument', () => {
         slow.dispose();
       }
     }
+  });
+
+  it('leaves share one empty children array, still empty after every rule ran over the fixtures', async () => {
+    const linter = await getLinter();
+    const files = pyFiles(path.join(__dirname, '../../../../test/fixtures/lint'));
+    assert.ok(files.length > 20, `${files.length} fixtures`);
+    const leaves = new Set<readonly SyntaxNode[]>();
+    for (const f of files) {
+      const doc = linter.open(fs.readFileSync(f, 'utf8'));
+      try {
+        lintFile(doc.source);
+        walk(doc.source.root, (n) => {
+          if (n.children.length === 0) leaves.add(n.children);
+        });
+      } finally {
+        doc.dispose();
+      }
+    }
+    assert.equal(leaves.size, 1, 'one array for every leaf');
+    assert.equal([...leaves][0].length, 0);
   });
 
   it('incremental edits give the same mirror as a fresh parse', async () => {

@@ -121,7 +121,7 @@ export async function runLintCommand(argv: readonly string[], createLinter: () =
   const fixer = values.fix ? new FixTargets(positionals) : null;
   // Modules the linted files import, read from disk when a rule follows an import (this thread's; each
   // worker has its own). Sibling files of a single file argument are found the same way.
-  const project = new ProjectIndex(linter.parser, { maxFileSize: maxFileSize ?? DEFAULT_MAX_FILE_SIZE });
+  const project = new ProjectIndex(linter.parser, { maxFileSize: maxFileSize ?? DEFAULT_MAX_FILE_SIZE, oneShot: true });
 
   const jobs: LintJob[] = [];
   for (const filename of files) {

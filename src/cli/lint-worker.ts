@@ -14,7 +14,7 @@ if (port !== null) {
   let project: ProjectIndex | null = null;
   port.on('message', (job: LintJob) => {
     void linter.then((l) => {
-      project ??= new ProjectIndex(l.parser, { maxFileSize: job.maxFileSize });
+      project ??= new ProjectIndex(l.parser, { maxFileSize: job.maxFileSize, oneShot: true });
       port.postMessage(lintJob(l, job, project));
     });
   });

@@ -8,6 +8,7 @@ import { AnalysisSession } from './session';
 import type { ProjectContext } from './project/types';
 import { MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
 import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
+import { PublicWalk, type CursorWalk } from './raw-cursor';
 
 /** A change as VS Code reports it: replace `rangeLength` units at `rangeOffset` by `text`. */
 export interface TextChange {
@@ -47,6 +48,11 @@ export interface DocumentOptions {
   readonly chunkLines?: number;
   /** The project the file belongs to, for rules that follow its imports into other files (project/types.ts). */
   readonly project?: ProjectContext;
+  /**
+   * The document is analysed as it is and never updated (a one-shot lint): its session skips the memo
+   * keys that only serve later versions (AnalysisSession.oneShot); `update` and `reset` throw.
+   */
+  readonly oneShot?: boolean;
 }
 
 export class PythonDocument {
@@ -78,7 +84,7 @@ export class PythonDocument {
   ) {
     this.tables = nodeTables(py.language);
     this.chunkLines = options.chunkLines ?? DEFAULT_CHUNK_LINES;
-    this.session = new AnalysisSession(options.project ?? null);
+    this.session = new AnalysisSession(options.project ?? null, options.oneShot ?? false);
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
@@ -94,6 +100,7 @@ export class PythonDocument {
 
   /** Applies changes (in the order given, each against the text left by the previous one). */
   update(changes: readonly TextChange[]): SourceFile {
+    this.assertUpdatable();
     let text = this.file.text;
     let lineStarts = this.file.lineStarts;
     const spans: EditSpan[] = [];
@@ -122,6 +129,7 @@ export class PythonDocument {
 
   /** Replaces the whole text (no incremental reuse). */
   reset(text: string): SourceFile {
+    this.assertUpdatable();
     this.tree.delete();
     this.dropChunks();
     this.dirty = [];
@@ -129,6 +137,11 @@ export class PythonDocument {
     this.units = [];
     this.file = this.mirror(text, []);
     return this.file;
+  }
+
+  private assertUpdatable(): void {
+    // Its session's memos were keyed for this one version only.
+    if (this.session.oneShot) throw new Error('a one-shot document cannot be updated');
   }
 
   dispose(): void {
@@ -195,7 +208,7 @@ export class PythonDocument {
     return this.finish(root, text, units, lineStarts);
   }
 
-  private finish(root: SyntaxNode, text: string, units: Unit[], lineStarts?: number[]): SourceFile {
+  private finish(root: MirrorNode, text: string, units: Unit[], lineStarts?: number[]): SourceFile {
     for (const unit of units) {
       unit.node.parent = root;
       root.children.push(unit.node);
@@ -294,12 +307,12 @@ export class PythonDocument {
         if (start !== null) oldUnits.set(`${unit.node.type}:${start}`, unit);
       }
     }
-    const reconciler = new Reconciler(spans, changed, this.tables, base);
+    const reconciler = new Reconciler(spans, changed, this.tables, base, this.py);
     return (cursor) => {
       const old = oldUnits.get(`${cursor.nodeType}:${cursor.startIndex + base}`);
       if (old === undefined) {
         const index: NodeIndex = new Map();
-        return { node: copySubtree(cursor, root, this.tables, base, index), index };
+        return { node: copySubtree(this.py, cursor, root, this.tables, base, index), index };
       }
       const segments: IndexSegment[] = [];
       const node = reconciler.reconcile(cursor, old.node, root, 0, segments, null);
@@ -499,7 +512,7 @@ function firstUnitAtOrAfter(units: readonly Unit[], offset: number): number {
 
 const MODULE_KIND: NodeKind = Object.freeze({ type: 'module', named: true, field: null, missing: false });
 
-function newRoot(text: string): SyntaxNode {
+function newRoot(text: string): MirrorNode {
   return new MirrorNode(MODULE_KIND, 0, text.length, [], null);
 }
 
@@ -553,6 +566,7 @@ class Reconciler {
     private readonly tables: NodeTables,
     /** Where the cursor's tree starts in the document. */
     private readonly base: number,
+    private readonly py: PythonParser,
   ) {}
 
   /** Moves the reused subtrees to their new offsets. */
@@ -606,7 +620,7 @@ class Reconciler {
 
   private copy(cursor: TS.TreeCursor, parent: SyntaxNode, segments: IndexSegment[]): SyntaxNode {
     const index: NodeIndex = new Map();
-    const node = copySubtree(cursor, parent, this.tables, this.base, index);
+    const node = copySubtree(this.py, cursor, parent, this.tables, this.base, index);
     segments.push({ kind: 'fresh', index });
     return node;
   }
@@ -690,12 +704,12 @@ function nodeTables(language: TS.Language): NodeTables {
 }
 
 /** The kind of the node under `cursor` (whose type and field ids are given) as copySubtree sees it. */
-function kindOf(tables: NodeTables, typeId: number, fieldId: number, named: boolean, missing: boolean, cursor: TS.TreeCursor): NodeKind {
+function kindOf(tables: NodeTables, typeId: number, fieldId: number, named: boolean, missing: boolean): NodeKind {
   // Field ids are small (tree-sitter-python has a few dozen), type ids at most 65535: the key stays a small integer.
   const key = ((typeId * (tables.fields.length + 1) + fieldId) << 2) | (named ? 2 : 0) | (missing ? 1 : 0);
   let kind = tables.kinds.get(key);
   if (kind === undefined) {
-    kind = Object.freeze({ type: typeId === ERROR_TYPE_ID ? 'ERROR' : (tables.types[typeId] ?? cursor.nodeType), named, field: tables.fields[fieldId] ?? null, missing });
+    kind = Object.freeze({ type: typeId === ERROR_TYPE_ID ? 'ERROR' : (tables.types[typeId] ?? 'ERROR'), named, field: tables.fields[fieldId] ?? null, missing });
     tables.kinds.set(key, kind);
   }
   return kind;
@@ -723,25 +737,36 @@ function internalized(s: string): string {
 }
 
 const ERROR_TYPE_ID = 65535;
-/** Shared by every leaf: no node gets children after it is built, so one frozen array serves all. */
-const NO_CHILDREN: SyntaxNode[] = Object.freeze([] as SyntaxNode[]) as SyntaxNode[];
+/**
+ * Shared by every leaf: no node gets children after it is built, so one array serves all. Not frozen:
+ * a frozen array has an elements kind of its own, which made every `for (const c of n.children)` of
+ * the rules polymorphic, iterated through the generic `next` with an object allocated per child (a
+ * third of everything a lint allocated). SyntaxNode.children is readonly to the rules instead.
+ */
+const NO_CHILDREN: SyntaxNode[] = [];
 
 /**
- * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Each
- * wasm call marshals the cursor, so per node it asks only for the type and field ids, the offsets
- * and the moves (names and namedness come from per-language tables; MISSING is asked of empty
- * nodes only). Offsets are shifted by `base`, where the cursor's tree starts in the document.
- * `index` (by type, document order) is filled on the way.
+ * Copies the subtree under the cursor into plain objects; the cursor ends where it started. Per node
+ * it asks only for the type and field ids, the offsets and the moves (names and namedness come from
+ * per-language tables; MISSING is asked of empty nodes only), through direct wasm calls where the
+ * runtime allows them (raw-cursor.ts) and the public cursor otherwise. Offsets are shifted by
+ * `base`, where the cursor's tree starts in the document. `index` (by type, document order) is
+ * filled on the way.
  */
-function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
+function copySubtree(py: PythonParser, cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: NodeTables, base: number, index?: NodeIndex): SyntaxNode {
+  const copy = (walk: CursorWalk): SyntaxNode => copyWalk(walk, parent, tables, base, index);
+  return py.raw?.walk(cursor, copy) ?? copy(new PublicWalk(cursor));
+}
+
+function copyWalk(cursor: CursorWalk, parent: SyntaxNode | null, tables: NodeTables, base: number, index: NodeIndex | undefined): SyntaxNode {
   const { named } = tables;
   const make = (p: SyntaxNode | null): MirrorNode => {
-    const typeId = cursor.nodeTypeId;
-    const start = cursor.startIndex + base;
-    const end = cursor.endIndex + base;
-    const isNamed = typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.nodeIsNamed);
-    const missing = start === end && cursor.nodeIsMissing;
-    const kind = kindOf(tables, typeId, cursor.currentFieldId, isNamed, missing, cursor);
+    const typeId = cursor.typeId();
+    const start = cursor.startIndex() + base;
+    const end = cursor.endIndex() + base;
+    const isNamed = typeId === ERROR_TYPE_ID || (named[typeId] ?? cursor.isNamed());
+    const missing = start === end && cursor.isMissing();
+    const kind = kindOf(tables, typeId, cursor.fieldId(), isNamed, missing);
     const type = kind.type;
     const node = new MirrorNode(kind, start, end, NO_CHILDREN, p);
     if (index !== undefined) {
@@ -752,7 +777,7 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
     return node;
   };
   const top = make(parent);
-  if (!cursor.gotoFirstChild()) return trimIndex(index, top);
+  if (!cursor.firstChild()) return trimIndex(index, top);
   // Iterative descent: deeply nested expressions must not overflow the JS stack. Children are
   // gathered in one reused scratch array per depth and copied out at their exact length: arrays
   // grown by push keep up to ~17 spare slots each, which was a third of the mirror's memory.
@@ -762,13 +787,13 @@ function copySubtree(cursor: TS.TreeCursor, parent: SyntaxNode | null, tables: N
     const depth = stack.length - 1;
     const node = make(stack[depth]);
     scratch[depth].push(node);
-    if (cursor.gotoFirstChild()) {
+    if (cursor.firstChild()) {
       stack.push(node);
       if (scratch.length <= depth + 1) scratch.push([]);
       continue;
     }
-    while (!cursor.gotoNextSibling()) {
-      cursor.gotoParent();
+    while (!cursor.nextSibling()) {
+      cursor.parent();
       const done = stack.pop()!;
       const kids = scratch[stack.length];
       done.children = kids.slice();

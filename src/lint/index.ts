@@ -53,7 +53,7 @@ export class Linter {
 
   /** One-shot lint of a text in a session of its own: findings and the rules that threw. */
   lint(text: string, settings: LintSettings = defaultSettings, project?: ProjectContext): LintResult {
-    const doc = this.open(text, project === undefined ? {} : { project });
+    const doc = this.open(text, { project, oneShot: true });
     try {
       return lint(doc.source, settings);
     } finally {
@@ -63,7 +63,7 @@ export class Linter {
 
   /** One-shot lint of a text in which no rule may fail (tests, benchmarks): a rule that throws is an error. */
   lintText(text: string, settings: LintSettings = defaultSettings, project?: ProjectContext): Finding[] {
-    const doc = this.open(text, project === undefined ? {} : { project });
+    const doc = this.open(text, { project, oneShot: true });
     try {
       return lintFile(doc.source, settings);
     } finally {

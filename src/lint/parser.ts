@@ -2,6 +2,7 @@
 import TS = require('web-tree-sitter');
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { RawCursorRuntime } from './raw-cursor';
 
 export type TreeSitter = typeof TS;
 
@@ -9,6 +10,8 @@ export interface PythonParser {
   readonly ts: TreeSitter;
   readonly language: TS.Language;
   readonly parser: TS.Parser;
+  /** Direct cursor walks for the mirror's bulk copy; null when this web-tree-sitter does not allow them. */
+  readonly raw: RawCursorRuntime | null;
 }
 
 /**
@@ -16,7 +19,7 @@ export interface PythonParser {
  * every parser made before), so its initialisation is the one piece of module-level state under
  * src/lint; the language and the parser are per Linter.
  */
-let runtime: Promise<void> | undefined;
+let runtime: Promise<RawCursorRuntime | null> | undefined;
 
 /**
  * Where the two wasm files live. The build copies them next to the bundles (dist/); when running
@@ -35,10 +38,18 @@ export function wasmPath(file: 'web-tree-sitter.wasm' | 'tree-sitter-python.wasm
 /** A parser of its own (the runtime is initialised once per process, see `runtime`). */
 export async function loadPythonParser(wasmDir?: string): Promise<PythonParser> {
   const corePath = wasmPath('web-tree-sitter.wasm', wasmDir);
-  runtime ??= TS.Parser.init({ locateFile: () => corePath });
-  await runtime;
+  runtime ??= initRuntime(corePath);
+  const raw = await runtime;
   const language = await TS.Language.load(wasmPath('tree-sitter-python.wasm', wasmDir));
   const parser = new TS.Parser();
   parser.setLanguage(language);
-  return { ts: TS, language, parser };
+  return { ts: TS, language, parser, raw };
+}
+
+async function initRuntime(corePath: string): Promise<RawCursorRuntime | null> {
+  // Emscripten builds the runtime's module object on the options it is given, so this object ends
+  // up holding the wasm exports that raw-cursor.ts calls directly.
+  const module = { locateFile: () => corePath };
+  await TS.Parser.init(module);
+  return RawCursorRuntime.from(module);
 }

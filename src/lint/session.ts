@@ -24,8 +24,13 @@ export class AnalysisSession {
   /**
    * @param project the project of the document (its path and a lookup of the modules it imports), or
    * null when the document stands alone (an untitled buffer, a test's text).
+   * @param oneShot the session will see one version only (a one-shot lint, the CLI): memo keys that
+   * exist to tell versions apart need not be computed (see `versionToken`).
    */
-  constructor(readonly project: ProjectContext | null = null) {}
+  constructor(
+    readonly project: ProjectContext | null = null,
+    readonly oneShot = false,
+  ) {}
 
   private readonly stores = new Map<object, Store>();
   private readonly interned = new Map<string, string>();
@@ -58,6 +63,16 @@ export class AnalysisSession {
       this.interned.set(signature, token);
     }
     return token;
+  }
+
+  /**
+   * The token of a signature of file-wide inputs, named `name`, of one version: `signature()` interned,
+   * or, in a one-shot session, a token of the name alone without computing the signature. Within one
+   * version a named signature is constant, so the name tells apart exactly what the signature would
+   * (and more: two names never share a token), and a session of one version never compares versions.
+   */
+  versionToken(name: string, signature: () => string): string {
+    return this.oneShot ? `one-shot:${name}` : this.intern(signature());
   }
 
   /** Descriptors with a store in this session (tests). */

@@ -14,7 +14,8 @@ export interface SyntaxNode {
   /** UTF-16 offsets into SourceFile.text. Mutable only so reused subtrees can be shifted. */
   start: number;
   end: number;
-  readonly children: SyntaxNode[];
+  /** Never mutated once the node is published (leaves share one empty array, see document.ts). */
+  readonly children: readonly SyntaxNode[];
   parent: SyntaxNode | null;
 }
 

@@ -26,9 +26,12 @@ export function intern(file: SourceFile, signature: string): string {
 
 const combined = new VersionMemo<string>('combine');
 
-/** The interned combination of several signatures, memoized per file version and name. */
+/**
+ * The interned combination of several signatures, memoized per file version and name; in a one-shot
+ * session (no later version to tell apart) the parts are not computed (AnalysisSession.versionToken).
+ */
 export function combine(file: SourceFile, name: string, parts: () => readonly string[]): string {
-  return combined.keyed(file, name, () => intern(file, parts().join('|')));
+  return combined.keyed(file, name, () => file.session.versionToken(name, () => parts().join('|')));
 }
 
 /** A finding stored relative to an anchor node's start, so it stays right when the node shifts. */
@@ -120,6 +123,12 @@ export function checkScopes(
   const column = (n: SyntaxNode): number => n.start - file.lineStarts[file.lineOf(n.start)];
   for (const scope of scopesOf(file)) {
     if (applies !== undefined && !applies(scope)) continue;
+    if (file.session.oneShot) {
+      // One version: no scope is checked twice, so neither its deps nor a memo entry are worth computing
+      // (the findings take the same relative round trip as a memoised check).
+      out.push(...fromRelative(scope.type === 'module' ? toRelativeByUnit(file, check(scope)) : toRelative(scope, check(scope))));
+      continue;
+    }
     // scopeDeps: inputs that differ per scope (the helpers it reaches), so an edit re-checks only the scopes that read it.
     const columns = scope.type === 'module' ? moduleColumns.get(file, () => moduleCode(file).map(column).join(',')) : String(column(scope));
     const deps = `${scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`}|@${columns}`;

@@ -35,6 +35,12 @@ export interface ProjectIndexOptions {
   readonly textOf?: (absPath: string) => string | undefined;
   /** The project root of a folder's files, when the owner knows it (a workspace folder); else found from markers. */
   readonly rootOf?: (dir: string) => string | undefined;
+  /**
+   * Every importer is linted once (the CLI): the modules' documents are one-shot too (their sessions
+   * skip the memo keys that tell versions apart), so `invalidate` of one file drops every module, as
+   * a memo of another module may have followed an import into it.
+   */
+  readonly oneShot?: boolean;
 }
 
 interface Entry {
@@ -76,7 +82,7 @@ export class ProjectIndex implements ProjectLookup {
     this.generation++;
     this.found.clear();
     this.importers.clear();
-    if (absPath === undefined) {
+    if (absPath === undefined || this.options.oneShot === true) {
       for (const e of this.modules.values()) e.doc.dispose();
       this.modules.clear();
       this.roots.clear();
@@ -236,7 +242,7 @@ export class ProjectIndex implements ProjectLookup {
     }
     let doc: PythonDocument;
     try {
-      doc = new PythonDocument(this.parser, text, { project: this.contextFor(real) });
+      doc = new PythonDocument(this.parser, text, { project: this.contextFor(real), oneShot: this.options.oneShot });
     } catch {
       return null;
     }

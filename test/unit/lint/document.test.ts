@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { findingsView, getLinter, getOracle, seededRandom } from './harness';
-import { lintFile, type Linter, type PythonDocument } from '../../../src/lint';
+import { lintFile, PythonDocument, type Linter } from '../../../src/lint';
 import { computeLineStarts, walk, type SourceFile, type SyntaxNode } from '../../../src/lint/syntax';
 
 /** Structural dump of the mirror, to compare incremental and fresh parses. */
@@ -43,6 +43,11 @@ function assertUnitIndexes(file: SourceFile, label: string): void {
   }
 }
 
+/** The .py files under `dir`, recursively. */
+function pyFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? pyFiles(path.join(dir, e.name)) : e.name.endsWith('.py') ? [path.join(dir, e.name)] : []));
+}
+
 /** Deterministic pseudo-random integers below n. */
 function randomInts(seed: number): (n: number) => number {
   let x = seed;
@@ -76,6 +81,52 @@ describe('PythonDocument', () => {
     assert.equal(doc.source.textOf(calls[0]), 'loss.item()');
     assert.deepEqual(doc.source.positionAt(calls[0].start), { line: 1, character: 4 });
     doc.dispose();
+  });
+
+  it('copies the tree the same through direct wasm calls as through the public cursor (fixtures, examples, error trees, edits)', async () => {
+    const linter = await getLinter();
+    // The direct path is what this web-tree-sitter gives; without it the comparison below proves nothing.
+    assert.notEqual(linter.parser.raw, null, 'direct cursor walks available');
+    const publicOnly = { ...linter.parser, raw: null };
+    const root = path.join(__dirname, '../../../..');
+    const texts = [...pyFiles(path.join(root, 'test/fixtures')), ...pyFiles(path.join(root, 'examples'))].map((f) => fs.readFileSync(f, 'utf8'));
+    assert.ok(texts.length > 50, `${texts.length} files`);
+    texts.push('def f(:\n  x = (1,\nclass\n', '', '\n\n', 'x = "é😀" + f(a, *b, **c)[1:2]\n', '<<<<<<< HEAD\nprint "x"\n>>>>>>>\n');
+    for (const text of texts) {
+      const fast = new PythonDocument(linter.parser, text);
+      const slow = new PythonDocument(publicOnly, text);
+      try {
+        assert.equal(dump(fast.source.root), dump(slow.source.root));
+        // Edits rebuild statements through the reconciler, which copies changed subtrees with the same walk.
+        const at = Math.floor(text.length / 2);
+        fast.update([{ rangeOffset: at, rangeLength: 0, text: '(x' }]);
+        slow.update([{ rangeOffset: at, rangeLength: 0, text: '(x' }]);
+        assert.equal(dump(fast.source.root), dump(slow.source.root));
+      } finally {
+        fast.dispose();
+        slow.dispose();
+      }
+    }
+  });
+
+  it('leaves share one empty children array, still empty after every rule ran over the fixtures', async () => {
+    const linter = await getLinter();
+    const files = pyFiles(path.join(__dirname, '../../../../test/fixtures/lint'));
+    assert.ok(files.length > 20, `${files.length} fixtures`);
+    const leaves = new Set<readonly SyntaxNode[]>();
+    for (const f of files) {
+      const doc = linter.open(fs.readFileSync(f, 'utf8'));
+      try {
+        lintFile(doc.source);
+        walk(doc.source.root, (n) => {
+          if (n.children.length === 0) leaves.add(n.children);
+        });
+      } finally {
+        doc.dispose();
+      }
+    }
+    assert.equal(leaves.size, 1, 'one array for every leaf');
+    assert.equal([...leaves][0].length, 0);
   });
 
   it('incremental edits give the same mirror as a fresh parse', async () => {

@@ -3,7 +3,7 @@
 // without crossing `.detach()`, `.item()` and other history-free values. A forward in eval mode whose
 // output is backpropagated (an attack, saliency, test-time adaptation) legitimately records a graph; a
 // frozen teacher whose logits are only used detached does not need one.
-import { contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
 import { enclosingLoops } from './context';
 import { dominates, flowOf, Taint, type Def, type ScopeFlow } from './flow';
 import { backwardTargets, forwardReceiver, keyOf, scopeOf } from './models';
@@ -67,9 +67,10 @@ export function traceForwards(
   const seenDefs = new Set<Def>();
   const follow = (key: string, use: SyntaxNode): void => {
     for (const d of definitionsReaching(flow, key, use)) {
-      if (d.value === null || seenDefs.has(d)) continue;
+      const value = d.value ?? (d.kind === 'with' ? withContextOf(file, d.stmt, key) : null);
+      if (value === null || seenDefs.has(d)) continue;
       seenDefs.add(d);
-      stack.push(d.value);
+      stack.push(value);
     }
   };
   const stack = [...roots];
@@ -97,4 +98,23 @@ export function traceForwards(
     }
     for (const c of n.children) stack.push(c);
   }
+}
+
+/**
+ * The context expression a `with` statement binds `key` to (`with amp.scale_loss(loss, opt) as scaled:`):
+ * apex's and similar loss-scaling contexts hand back the scaled loss, so a backward of the alias is a
+ * backward of the loss it was given. Null when no item binds `key`.
+ */
+function withContextOf(file: SourceFile, withStmt: SyntaxNode, key: string): SyntaxNode | null {
+  const stack = [...withStmt.children.filter((c) => c.type === 'with_clause')];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'as_pattern') {
+      const alias = childByField(n, 'alias');
+      if (alias !== null && file.textOf(alias).replace(/[()\s]/g, '') === key) return n.children.find((c) => c.named && c !== alias) ?? null;
+      continue;
+    }
+    for (const c of n.children) stack.push(c);
+  }
+  return null;
 }

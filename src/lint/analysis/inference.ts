@@ -328,6 +328,9 @@ export function historyCutInScope(file: SourceFile, scope: SyntaxNode, forward: 
   if (!historyDiesIn(file, scope, body, forward)) return false;
   const { nodes, derived } = derivedIn(file, body, forward);
   for (const n of nodes) {
+    // Backpropagated here (`g_loss = loss_fn(model.discriminator_forward(fake), y)` then `g_loss.backward()`,
+    // a GAN's generator step): the graph is what the step needs.
+    if (n.type === 'call' && (backwardTargets(file, n) ?? []).some((t) => refsHistory(file, t, forward, derived))) return false;
     if (n.type === 'return_statement' || n.type === 'yield') {
       const value = n.children.find((c) => c.named) ?? null;
       if (value !== null && refsHistory(file, value, forward, derived)) return false;

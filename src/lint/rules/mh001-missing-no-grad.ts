@@ -108,6 +108,12 @@ function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
   return true;
 }
 
+/** `evaluate`, `test`, `run_validation`: named as an evaluation function (asserts in it or not), not as training. */
+function namedLikeEvaluation(file: SourceFile, fn: SyntaxNode): boolean {
+  const tokens = nameTokens(file.textOf(childByField(fn, 'name') ?? fn));
+  return tokens.some((t) => EVAL_TOKENS.has(t)) && !tokens.some((t) => TRAINING_TOKENS.has(t));
+}
+
 /** A unit test (pytest/unittest): it checks behaviour, memory during a test is not the point. */
 export function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
@@ -347,7 +353,7 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
   // its file reports it, not every call.
   for (const { call, receiver, definedIn, callee } of importedFunctionForwardCalls(file, scope)) {
-    if (!out.some((c) => c.call === call) && !isEvalFunctionName(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
+    if (!out.some((c) => c.call === call) && !namedLikeEvaluation(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }

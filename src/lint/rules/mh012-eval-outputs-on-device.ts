@@ -147,7 +147,9 @@ function accumulations(file: SourceFile): Accumulation[] {
     if (left.type === 'subscript') {
       const index = childByField(left, 'subscript');
       // `metrics["loss"] = v` overwrites one slot every batch; only varying keys grow.
-      if (index !== null && !/^(string|integer|concatenated_string|unary_operator)$/.test(index.type)) out.push({ at: a, container: childByField(left, 'value') ?? left, value: right });
+      // A store through a slice (`feats[:, i*b:(i+1)*b] = out.t()`) copies into a tensor allocated before
+      // the loop: its memory does not grow, and no view of the batch's output is kept.
+      if (index !== null && !/^(string|integer|concatenated_string|unary_operator)$/.test(index.type) && !slicesInto(left)) out.push({ at: a, container: childByField(left, 'value') ?? left, value: right });
       // ...unless the slot is concatenated with itself: `tracker["z"] = torch.cat((tracker["z"], z), 0)` grows
       // the dict's entry, a collection created with the dict.
       else if (right.type === 'call' && CONCAT.test(calleeName(file, right) ?? '')) {
@@ -168,6 +170,11 @@ function accumulations(file: SourceFile): Accumulation[] {
     }
   }
   return out;
+}
+
+/** The subscript's index is, or contains, a slice: a write into existing storage (a dict key cannot be one). */
+function slicesInto(subscript: SyntaxNode): boolean {
+  return subscript.children.some((c) => c.field === 'subscript' && (c.type === 'slice' || c.children.some((d) => d.type === 'slice')));
 }
 
 /** The batch loop the collection grows across: its container was created before that loop. */

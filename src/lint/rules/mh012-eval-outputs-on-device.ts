@@ -187,9 +187,30 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
     if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
+    if (resetInLoop(file, key, loop, acc.at)) return null;
     return created.every((d) => !contains(loop, d.stmt) || seedsEmpty(file, key, loop, d.stmt)) && created.some((d) => !contains(loop, d.stmt)) ? loop : null;
   }
   return null;
+}
+
+/**
+ * The collection is rebound inside the batch loop to a value that does not contain it (`preds = None`,
+ * `losses_host, preds_host = None, None` after moving them to the host every `eval_accumulation_steps`, as
+ * Hugging Face's evaluation loop does): device memory is bounded by the batches between two resets, not by
+ * the evaluation set. Reaching definitions stop at the loop's back edge, so later resets in the body are
+ * looked up here; a first-batch seed (`if preds is None: preds = out`) is no reset.
+ */
+function resetInLoop(file: SourceFile, key: string, loop: SyntaxNode, at: SyntaxNode): boolean {
+  const name = new RegExp(`(^|[^\\w.])${key.replace(/[.[\]]/g, '\\$&')}($|[^\\w])`);
+  for (const a of file.nodesOfType('assignment')) {
+    if (a === at || !contains(loop, a)) continue;
+    const left = childByField(a, 'left');
+    const right = childByField(a, 'right');
+    if (left === null || right === null || name.test(file.textOf(right))) continue;
+    const targets = left.type === 'pattern_list' || left.type === 'tuple_pattern' ? left.children.filter((c) => c.named) : [left];
+    if (targets.some((t) => keyOf(file, t) === key) && !seedsEmpty(file, key, loop, a)) return true;
+  }
+  return false;
 }
 
 const CONSTANT_INDEX = /^(string|integer|concatenated_string)$/;

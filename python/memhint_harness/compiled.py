@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 Site = Tuple[str, int, str]
@@ -25,6 +26,11 @@ class CompileWatch:
         self.sites: Dict[Site, None] = {}  # ordered set of the user lines that called torch.compile
 
     def install(self, torch: Any) -> None:
+        # torch warns, at each call of a compiled module, that global module hooks will fire an extra time for
+        # its OptimizedModule wrapper: those hooks are the harness's (modules.py), which skips the wrapper, so
+        # the warning would only puzzle the user in the script's output.
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                                category=UserWarning)
         if callable(getattr(torch, "compile", None)):
             torch.compile = self._wrap(torch.compile)
         module = torch.nn.Module

@@ -24,6 +24,8 @@ _gettrace = sys.gettrace
 _settrace = settrace  # linetrace.settrace: restores the C tracer as such
 
 ModuleKey = Tuple[int, str]  # (root index, path under the root; "" for the root itself)
+# The key of torch.compile's OptimizedModule wrapper: never on the stack, its `_orig_mod` is the root.
+_WRAPPER: ModuleKey = (-1, "")
 MODULE_KEY = "memhint_module"
 # calls, forward allocations, saved for backward, backward allocations: totals over profiled steps
 _CALLS, _FORWARD, _SAVED, _BACKWARD = range(4)
@@ -95,6 +97,8 @@ class ModuleLedger:
             key = self.paths.get(module)
             if key is None:
                 key = self._add_root(module)
+            if key is _WRAPPER:
+                return
             self.stack.append(key)
             if self.is_profiling():
                 self._counter(key)[_CALLS] += 1
@@ -119,7 +123,15 @@ class ModuleLedger:
                 _settrace(trace)
 
     def _add_root(self, module: torch.nn.Module) -> ModuleKey:
-        """A module that runs outside any known model is a root: its whole tree gets paths."""
+        """A module that runs outside any known model is a root: its whole tree gets paths. torch.compile's
+        wrapper (nanoGPT's `model = torch.compile(model)`) is skipped for the model it wraps, so that the
+        tree reads `GPT` / `transformer.h.0.mlp`, not `OptimizedModule` / `_orig_mod.transformer.h.0.mlp`."""
+        inner = getattr(module, "_orig_mod", None) if type(module).__name__ == "OptimizedModule" else None
+        if isinstance(inner, torch.nn.Module):
+            self.paths[module] = _WRAPPER
+            if self.paths.get(inner) is None:
+                self._add_root(inner)
+            return _WRAPPER
         index = len(self.roots)
         self.roots.append((module, type(module).__name__))
         for path, sub in module.named_modules():

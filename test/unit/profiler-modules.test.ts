@@ -106,3 +106,25 @@ for (const [label, python] of [['torch 1.13', (): string => TORCH1_PYTHON], ['to
     });
   });
 }
+
+// nanoGPT's `model = torch.compile(model)`: the tree was rooted at `OptimizedModule`, every path under
+// `_orig_mod.`, and torch warned at each call about the harness's global hooks.
+describe('profiler: modules of a torch.compile\'d model (torch 2.x)', function () {
+  this.timeout(300_000);
+  it('reads as the model it wraps, with no warning about the harness\'s hooks', async () => {
+    let stderr = '';
+    const outcome = await runProfile({
+      script: path.join(FIXTURES, 'compiled_module.py'), function: null, setup: null, warmup: 1, steps: 3,
+      maxSeconds: null, backend: 'cpu', python: torch2Python(), budgetBytes: null, memoryLimitBytes: null, timeoutMs: 240_000, scriptArgs: [],
+    }, { onStderr: (c) => (stderr += c.toString()) });
+    assert.equal(outcome.failure, null, outcome.failure ? `${outcome.failure.kind}: ${outcome.failure.message}\n${outcome.failure.stderrTail}` : '');
+    const rows = (outcome.report?.modules ?? []).map((m) => [m.root, m.path, m.type, m.calls, m.params, m.forward_alloc]);
+    assert.deepEqual(rows, [
+      ['Net', '', 'Net', 1, (32 * 64 + 64 + 64 + 1) * 4, 2 * 16 * 64 * 4 + 16 * 4],
+      ['Net', 'fc1', 'Linear', 1, (32 * 64 + 64) * 4, 16 * 64 * 4],
+      ['Net', 'act', 'ReLU', 1, 0, 16 * 64 * 4],
+      ['Net', 'fc2', 'Linear', 1, (64 + 1) * 4, 16 * 4],
+    ]);
+    assert.doesNotMatch(stderr, /global hooks/);
+  });
+});

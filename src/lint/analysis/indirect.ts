@@ -508,13 +508,18 @@ const calleesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[
 export function helperTextsSignature(file: SourceFile, scope: SyntaxNode): string {
   return scopeTextsMemo.keyed(file, scope, () => {
     const edges = calleesByScope(file);
+    // The enclosing functions' parts come from their own signature (the nearest one's covers the ones
+    // around it), kept per version: walking them again from every nested scope was quadratic in a
+    // `def main():` holding hundreds of functions. Marked seen, so this scope's walk stops at them.
     const seen = new Set<SyntaxNode>();
-    const stack: SyntaxNode[] = [];
-    for (let s: SyntaxNode | null = scope; s !== null; s = s.parent) {
-      if (s !== scope && s.type !== 'function_definition') continue;
+    let outer: SyntaxNode | null = null;
+    for (let s = scope.parent; s !== null; s = s.parent) {
+      if (s.type !== 'function_definition') continue;
+      outer ??= s;
       seen.add(s);
-      stack.push(s);
     }
+    seen.add(scope);
+    const stack: SyntaxNode[] = [scope];
     while (stack.length > 0) {
       for (const callee of edges.get(stack.pop()!) ?? []) {
         if (seen.has(callee)) continue;
@@ -523,14 +528,21 @@ export function helperTextsSignature(file: SourceFile, scope: SyntaxNode): strin
       }
     }
     const mayReach = mayReachForward(file);
-    const reaching = [...seen].filter((fn) => fn.type === 'function_definition' && mayReach.has(fn) && frameOf(file, fn, MAX_HELPER_DEPTH - 1) !== null);
+    const reaching = [...seen].filter((fn) => fn.type === 'function_definition' && (fn === scope || !isEnclosing(fn, scope)) && mayReach.has(fn) && frameOf(file, fn, MAX_HELPER_DEPTH - 1) !== null);
     // Document order (only the relative order: the tokens hold no offsets).
     reaching.sort((a, b) => a.start - b.start);
-    return intern(file, reaching.map((fn) => functionToken(file, fn)).join(','));
+    const own = reaching.map((fn) => functionToken(file, fn)).join(',');
+    return intern(file, outer === null ? own : `${own}/${helperTextsSignature(file, outer)}`);
   });
 }
 
 const scopeTextsMemo = new VersionMemo<string>('indirect.scopeTexts');
+
+/** Whether `fn` is a function definition around `node` (an ancestor). */
+function isEnclosing(fn: SyntaxNode, node: SyntaxNode): boolean {
+  for (let p = node.parent; p !== null; p = p.parent) if (p === fn) return true;
+  return false;
+}
 
 /**
  * The functions for which frameOf(fn, MAX_HELPER_DEPTH - 1) can be non-null: those with a forward pass of

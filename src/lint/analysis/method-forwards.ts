@@ -38,17 +38,21 @@ const memo = new VersionMemo<ReadonlySet<string>>('method-forwards');
 const scopeMemo = new NodeMemo<readonly string[]>('method-forwards.scope');
 
 /**
- * What a scope's keys depend on beyond its own subtree: the flow's file-wide inputs (forward receivers,
- * grad state and model facts are in them), and the definitions around the scope (methodKey names the
- * enclosing class; gradOffAt reads enclosing functions' decorators), which an edit can change while
- * reusing the scope's node.
+ * What a scope's keys depend on beyond its own subtree, or null when the scope is not kept: the flow's
+ * file-wide inputs (forward receivers, grad state and model facts are in them) and the headers of the
+ * classes and decorators around it (methodKey names the enclosing class, inModuleClass reads its bases,
+ * decorators switch grad off). A scope inside a function or under a `with`/`if` is not kept: grad state
+ * there also reads the enclosing code (its `with` blocks, its grad-mode calls), which an edit can change
+ * while reusing the scope's node.
  */
-function scopeDeps(file: SourceFile, scope: SyntaxNode, flowSig: string): string {
+function scopeDeps(file: SourceFile, scope: SyntaxNode, flowSig: string): string | null {
   let around = '';
   for (let p = scope.parent; p !== null && p.type !== 'module'; p = p.parent) {
-    if (p.type === 'class_definition') around += `|class ${file.textOf(childByField(p, 'name') ?? p)}`;
-    else if (p.type === 'function_definition') around += `|def ${file.textOf(childByField(p, 'name') ?? p)}`;
-    else if (p.type === 'decorated_definition') for (const d of p.children) if (d.type === 'decorator') around += `|@${file.textOf(d)}`;
+    const superclasses = p.type === 'class_definition' ? childByField(p, 'superclasses') : null;
+    if (p.type === 'class_definition') around += `|class ${file.textOf(childByField(p, 'name') ?? p)}(${superclasses === null ? '' : file.textOf(superclasses)})`;
+    else if (p.type === 'decorated_definition') {
+      for (const d of p.children) if (d.type === 'decorator') around += `|@${file.textOf(d)}`;
+    } else if (p.type !== 'block') return null;
   }
   return `${flowSig}${around}`;
 }
@@ -61,7 +65,8 @@ export function differentiableMethods(file: SourceFile): ReadonlySet<string> {
     // Per scope, kept on the function node: an edit re-traces the scopes it changed, not every scope with a backward.
     for (const [scope, calls] of callsByScope(f)) {
       if (calls.backwards.length === 0) continue;
-      const keys = scope.type === 'module' ? scopeKeys(f, scope, calls.backwards) : scopeMemo.get(f, scope, scopeDeps(f, scope, flowSig), () => scopeKeys(f, scope, calls.backwards));
+      const deps = scope.type === 'module' ? null : scopeDeps(f, scope, flowSig);
+      const keys = deps === null ? scopeKeys(f, scope, calls.backwards) : scopeMemo.get(f, scope, deps, () => scopeKeys(f, scope, calls.backwards));
       for (const key of keys) out.add(key);
     }
     return out;

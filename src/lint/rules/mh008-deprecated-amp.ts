@@ -4,7 +4,7 @@
 //   torch.cuda.amp.GradScaler(args...) -> torch.amp.GradScaler("cuda", args...) (same positional order)
 //   torch.cpu.amp.autocast(args...)    -> torch.amp.autocast("cpu", args...)
 //   torch.cuda.amp.custom_fwd/bwd      -> torch.amp.custom_fwd/bwd(..., device_type="cuda")
-import { KeyMemo, VersionMemo } from '../session';
+import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { childByField, childrenByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from '../analysis/imports';
 import { callsNamed } from '../analysis/calls';
@@ -177,16 +177,31 @@ function importFix(file: SourceFile, stmt: SyntaxNode, moduleNode: SyntaxNode, n
 function identifiersNamed(file: SourceFile, text: string): readonly SyntaxNode[] {
   return identifiersByName.keyed(file, text, () => {
     const out: SyntaxNode[] = [];
-    for (const unit of file.root.children) {
-      for (const id of file.nodesOfTypeInUnit(unit, 'identifier')) {
-        if (id.end - id.start === text.length && file.text.startsWith(text, id.start)) out.push(id);
-      }
-    }
+    for (const unit of file.root.children) for (const id of unitIdentifiersNamed(file, unit, text)) out.push(id);
     return out;
   });
 }
 
 const identifiersByName = new VersionMemo<readonly SyntaxNode[]>('MH008.identifiersNamed');
+
+/**
+ * One statement's identifiers named `text`, kept on the statement (by name, filled as names are asked;
+ * purely syntactic): an edit rescans the statement it rebuilt, not every identifier of the file.
+ */
+function unitIdentifiersNamed(file: SourceFile, unit: SyntaxNode, text: string): readonly SyntaxNode[] {
+  const byName = unitIdentifiers.get(file, unit, '', () => new Map());
+  let list = byName.get(text);
+  if (list === undefined) {
+    const out: SyntaxNode[] = [];
+    for (const id of file.nodesOfTypeInUnit(unit, 'identifier')) {
+      if (id.end - id.start === text.length && file.text.startsWith(text, id.start)) out.push(id);
+    }
+    byName.set(text, (list = out));
+  }
+  return list;
+}
+
+const unitIdentifiers = new NodeMemo<Map<string, readonly SyntaxNode[]>>('MH008.unitIdentifiers');
 
 function findImport(node: SyntaxNode): boolean {
   for (let p = node.parent; p !== null; p = p.parent) {

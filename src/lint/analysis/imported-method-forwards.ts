@@ -50,7 +50,7 @@ export function importedMethodForwardCalls(file: SourceFile, scope: SyntaxNode):
 }
 
 /** The class of another module of the project every value of `object` is an instance of, or null. */
-function importedClassOf(file: SourceFile, object: SyntaxNode): { module: ProjectModule; node: SyntaxNode; name: string } | null {
+export function importedClassOf(file: SourceFile, object: SyntaxNode): { module: ProjectModule; node: SyntaxNode; name: string } | null {
   const values = valuesOf(file, object);
   if (values === null) return null;
   let found: { module: ProjectModule; node: SyntaxNode; name: string } | null = null;

@@ -15,6 +15,7 @@ import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leave
 import { calleeName } from '../analysis/imports';
 import { localCallee, resolutionSignature } from '../analysis/indirect';
 import { inferenceSignature, reachesGradients } from '../analysis/inference';
+import { numberThroughProject } from '../analysis/project-number-returns';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -230,7 +231,7 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file)]);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file), file.session.project?.lookup.stamp ?? '']);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
@@ -242,6 +243,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
+    // `tloss += trl` with `trl` a float returned by a method of another module's class: no history.
+    const tainted = taintedLeaves(flow, sink.value);
+    if (tainted.length > 0 && tainted.every((l) => numberThroughProject(file, l))) continue;
     const key = containerKey(file, sink.target);
     if (key === null) continue;
     // `[arr.append(el) for arr, el in zip((policies, Qs), (policy, Q))]`: the containers are the lists zipped in.

@@ -281,6 +281,9 @@ export const deprecatedAmp: Rule = {
       if (name === null) return;
       const d = DEPRECATED.get(name);
       if (d === undefined || isCompatShim(file, node)) return;
+      // `amp.autocast("cuda")` where a try/except shim binds `amp` to torch.amp or torch.cuda.amp: whichever
+      // this torch has (rewriting it would turn the device argument into `enabled="cuda"`).
+      if (node.type === 'attribute' && (bindings.get(rootName(file, node)) ?? 0) > 1) return;
       const site = useSite(node);
       if (site === null) {
         if (!isAliasing(file, node) && !isPassedAsValue(file, node)) return;
@@ -326,9 +329,69 @@ export const deprecatedAmp: Rule = {
         if (isPassedAsValue(file, node)) consider(node);
       }
     }
+    findings.push(...moduleImports(file, bindings));
     return findings;
   },
 };
+
+const DEPRECATED_MODULES = new Set(['torch.cuda.amp', 'torch.cpu.amp']);
+
+/**
+ * `from torch.cuda import amp` / `import torch.cuda.amp as amp`: the import that binds the deprecated
+ * namespace, reported like `from torch.cuda.amp import autocast` when the file uses a deprecated object
+ * through it (`amp.autocast()`, `amp.GradScaler()`): the line where a reader looks for the API in use and
+ * where the upgrade starts. No fix: `from torch import amp` alone would leave `amp.autocast()` without
+ * the device argument torch.amp requires; each use carries its own fix. Not for shims (an `except`
+ * fallback, a version check, a name the imports bind twice) or a namespace no deprecated use goes through.
+ */
+function moduleImports(file: SourceFile, bindings: ReadonlyMap<string, number>): RuleFinding[] {
+  const findings: RuleFinding[] = [];
+  for (const type of ['import_statement', 'import_from_statement']) {
+    for (const stmt of file.nodesOfType(type)) {
+      const moduleNode = type === 'import_from_statement' ? childByField(stmt, 'module_name') : null;
+      const prefix = moduleNode === null ? '' : `${file.textOf(moduleNode).replace(/\s+/g, '')}.`;
+      if (type === 'import_from_statement' && !/^torch\.(cuda|cpu)\.$/.test(prefix)) continue;
+      for (const item of childrenByField(stmt, 'name')) {
+        // `import torch.cuda.amp` (no alias) binds `torch`: its uses are spelled out and reported themselves.
+        if (type === 'import_statement' && item.type !== 'aliased_import') continue;
+        const nameNode = item.type === 'aliased_import' ? childByField(item, 'name') : item;
+        const aliasNode = item.type === 'aliased_import' ? childByField(item, 'alias') : item;
+        if (nameNode === null || aliasNode === null) continue;
+        const module = prefix + file.textOf(nameNode).replace(/\s+/g, '');
+        const local = file.textOf(aliasNode);
+        if (!DEPRECATED_MODULES.has(module) || (bindings.get(local) ?? 0) > 1 || isCompatShim(file, stmt)) continue;
+        const used = deprecatedUses(file, local, module);
+        if (used.length === 0) continue;
+        findings.push({
+          start: item.start,
+          end: item.end,
+          message: `\`${local}\` is \`${module}\`, used here for ${used.map((k) => `\`${local}.${k}\``).join(', ')}: ${message(DEPRECATED.get(`${module}.${used[0]}`)!)}`,
+          fix: null,
+        });
+      }
+    }
+  }
+  return findings;
+}
+
+/** The leftmost name of a dotted expression (`amp` for `amp.autocast`). */
+function rootName(file: SourceFile, node: SyntaxNode): string {
+  let n: SyntaxNode | null = node;
+  while (n?.type === 'attribute') n = childByField(n, 'object');
+  return n === null ? '' : file.textOf(n);
+}
+
+/** The deprecated members used through `local` (`autocast` for `amp.autocast(...)`), outside imports and shims, in first-use order. */
+function deprecatedUses(file: SourceFile, local: string, module: string): string[] {
+  const out: string[] = [];
+  for (const id of identifiersNamed(file, local)) {
+    const parent = id.parent;
+    if (parent?.type !== 'attribute' || id.field !== 'object' || findImport(id)) continue;
+    const member = file.textOf(childByField(parent, 'attribute') ?? parent);
+    if (DEPRECATED.has(`${module}.${member}`) && !out.includes(member) && !isCompatShim(file, parent)) out.push(member);
+  }
+  return out;
+}
 
 // Keyed by the bindings map, which versions with the same import statements share (see importBindings).
 const countsCache = new KeyMemo<Map<string, number>>('MH008.bindingCounts', 4);

@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { findingsOf, fixOnly } from './steps-fix-helpers';
+import { findingsOf, fixOnly, parseErrors } from './steps-fix-helpers';
 
 const loop = (body: string): string =>
   ['import torch', 'for x, y in loader:', '    loss = criterion(model(x), y)', '    loss.backward()', '    optimizer.step()', body, 'print("done")', ''].join('\n');
@@ -20,6 +20,13 @@ describe('MH005 empty-cache-in-loop fix', () => {
     assert.match(out, /^ {4}pass; optimizer\.zero_grad\(\)$/m);
     const inline = await fixOnly(loop('    if True: torch.cuda.empty_cache()'), 'MH005');
     assert.match(inline, /^ {4}if True: pass$/m);
+  });
+
+  it('in a per-input inference loop: removes the call, the loop still parses and runs the same forward', async () => {
+    const src = ['import torch', 'with torch.no_grad():', '    for path in paths:', '        torch.cuda.empty_cache()', '        out = net(load(path).cuda())', '        save(out.cpu(), path)', ''].join('\n');
+    const out = await fixOnly(src, 'MH005');
+    assert.equal(out, src.replace('        torch.cuda.empty_cache()\n', ''));
+    assert.equal((await parseErrors(out)).length, 0);
   });
 
   it('handles CRLF line endings', async () => {

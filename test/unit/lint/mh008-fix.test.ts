@@ -65,11 +65,32 @@ describe('MH008 deprecated-amp fixes', () => {
   });
 
   it('module alias uses need `torch` bound for a fix', async () => {
-    const withTorch = await fixOnly('import torch\nfrom torch.cuda import amp\nwith amp.autocast():\n    pass\n', 'MH008');
+    const srcWithTorch = 'import torch\nfrom torch.cuda import amp\nwith amp.autocast():\n    pass\n';
+    const withTorch = applyFixes(srcWithTorch, await lint(srcWithTorch)).text;
     assert.match(withTorch, /with torch\.amp\.autocast\("cuda"\):/);
+    // The use and the import that binds the namespace: neither can be rewritten without `torch`.
     const without = await findingsOf('from torch.cuda import amp\nwith amp.autocast():\n    pass\n', 'MH008');
-    assert.equal(without.length, 1);
-    assert.equal(without[0].fix, null);
+    assert.equal(without.length, 2);
+    assert.ok(without.every((f) => f.fix === null));
+  });
+
+  it('the namespace import is reported without a fix; fixing everything leaves code that parses and keeps its meaning', async () => {
+    const src = 'import torch\nfrom torch.cuda import amp\nscaler = amp.GradScaler(enabled=True)\nwith amp.autocast(enabled=True):\n    pass\n';
+    const found = await lint(src);
+    const imports = found.filter((f) => f.code === 'MH008' && src.slice(f.start, f.end) === 'amp');
+    assert.equal(imports.length, 1);
+    assert.equal(imports[0].fix, null);
+    const fixed = applyFixes(src, found).text;
+    assert.equal((await parseErrors(fixed)).length, 0);
+    assert.match(fixed, /scaler = torch\.amp\.GradScaler\("cuda", enabled=True\)/);
+    assert.match(fixed, /with torch\.amp\.autocast\("cuda", enabled=True\):/);
+    // Once no deprecated object goes through the namespace, its import is no longer reported.
+    assert.equal((await findingsOf(fixed, 'MH008')).length, 0);
+  });
+
+  it('a namespace a try/except shim binds is whichever API this torch has: its uses get no finding and no fix', async () => {
+    const src = 'import torch\ntry:\n    from torch import amp\nexcept ImportError:\n    from torch.cuda import amp\nwith amp.autocast("cuda"):\n    pass\n';
+    assert.equal((await findingsOf(src, 'MH008')).length, 0);
   });
 
   it('is silent below torch 2.4 and on compatibility shims', async () => {

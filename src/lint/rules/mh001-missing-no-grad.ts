@@ -467,7 +467,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
     const context = evalContext(file, info, call, receiver);
     if (context !== null) {
-      if (evalFound && !reported.every((r) => onEarlyExitBranch(r, call))) continue;
+      if (evalFound && !reported.every((r) => onEarlyExitBranch(r, call) || separateModuleLoop(file, scope, r, call))) continue;
       if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
       if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
@@ -508,6 +508,24 @@ function onEarlyExitBranch(earlier: SyntaxNode, call: SyntaxNode): boolean {
     if (last?.type === 'return_statement' || last?.type === 'raise_statement') return true;
   }
   return false;
+}
+
+/**
+ * In module-level code, `call` sits in a top-level loop of its own over evaluation data, apart from the
+ * top-level statement of the earlier finding (a script's final test loop after the training loop that evaluated periodically):
+ * another evaluation loop, reported on its own.
+ */
+function separateModuleLoop(file: SourceFile, scope: SyntaxNode, earlier: SyntaxNode, call: SyntaxNode): boolean {
+  if (scope.type !== 'module') return false;
+  const top = (n: SyntaxNode): SyntaxNode => {
+    let t = n;
+    while (t.parent !== null && t.parent.type !== 'module') t = t.parent;
+    return t;
+  };
+  const own = top(call);
+  if (own === top(earlier) || (own.type !== 'for_statement' && own.type !== 'while_statement')) return false;
+  // A loop over the test set (`for data in tqdm(enumerate(testdataloader))`), not any later loop of the script.
+  return enclosingLoops(call).some((l) => contains(own, l) && iteratesEvalData(file, l));
 }
 
 function shorten(text: string): string {

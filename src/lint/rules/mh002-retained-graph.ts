@@ -228,6 +228,51 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
   return !file.textOf(sink.value).includes(file.textOf(sink.target));
 }
 
+/** The expression calls something (`step(x)[0]`, `model(x) * w`), not only names and indexes values. */
+function hasCall(expr: SyntaxNode): boolean {
+  const stack = [expr];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'call') return true;
+    if (!LOOP_SCOPES.has(n.type)) stack.push(...n.children);
+  }
+  return false;
+}
+
+const LOOP_SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
+
+/**
+ * The innermost loop around the sink builds no graph of its own: no call in it (a forward pass, a
+ * function returning a graph, a tensor op) and no arithmetic yields a value with history; it only indexes
+ * and stores what was computed before it (`result[name] = {"img": img_gen[i], ...}` over the items of one
+ * final forward pass). Whatever the number of iterations, that keeps the one graph the source already
+ * holds, not one graph per step. Container methods (`append`) are moves, not graph ops.
+ */
+function loopBuildsNoGraph(file: SourceFile, flow: ScopeFlow, sink: Sink): boolean {
+  const loop = enclosingLoops(sink.node)[0];
+  const body = loop === undefined ? null : childByField(loop, 'body');
+  if (body === null || /requires_grad|create_graph|backward/.test(file.textOf(body))) return false;
+  const stack = [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    for (const c of n.children) if (!LOOP_SCOPES.has(c.type)) stack.push(c);
+    if (n.type === 'call') {
+      const fn = childByField(n, 'function');
+      const method = fn?.type === 'attribute' ? childByField(fn, 'attribute') : null;
+      if (method !== null && STORE_METHODS.has(file.textOf(method))) continue;
+    } else if (n.type !== 'binary_operator' && n.type !== 'unary_operator') continue;
+    if (flow.taintOf(n) === Taint.Tainted) return false;
+  }
+  // `loss, out = train_step(...)`: a tuple-returning call has no taint of its own, its elements do.
+  for (const defs of flow.defs.values()) {
+    for (const d of defs) {
+      if (d.kind !== 'assign' || d.value === null || !contains(body, d.stmt) || !hasCall(d.value)) continue;
+      if (flow.taintOfDef(d) === Taint.Tainted) return false;
+    }
+  }
+  return true;
+}
+
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
@@ -252,6 +297,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const containers = comprehensionContainers(file, sink.node, key) ?? [key];
     if (!containers.some((k) => persists(flow, sink, k) && !isConsumedByBackward(file, scope, k) && !handedToTraining(file, scope, k))) continue;
     if (isOverwrittenSlot(file, sink)) continue;
+    if (loopBuildsNoGraph(file, flow, sink)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;
     const leaves = taintedLeaves(flow, sink.value);
@@ -276,7 +322,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     } else {
       message =
         `Storing \`${short}\` in \`${key}\` keeps its autograd graph alive after the step (and its activations if no backward runs through it). ` +
-        `Store \`${short}.detach()\` (or \`.item()\` for a scalar).`;
+        (NOT_A_TENSOR.has(sink.value.type)
+          ? 'Store detached tensors in it (`.detach()`, or `.item()` for scalars).'
+          : `Store \`${PRIMARY.has(sink.value.type) ? short : `(${short})`}.detach()\` (or \`.item()\` for a scalar).`);
       if (leaves.length > 0 && !NOT_A_TENSOR.has(sink.value.type) && (sink.node.type !== 'call' || !/\.extend$/.test(file.textOf(childByField(sink.node, 'function') ?? sink.node)))) {
         fix = { title: 'Store a detached tensor', edits: [appendCall(file, sink.value, 'detach')] };
       }

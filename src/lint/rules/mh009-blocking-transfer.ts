@@ -67,6 +67,8 @@ interface Loader {
   readonly pinned: Pinned;
   /** `data/loader.py:42`: where a loader built in another module of the project is constructed. */
   readonly origin?: string;
+  /** A batch fetched now and then beside the step (`if i % 10 == 0: data = next(iter(test_loader))`). */
+  readonly side?: boolean;
 }
 
 const MAX_DEPTH = 6;
@@ -994,7 +996,7 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
           const target = fetched.enumerated ? (PATTERNS.has(left.type) && parts.length === 2 ? parts[1] : null) : left;
           if (target === null) return;
           if (target.type === 'identifier') whole.add(file.textOf(target));
-          bind(target, fetched.loader);
+          bind(target, sideFetch(file, n, body, target, names, fetched.loader) ? { ...fetched.loader, side: true } : fetched.loader);
           return;
         }
       }
@@ -1064,6 +1066,21 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     out.push({ call: n, wholeBatch, cuda, loader });
   };
   postOrder(body, visit);
+}
+
+/**
+ * `if i % 10 == 0: j, data = next(enumerate(test_loader))` in a training loop: a batch fetched in a branch
+ * that does not backpropagate, into names that were unbound or held another loader's batch. It is a periodic
+ * side batch (a test batch every N steps), not what the loop trains on; the loop's own loader refetched in
+ * a branch (`if batch is None: batch = next(iter(loader))`) keeps its role.
+ */
+function sideFetch(file: SourceFile, at: SyntaxNode, body: SyntaxNode, target: SyntaxNode, names: ReadonlyMap<string, Loader>, loader: Loader): boolean {
+  let branch: SyntaxNode | null = null;
+  for (let p = at.parent; p !== null && p !== body; p = p.parent) if (p.type === 'if_statement') branch = p;
+  if (branch === null || /\.backward\s*\(|\.step\s*\(/.test(file.textOf(branch))) return false;
+  const bound = new Set<string>();
+  patternNames(file, target, bound);
+  return [...bound].every((n) => names.get(n) === undefined || names.get(n)!.calls[0] !== loader.calls[0]);
 }
 
 const BRANCHES = new Set(['if_statement', 'elif_clause', 'else_clause', 'try_statement', 'except_clause', 'while_statement', 'for_statement', 'match_statement']);
@@ -1443,7 +1460,7 @@ export const blockingTransfer: Rule = {
         });
       }
       // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
-      const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true);
+      const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true && t.loader.side !== true);
       if (unpinned.length === 0 || !trains()) continue;
       for (const call of unpinned.flatMap((t) => t.loader.calls)) {
         if (unpinnedReported.has(call)) continue;

@@ -50,13 +50,13 @@ def _device_flag(device_type):
 
 
 class Tracker:
-    def __init__(self, storage_api, user_files, device_type, budget=None, cuda_lines=False):
+    def __init__(self, storage_api, user_files, device_type, budget=None, cuda_lines=False, c_expiry=True):
         self.api = storage_api
         self.user_files = user_files
         self.device_type = device_type
         self.t0 = time.perf_counter()
         self.main_thread = threading.get_ident()
-        self.ledger = StorageLedger(storage_api.expired_raw, expiry.scanner(storage_api))
+        self.ledger = StorageLedger(storage_api.expired_raw, expiry.scanner(storage_api) if c_expiry else None)
         self.live = self.ledger.live  # cdata -> StorageRec, read by the analysis and the report
         self.live_bytes = 0
         self.serial = 0

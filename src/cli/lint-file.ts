@@ -86,8 +86,11 @@ export function lintOneFile(
     // Files linted later that import this one must see what was written.
     if (text !== source.text) project?.invalidate(filename);
   }
-  // Reports locate findings on the analysis text: same offsets, lines split as the linter saw them.
-  return { filename, text: textForAnalysis(text), findings: lint(text) };
+  // Reports locate findings on the analysis text: same offsets, lines split as the linter saw them. A
+  // file without findings needs no text in the report: not keeping it (nor copying it from a worker
+  // thread) spares a tree's whole text in memory until the report is written.
+  const findings = lint(text);
+  return { filename, text: findings.length === 0 ? '' : textForAnalysis(text), findings };
 }
 
 /** Applies fixes when it is safe; returns the text now on disk (the original when nothing was written). */

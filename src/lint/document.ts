@@ -88,6 +88,9 @@ export class PythonDocument {
     this.tree = parseOrThrow(py, text, null);
     this.units = [];
     this.file = this.mirror(text, []);
+    // Nothing reparses a one-shot document: its tree's wasm memory can serve the next parse at once
+    // (the CLI's project index keeps up to 64 modules' documents open).
+    if (this.session.oneShot) this.tree.delete();
   }
 
   get source(): SourceFile {
@@ -145,7 +148,7 @@ export class PythonDocument {
   }
 
   dispose(): void {
-    this.tree.delete();
+    if (!this.session.oneShot) this.tree.delete();
     this.dropChunks();
     this.units = [];
   }

@@ -70,7 +70,8 @@ export class MirrorNode implements SyntaxNode {
   }
 }
 
-const NO_NODES: readonly SyntaxNode[] = Object.freeze([]);
+/** Not frozen, for the reason the mirror's leaves share an unfrozen array (document.ts, NO_CHILDREN); readonly to callers. */
+const NO_NODES: readonly SyntaxNode[] = [];
 
 export interface Position {
   /** 0-based line. */

@@ -5,6 +5,7 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { collectiveSites, type CollectiveSite } from '../../src/profiler/collectives';
 import type { FsdpUnitInfo } from '../../src/profiler/distributed';
 import { findHarnessRoot } from '../../src/profiler/launcher';
 import type { ProfileReport } from '../../src/profiler/report';
@@ -59,6 +60,13 @@ function memoised(predictor: Predictor): { predictor: Predictor; outcome: (world
 function report(outcome: PredictOutcome): PredictedReport {
   assert.equal(outcome.failure, null, outcome.failure?.message);
   return outcome.report;
+}
+
+/** What the tests read of `profile --nproc-per-node 2 --format json`. */
+interface GlooJob {
+  readonly reports: ProfileReport[];
+  readonly fsdp: (FsdpUnitInfo & { rank: number })[];
+  readonly collectives: CollectiveSite[];
 }
 
 const units = (list: readonly FsdpUnitInfo[]) => list.map(({ location, ...u }) => ({ ...u, line: location?.line }));
@@ -126,14 +134,22 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
       assert.match(text, new RegExp(`^FSDP \\(rank \\d of 2, predicted\\):\\n  rank \\d: ${api === 'fsdp1' ? 'FullyShardedDataParallel FULL_SHARD' : 'fully_shard'} at .*fsdp_mlp\\.py:${wrapLine}: 3 unit\\(s\\), parameters ${escape(formatBytes(FULL_BYTES))} full, ${escape(formatBytes(shard(2)))} this rank’s shard`, 'm'));
     });
 
-    it('rank 0 and rank 1 of 2 equal a real gloo job on the CPU in shards, gradients and optimizer state; the rest differs as explained', async function () {
-      this.timeout(300_000);
-      const run = await runProfileCli([
+    // The real 2-rank gloo job on the CPU, run once for the comparisons below.
+    let glooJob: Promise<GlooJob> | undefined;
+    const gloo = (): Promise<GlooJob> => {
+      glooJob ??= runProfileCli([
         `${FIXTURE}::train_step`, '--setup', 'make_inputs', '--nproc-per-node', '2', '--warmup', '2', '--steps', '1',
         '--python', options.python, '--format', 'json',
-      ], { FSDP_API: api, FSDP_HIDDEN: String(HIDDEN) });
-      assert.equal(run.code, 0, run.stderr);
-      const merged = JSON.parse(run.stdout) as { reports: ProfileReport[]; fsdp: (FsdpUnitInfo & { rank: number })[] };
+      ], { FSDP_API: api, FSDP_HIDDEN: String(HIDDEN) }).then((run) => {
+        assert.equal(run.code, 0, run.stderr);
+        return JSON.parse(run.stdout) as GlooJob;
+      });
+      return glooJob;
+    };
+
+    it('rank 0 and rank 1 of 2 equal a real gloo job on the CPU in shards, gradients and optimizer state; the rest differs as explained', async function () {
+      this.timeout(300_000);
+      const merged = await gloo();
       const counters = 4 * COUNTERS[api];
       const [forward, backward, step] = [lineOf('model(x), y)'), lineOf('loss.backward()'), lineOf('opt.step()')];
       for (const rank of [0, 1]) {
@@ -165,6 +181,35 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
         // runs its foreach kernels (one), which the prediction models
         assert.equal(at(measured, step)?.self.allocated, 2 * (at(predicted, step)?.self.allocated ?? 0));
         assert.equal(at(predicted, step)?.self.allocated, shard(2));
+      }
+    });
+
+    it('FSDP collectives per line and unit: rank 0 and rank 1 of 2 issue what the gloo job issued, call for call', async function () {
+      this.timeout(300_000);
+      const merged = await gloo();
+      const [forward, backward] = [lineOf('model(x), y)'), lineOf('loss.backward()')];
+      for (const rank of [0, 1]) {
+        const predicted = report(cache.outcome(2, rank));
+        const calls = predicted.prediction.world?.collectives ?? [];
+        // Everything must be equal: operation, phase, the user's line, the unit (class and name), the buffer and
+        // shard bytes, and the calls per profiled step and over the run, in the order issued. Nothing differs:
+        // gloo's reduce-scatter copy (see above) is the backend's work inside one call, not another collective.
+        const sites = collectiveSites([{ rank, collectives: calls, report: predicted }]);
+        assert.deepEqual(sites, merged.collectives.filter((s) => s.rank === rank), `rank ${rank}`);
+        // per unit (told apart by its gathered bytes, unique here) and step: one all-gather in forward, one in
+        // backward and one reduce-scatter of its gathered bytes (FSDP2's root holds no parameters and issues none)
+        const fsdp = predicted.prediction.world?.fsdp ?? [];
+        assert.equal(sites.length, 3 * fsdp.length);
+        for (const unit of fsdp) {
+          const of = (op: string, phase: string, line: number) =>
+            sites.filter((s) => s.op === op && s.phase === phase && s.location?.line === line && s.name !== null && s.bytesPerCall === unit.gatheredBytes && s.shardBytesPerCall === unit.shardBytes);
+          for (const [op, phase, line] of [['all_gather', 'forward', forward], ['all_gather', 'backward', backward], ['reduce_scatter', 'backward', backward]] as const) {
+            assert.deepEqual(of(op, phase, line).map((s) => [s.callsPerStep, s.calls]), [[1, 3]], `rank ${rank}, unit of ${unit.gatheredBytes} B: ${op} ${phase}`);
+          }
+        }
+        // shown as the profile shows them
+        const text = formatPrediction({ report: predicted, whatIf: null, advice: [], snapshotAdvice: [], maxBatch: null });
+        assert.match(text, new RegExp(`^FSDP collectives \\(rank ${rank} of 2, predicted; .*\\n  rank ${rank}: all-gather \\(forward\\) for \\w+ '0' at .*fsdp_mlp\\.py:${forward}: `, 'm'));
       }
     });
   });

@@ -69,6 +69,11 @@ interface GlooJob {
   readonly collectives: CollectiveSite[];
 }
 
+/** Every Σ s_i x_i with s_i in {-1, 0, 1}. */
+function signedSums(values: readonly number[]): Set<number> {
+  return values.reduce((sums, x) => new Set([...sums].flatMap((t) => [t - x, t, t + x])), new Set([0]));
+}
+
 const units = (list: readonly FsdpUnitInfo[]) => list.map(({ location, ...u }) => ({ ...u, line: location?.line }));
 const sum = (list: readonly FsdpUnitInfo[], f: (u: FsdpUnitInfo) => number | undefined) => list.reduce((s, u) => s + (f(u) ?? 0), 0);
 
@@ -172,6 +177,12 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
           return [l?.calls, l?.self.allocated, l?.self.allocations, l?.inclusive.allocated, l?.inclusive.allocations, l?.savedForBackward];
         };
         assert.deepEqual(forwardFigures(predicted), forwardFigures(measured), `rank ${rank}: the forward line`);
+        // the forward line's frees: gloo's Work holds a collective's buffers until its worker thread lets go of
+        // the work (see the last test), so a unit's buffer may be freed on the next line, or a previous
+        // line's on this one; each such move is one unit's gathered bytes, never anything else
+        const freedDifference = (at(measured, forward)?.self.freed ?? 0) - (at(predicted, forward)?.self.freed ?? 0);
+        const unitBytes = (predicted.prediction.world?.fsdp ?? []).map((u) => u.gatheredBytes ?? 0);
+        assert.ok(signedSums(unitBytes).has(freedDifference), `rank ${rank}: forward frees differ by ${freedDifference} B, not a signed sum of the units' gathered bytes ${unitBytes.join(', ')}`);
         // backward: gloo's reduce-scatter copies its input through torch (the fake group does not), one
         // unsharded gradient per unit: the units' gathered bytes in 3 more allocations
         const gathered = sum(predicted.prediction.world?.fsdp ?? [], (u) => u.gatheredBytes);
@@ -217,6 +228,14 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
 
 describe('predict --world-sizes: FSDP feature detection (torch 2)', function () {
   this.timeout(60_000);
+
+  it('why frees move between lines under gloo: its Work holds a collective\'s buffer after wait(), the fake group\'s does not', () => {
+    // test/fixtures/predict/collective_buffer_release.py: the caller drops its output tensor after wait() while
+    // still referencing the Work. Under gloo the buffer stays allocated (the Work owns it; its last reference is
+    // dropped by gloo's worker thread, whenever that thread runs); under the fake process group it is freed.
+    const out = execFileSync(torch2Python(), [path.join(REPO, 'test/fixtures/predict/collective_buffer_release.py')], { encoding: 'utf-8' });
+    assert.deepEqual(JSON.parse(out.trim().split('\n').pop() ?? '{}'), { gloo: true, fake: false });
+  });
 
   it('every FSDP function the prediction adjusts exists in this torch; a missing one is named (FSDP then refused)', () => {
     const missing = (before: string): string =>

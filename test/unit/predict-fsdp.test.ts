@@ -81,7 +81,7 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
   describe(`predict --world-sizes: ${api} on meta tensors over the fake process group (torch 2)`, function () {
     this.timeout(120_000);
     const shard = api === 'fsdp1' ? fsdp1Shard : fsdp2Shard;
-    const wrapLine = lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer)');
+    const wrapLine = lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer');
     let options: PredictOptions;
     let cache: ReturnType<typeof memoised>;
     let sweep: WorldSizesOutcome;
@@ -228,6 +228,22 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
 
 describe('predict --world-sizes: FSDP feature detection (torch 2)', function () {
   this.timeout(60_000);
+
+  for (const api of ['fsdp1', 'fsdp2'] as const) {
+    it(`${api} with parameter CPU offload is refused in one line at the user's FSDP call`, async function () {
+      this.timeout(120_000);
+      const outcome = await childPredictor()({
+        script: FIXTURE, function: 'train_step', setup: 'make_inputs', setupArgs: { api, hidden: 64, offload: true }, python: torch2Python(),
+        deviceMemoryBytes: null, amp: null, checkpoint: null, maxSplitSizeBytes: null, warmup: 1, steps: 1, timeoutMs: 110_000, cwd: REPO,
+        worldSize: 2, rank: 0,
+      });
+      assert.equal(outcome.failure?.kind, 'unsupported_torch', outcome.failure?.message);
+      const what = api === 'fsdp1' ? 'CPUOffload\\(offload_params=True\\)' : 'CPUOffloadPolicy';
+      assert.match(outcome.failure?.message ?? '', new RegExp(`^FSDP with CPU offload \\(${what}\\) is not predicted: .*memhint profile --nproc-per-node N`));
+      assert.ok(!(outcome.failure?.message ?? '').includes('\n'));
+      assert.equal(outcome.failure?.location?.line, lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer'));
+    });
+  }
 
   it('why frees move between lines under gloo: its Work holds a collective\'s buffer after wait(), the fake group\'s does not', () => {
     // test/fixtures/predict/collective_buffer_release.py: the caller drops its output tensor after wait() while

@@ -87,6 +87,7 @@ class FakeWorld:
         # prediction.world.collectives: every all-gather / reduce-scatter, as the profiler's ranks record them
         self.collectives = None
         self._fsdp_missing = None  # the FSDP function this torch lacks, when FSDP is refused
+        self._refused = None  # the one line refusing what FSDP was asked for (CPU offload), when refused
         self._restore = []
         # modules whose host allocations stand for the GPU's (device.MetaDevice.device_libraries)
         self.device_libraries: tuple = ()
@@ -211,6 +212,8 @@ class FakeWorld:
     # -- FSDP ---------------------------------------------------------------------------------------------
     def refusal(self):
         """The one line that explains why FSDP is refused (FsdpOnMeta's message)."""
+        if self._refused is not None:
+            return self._refused
         return FSDP_REFUSAL % (self.torch.__version__, self._fsdp_missing)
 
     def _patch_fsdp(self):
@@ -256,6 +259,7 @@ class FakeWorld:
         for owner, name, original in self._fsdp_entry_points():
             if name == "__init__":
                 def init(module_self, *args, _original=original, **kwargs):
+                    world._refuse_offload("FullyShardedDataParallel", args, kwargs)
                     location = _caller_in_user_code() if depth[0] == 0 else None
                     depth[0] += 1
                     try:
@@ -268,6 +272,7 @@ class FakeWorld:
                 self._patch(owner, name, init)
             else:
                 def shard(module, *args, _original=original, **kwargs):
+                    world._refuse_offload("fully_shard", (module,) + args, kwargs)
                     location = _caller_in_user_code()
                     result = _original(module, *args, **kwargs)
                     world._describe_units(module, location, "fully_shard", seen)
@@ -275,6 +280,16 @@ class FakeWorld:
 
                 shard.__wrapped__ = original
                 self._patch(owner, name, shard)
+
+    def _refuse_offload(self, api, args, kwargs):
+        """FSDP's CPU offload of meta parameters: refused in one line (fsdp.offload_refusal)."""
+        from . import fsdp
+
+        module = args[0] if args else kwargs.get("module")
+        message = fsdp.offload_refusal(api, args, kwargs)
+        if message is not None and module is not None and hasattr(module, "parameters") and _is_meta(module):
+            self._refused = message
+            raise FsdpOnMeta(message)
 
     def _describe_units(self, module, location, api, seen):
         from . import fsdp

@@ -8,7 +8,9 @@ gradients of that line. This module wraps torch.distributed's tensor collectives
 described by what it moved and for whom: the operation, the buffer's bytes (the gathered output of an
 all-gather, the unsharded input of a reduce-scatter), forward or backward, the user's line, and the FSDP
 unit whose frame issued it (FSDP1: the FlatParamHandle's module; FSDP2: the FSDPParamGroup's module fqn).
-One JSON object per call is appended to the rank's file; the CLI aggregates them per line and unit.
+One JSON object per call is appended to the rank's file (`profile --nproc-per-node`), or kept in `records`
+for the prediction's report (`predict --world-sizes`, predict/ranks.py: the same wrappers over the fake
+process group, sizes from the meta tensors); the CLI aggregates them per line and unit.
 Each record also says which step issued it (the runner tells this log of step boundaries, as an
 observers.StepObserver): a profiled step's index, a warmup step, or outside any step (the script's own
 code around the step function), so that the CLI can give calls per profiled step, not per run.
@@ -37,10 +39,12 @@ def _nbytes(tensor):
 
 
 class CollectiveLog:
-    """Wraps the collectives once per rank; `names` maps id(module) -> qualified name for FSDP1 units."""
+    """Wraps the collectives once per rank; `names` maps id(module) -> qualified name for FSDP1 units.
+    `path`: the rank's file, one JSON object a line; None keeps the records in `records` instead."""
 
     def __init__(self, path, user_frame):
         self.path = path
+        self.records = []
         self.user_frame = user_frame
         self.names = {}
         self._depth = 0
@@ -59,7 +63,8 @@ class CollectiveLog:
     def contribute(self, report, code_of):
         """The records go to the rank's own file, not the report."""
 
-    def install(self):
+    def install(self, patch=setattr):
+        """`patch(owner, name, value)` replaces each entry point (the prediction's records what to restore)."""
         try:
             import torch.distributed as dist
             from torch.distributed import distributed_c10d
@@ -75,7 +80,7 @@ class CollectiveLog:
                 wrapped = self._wrap(op, original)
                 for owner in (distributed_c10d, dist):
                     if getattr(owner, name, None) is original:
-                        setattr(owner, name, wrapped)
+                        patch(owner, name, wrapped)
 
     def _wrap(self, op, original):
         log = self
@@ -143,5 +148,8 @@ class CollectiveLog:
             self.names.setdefault(id(module), clean)
 
     def _append(self, record):
+        if self.path is None:
+            self.records.append(record)
+            return
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")

@@ -1,7 +1,8 @@
 // Text rendering of a prediction: the profile's per-line table (same report schema), then the allocator
 // model, the device-memory verdict, the per-module breakdown, what-ifs, advice and the max-batch curve.
 import { formatReport } from '../profiler/format';
-import { formatFsdp } from '../profiler/distributed-report';
+import { collectiveErrors, collectiveSites, formatCollectives } from '../profiler/collectives';
+import { formatFsdp, shortFile } from '../profiler/distributed-report';
 import { formatBytes } from '../profiler/units';
 import type { MaxBatchResult, VariantResult } from './run';
 import type { ModuleStats, PredictedReport, RankFigures, RanksPrediction, WorldSizePrediction } from './schema';
@@ -47,6 +48,7 @@ export function formatPrediction(view: PredictionView): string {
   if (p.world?.fsdp?.length) {
     out.push('', `FSDP (rank ${p.world.rank} of ${p.world.worldSize}, predicted):`, ...formatFsdp(p.world.fsdp.map((u) => ({ ...u, rank: p.world?.rank ?? 0 }))));
   }
+  if (p.world) out.push(...predictedCollectives(report));
   if (p.ranks) out.push('', ...formatRanks(p.ranks, p.deviceMemoryBytes));
   if (view.whatIf) {
     const w = view.whatIf;
@@ -62,6 +64,23 @@ export function formatPrediction(view: PredictionView): string {
   if (view.maxBatch) out.push('', ...formatMaxBatch(view.maxBatch, p.deviceMemoryBytes));
   if (report.modules.length > 0) out.push('', ...formatModules(report.modules));
   return `${out.join('\n')}\n`;
+}
+
+/** FSDP's all-gathers and reduce-scatters of the predicted rank, grouped and worded as the profile's merged
+ *  report words them (profiler/collectives.ts), so a prediction and a measured job read alike. */
+function predictedCollectives(report: PredictedReport): string[] {
+  const world = report.prediction.world;
+  if (!world) return [];
+  const rank = [{ rank: world.rank, collectives: world.collectives ?? [], report }];
+  const sites = collectiveSites(rank);
+  const errors = collectiveErrors(rank);
+  if (sites.length === 0 && errors.length === 0) return [];
+  return [
+    '',
+    `FSDP collectives (rank ${world.rank} of ${world.worldSize}, predicted; buffer per call; calls per profiled step, and in the whole run with warmup):`,
+    ...formatCollectives(sites, shortFile),
+    ...errors.map((e) => `  ${e}`),
+  ];
 }
 
 function formatRanks(ranks: RanksPrediction, capacity: number | null): string[] {

@@ -2,7 +2,7 @@
 // A predicted report is a ProfileReport (same per-line counters, peak snapshot, steps) with
 // `mode: "predicted"`, environment.device "cuda (predicted)", plus the allocator model and a per-module
 // breakdown. Sizes in bytes.
-import type { FsdpUnitInfo } from '../profiler/distributed';
+import type { CollectiveCall, FsdpUnitInfo } from '../profiler/distributed';
 import { isProfileReport, type ModuleStats, type ProfileReport, type SourceLocation } from '../profiler/report';
 
 export type { ModuleStats };
@@ -54,6 +54,9 @@ export interface WorldPrediction {
   readonly ddp: readonly DdpPrediction[];
   /** Each FSDP unit of the rank, as `profile --nproc-per-node` describes it (absent before FSDP was predicted). */
   readonly fsdp?: readonly FsdpUnitInfo[];
+  /** Every all-gather and reduce-scatter of the run (warmup included), in order, as `profile --nproc-per-node`
+   *  records them (collectives.py) over the fake process group (absent before they were predicted). */
+  readonly collectives?: readonly CollectiveCall[];
   /** Backends the user's init_process_group asked for (the fake group stood in for them). */
   readonly userInitBackends: readonly string[];
 }

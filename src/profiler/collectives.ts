@@ -23,7 +23,11 @@ export interface CollectiveSite {
   readonly callsPerStep: number | null;
 }
 
-export function collectiveSites(ranks: readonly RankOutcome[]): CollectiveSite[] {
+/** What grouping needs of a rank: its number, its calls, and its profiled steps (a profiled rank's outcome, or
+ *  a predicted rank: predict/format.ts). */
+export type RankCollectives = Pick<RankOutcome, 'rank' | 'collectives'> & { readonly report: { readonly steps: readonly unknown[] } | null };
+
+export function collectiveSites(ranks: readonly RankCollectives[]): CollectiveSite[] {
   const sites = new Map<string, CollectiveSite & { profiledCalls: number }>();
   const profiledSteps = new Map(ranks.map((r) => [r.rank, r.report?.steps.length ?? 0]));
   for (const rank of ranks) {
@@ -63,7 +67,7 @@ export function collectiveSites(ranks: readonly RankOutcome[]): CollectiveSite[]
 }
 
 /** Calls whose description failed (a torch whose FSDP frames changed), per rank: said, not hidden. */
-export function collectiveErrors(ranks: readonly RankOutcome[]): string[] {
+export function collectiveErrors(ranks: readonly RankCollectives[]): string[] {
   return ranks.flatMap((r) => {
     const failed = (r.collectives ?? []).filter((c) => c.error);
     return failed.length ? [`rank ${r.rank}: ${failed.length} collective call(s) not described (${failed[0].error})`] : [];

@@ -353,7 +353,7 @@ function readFile(file: string): string | null {
   }
 }
 
-function shortFile(file: string): string {
+export function shortFile(file: string): string {
   const cwd = process.cwd();
   return file.startsWith(`${cwd}/`) ? file.slice(cwd.length + 1) : file;
 }

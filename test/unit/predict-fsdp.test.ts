@@ -5,6 +5,7 @@ import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { collectiveSites, type CollectiveSite } from '../../src/profiler/collectives';
 import type { FsdpUnitInfo } from '../../src/profiler/distributed';
 import { findHarnessRoot } from '../../src/profiler/launcher';
 import type { ProfileReport } from '../../src/profiler/report';
@@ -61,6 +62,18 @@ function report(outcome: PredictOutcome): PredictedReport {
   return outcome.report;
 }
 
+/** What the tests read of `profile --nproc-per-node 2 --format json`. */
+interface GlooJob {
+  readonly reports: ProfileReport[];
+  readonly fsdp: (FsdpUnitInfo & { rank: number })[];
+  readonly collectives: CollectiveSite[];
+}
+
+/** Every Σ s_i x_i with s_i in {-1, 0, 1}. */
+function signedSums(values: readonly number[]): Set<number> {
+  return values.reduce((sums, x) => new Set([...sums].flatMap((t) => [t - x, t, t + x])), new Set([0]));
+}
+
 const units = (list: readonly FsdpUnitInfo[]) => list.map(({ location, ...u }) => ({ ...u, line: location?.line }));
 const sum = (list: readonly FsdpUnitInfo[], f: (u: FsdpUnitInfo) => number | undefined) => list.reduce((s, u) => s + (f(u) ?? 0), 0);
 
@@ -68,7 +81,7 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
   describe(`predict --world-sizes: ${api} on meta tensors over the fake process group (torch 2)`, function () {
     this.timeout(120_000);
     const shard = api === 'fsdp1' ? fsdp1Shard : fsdp2Shard;
-    const wrapLine = lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer)');
+    const wrapLine = lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer');
     let options: PredictOptions;
     let cache: ReturnType<typeof memoised>;
     let sweep: WorldSizesOutcome;
@@ -126,14 +139,22 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
       assert.match(text, new RegExp(`^FSDP \\(rank \\d of 2, predicted\\):\\n  rank \\d: ${api === 'fsdp1' ? 'FullyShardedDataParallel FULL_SHARD' : 'fully_shard'} at .*fsdp_mlp\\.py:${wrapLine}: 3 unit\\(s\\), parameters ${escape(formatBytes(FULL_BYTES))} full, ${escape(formatBytes(shard(2)))} this rank’s shard`, 'm'));
     });
 
-    it('rank 0 and rank 1 of 2 equal a real gloo job on the CPU in shards, gradients and optimizer state; the rest differs as explained', async function () {
-      this.timeout(300_000);
-      const run = await runProfileCli([
+    // The real 2-rank gloo job on the CPU, run once for the comparisons below.
+    let glooJob: Promise<GlooJob> | undefined;
+    const gloo = (): Promise<GlooJob> => {
+      glooJob ??= runProfileCli([
         `${FIXTURE}::train_step`, '--setup', 'make_inputs', '--nproc-per-node', '2', '--warmup', '2', '--steps', '1',
         '--python', options.python, '--format', 'json',
-      ], { FSDP_API: api, FSDP_HIDDEN: String(HIDDEN) });
-      assert.equal(run.code, 0, run.stderr);
-      const merged = JSON.parse(run.stdout) as { reports: ProfileReport[]; fsdp: (FsdpUnitInfo & { rank: number })[] };
+      ], { FSDP_API: api, FSDP_HIDDEN: String(HIDDEN) }).then((run) => {
+        assert.equal(run.code, 0, run.stderr);
+        return JSON.parse(run.stdout) as GlooJob;
+      });
+      return glooJob;
+    };
+
+    it('rank 0 and rank 1 of 2 equal a real gloo job on the CPU in shards, gradients and optimizer state; the rest differs as explained', async function () {
+      this.timeout(300_000);
+      const merged = await gloo();
       const counters = 4 * COUNTERS[api];
       const [forward, backward, step] = [lineOf('model(x), y)'), lineOf('loss.backward()'), lineOf('opt.step()')];
       for (const rank of [0, 1]) {
@@ -156,6 +177,12 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
           return [l?.calls, l?.self.allocated, l?.self.allocations, l?.inclusive.allocated, l?.inclusive.allocations, l?.savedForBackward];
         };
         assert.deepEqual(forwardFigures(predicted), forwardFigures(measured), `rank ${rank}: the forward line`);
+        // the forward line's frees: gloo's Work holds a collective's buffers until its worker thread lets go of
+        // the work (see the last test), so a unit's buffer may be freed on the next line, or a previous
+        // line's on this one; each such move is one unit's gathered bytes, never anything else
+        const freedDifference = (at(measured, forward)?.self.freed ?? 0) - (at(predicted, forward)?.self.freed ?? 0);
+        const unitBytes = (predicted.prediction.world?.fsdp ?? []).map((u) => u.gatheredBytes ?? 0);
+        assert.ok(signedSums(unitBytes).has(freedDifference), `rank ${rank}: forward frees differ by ${freedDifference} B, not a signed sum of the units' gathered bytes ${unitBytes.join(', ')}`);
         // backward: gloo's reduce-scatter copies its input through torch (the fake group does not), one
         // unsharded gradient per unit: the units' gathered bytes in 3 more allocations
         const gathered = sum(predicted.prediction.world?.fsdp ?? [], (u) => u.gatheredBytes);
@@ -167,11 +194,64 @@ for (const api of ['fsdp2', 'fsdp1'] as const) {
         assert.equal(at(predicted, step)?.self.allocated, shard(2));
       }
     });
+
+    it('FSDP collectives per line and unit: rank 0 and rank 1 of 2 issue what the gloo job issued, call for call', async function () {
+      this.timeout(300_000);
+      const merged = await gloo();
+      const [forward, backward] = [lineOf('model(x), y)'), lineOf('loss.backward()')];
+      for (const rank of [0, 1]) {
+        const predicted = report(cache.outcome(2, rank));
+        const calls = predicted.prediction.world?.collectives ?? [];
+        // Everything must be equal: operation, phase, the user's line, the unit (class and name), the buffer and
+        // shard bytes, and the calls per profiled step and over the run, in the order issued. Nothing differs:
+        // gloo's reduce-scatter copy (see above) is the backend's work inside one call, not another collective.
+        const sites = collectiveSites([{ rank, collectives: calls, report: predicted }]);
+        assert.deepEqual(sites, merged.collectives.filter((s) => s.rank === rank), `rank ${rank}`);
+        // per unit (told apart by its gathered bytes, unique here) and step: one all-gather in forward, one in
+        // backward and one reduce-scatter of its gathered bytes (FSDP2's root holds no parameters and issues none)
+        const fsdp = predicted.prediction.world?.fsdp ?? [];
+        assert.equal(sites.length, 3 * fsdp.length);
+        for (const unit of fsdp) {
+          const of = (op: string, phase: string, line: number) =>
+            sites.filter((s) => s.op === op && s.phase === phase && s.location?.line === line && s.name !== null && s.bytesPerCall === unit.gatheredBytes && s.shardBytesPerCall === unit.shardBytes);
+          for (const [op, phase, line] of [['all_gather', 'forward', forward], ['all_gather', 'backward', backward], ['reduce_scatter', 'backward', backward]] as const) {
+            assert.deepEqual(of(op, phase, line).map((s) => [s.callsPerStep, s.calls]), [[1, 3]], `rank ${rank}, unit of ${unit.gatheredBytes} B: ${op} ${phase}`);
+          }
+        }
+        // shown as the profile shows them
+        const text = formatPrediction({ report: predicted, whatIf: null, advice: [], snapshotAdvice: [], maxBatch: null });
+        assert.match(text, new RegExp(`^FSDP collectives \\(rank ${rank} of 2, predicted; .*\\n  rank ${rank}: all-gather \\(forward\\) for \\w+ '0' at .*fsdp_mlp\\.py:${forward}: `, 'm'));
+      }
+    });
   });
 }
 
 describe('predict --world-sizes: FSDP feature detection (torch 2)', function () {
   this.timeout(60_000);
+
+  for (const api of ['fsdp1', 'fsdp2'] as const) {
+    it(`${api} with parameter CPU offload is refused in one line at the user's FSDP call`, async function () {
+      this.timeout(120_000);
+      const outcome = await childPredictor()({
+        script: FIXTURE, function: 'train_step', setup: 'make_inputs', setupArgs: { api, hidden: 64, offload: true }, python: torch2Python(),
+        deviceMemoryBytes: null, amp: null, checkpoint: null, maxSplitSizeBytes: null, warmup: 1, steps: 1, timeoutMs: 110_000, cwd: REPO,
+        worldSize: 2, rank: 0,
+      });
+      assert.equal(outcome.failure?.kind, 'unsupported_torch', outcome.failure?.message);
+      const what = api === 'fsdp1' ? 'CPUOffload\\(offload_params=True\\)' : 'CPUOffloadPolicy';
+      assert.match(outcome.failure?.message ?? '', new RegExp(`^FSDP with CPU offload \\(${what}\\) is not predicted: .*memhint profile --nproc-per-node N`));
+      assert.ok(!(outcome.failure?.message ?? '').includes('\n'));
+      assert.equal(outcome.failure?.location?.line, lineOf(api === 'fsdp1' ? 'model = FSDP(' : 'fully_shard(layer'));
+    });
+  }
+
+  it('why frees move between lines under gloo: its Work holds a collective\'s buffer after wait(), the fake group\'s does not', () => {
+    // test/fixtures/predict/collective_buffer_release.py: the caller drops its output tensor after wait() while
+    // still referencing the Work. Under gloo the buffer stays allocated (the Work owns it; its last reference is
+    // dropped by gloo's worker thread, whenever that thread runs); under the fake process group it is freed.
+    const out = execFileSync(torch2Python(), [path.join(REPO, 'test/fixtures/predict/collective_buffer_release.py')], { encoding: 'utf-8' });
+    assert.deepEqual(JSON.parse(out.trim().split('\n').pop() ?? '{}'), { gloo: true, fake: false });
+  });
 
   it('every FSDP function the prediction adjusts exists in this torch; a missing one is named (FSDP then refused)', () => {
     const missing = (before: string): string =>

@@ -22,6 +22,10 @@ forward and backward, and hands the optimizer its shards, all as ordinary, count
    of the user's still runs, on meta.
 5. `_check_flat_params_on_expected_device` is skipped (it compares with the host, as the handle's device).
 
+Parameter CPU offload (FSDP1 `CPUOffload(offload_params=True)`, FSDP2 `CPUOffloadPolicy`) is refused in one
+line (`offload_refusal`): FSDP requires the offloaded shards on the CPU and rejects meta ones, and host memory
+could not be told from the GPU's in a prediction on meta tensors.
+
 Each bypass is looked up by name; where this torch lacks one, `missing()` names it and the prediction of FSDP
 is refused in one line rather than run wrong.
 """
@@ -119,6 +123,26 @@ def install(torch, patch):
         return from_device(device)
 
     patch(handle_class, "from_device", classmethod(handle_from_device))  # (3)
+
+
+OFFLOAD_REFUSAL = ("FSDP with CPU offload (%s) is not predicted: its shards live in host memory, which a prediction "
+                   "on meta tensors cannot tell from the GPU's, and FSDP requires them on the CPU; predict without "
+                   "offload, or measure it with `memhint profile --nproc-per-node N` (gloo on the CPU)")
+
+
+def offload_refusal(api, args, kwargs):
+    """The one line refusing FSDP's parameter CPU offload (FSDP1 `cpu_offload=CPUOffload(offload_params=True)`,
+    positional or not; FSDP2 `offload_policy=CPUOffloadPolicy()`), else None. FSDP itself rejects meta
+    parameters there (measured, torch 2.13), with a traceback that does not say what to do instead."""
+    if api == "FullyShardedDataParallel":
+        offload = kwargs.get("cpu_offload", args[2] if len(args) > 2 else None)
+        if getattr(offload, "offload_params", False):
+            return OFFLOAD_REFUSAL % "CPUOffload(offload_params=True)"
+        return None
+    policy = kwargs.get("offload_policy")
+    if policy is not None and type(policy).__name__ == "CPUOffloadPolicy":
+        return OFFLOAD_REFUSAL % "CPUOffloadPolicy"
+    return None
 
 
 def describe_units(root_or_module, location, api, seen, names):

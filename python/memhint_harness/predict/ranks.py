@@ -84,7 +84,10 @@ class FakeWorld:
         self.user_inits = []  # what the user's init_process_group calls asked for
         self.notes = []
         self.fsdp_units = []  # prediction.world.fsdp: the profiler's FSDP unit records
+        # prediction.world.collectives: every all-gather / reduce-scatter, as the profiler's ranks record them
+        self.collectives = None
         self._fsdp_missing = None  # the FSDP function this torch lacks, when FSDP is refused
+        self._refused = None  # the one line refusing what FSDP was asked for (CPU offload), when refused
         self._restore = []
         # modules whose host allocations stand for the GPU's (device.MetaDevice.device_libraries)
         self.device_libraries: tuple = ()
@@ -103,6 +106,13 @@ class FakeWorld:
             dist.destroy_process_group()
         dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=self.rank, world_size=self.world_size)
         self._patch(dist, "init_process_group", self._user_init(dist))
+        from ..collectives import CollectiveLog
+        from ..distributed import _caller_in_user_code
+
+        # The profile's wrappers (collectives.py), so that a prediction lists FSDP's all-gathers and
+        # reduce-scatters per line and unit as `profile --nproc-per-node` does; the fake group runs them.
+        self.collectives = CollectiveLog(None, _caller_in_user_code)
+        self.collectives.install(self._patch)
         self._patch_ddp()
         self._patch_fsdp()
 
@@ -202,6 +212,8 @@ class FakeWorld:
     # -- FSDP ---------------------------------------------------------------------------------------------
     def refusal(self):
         """The one line that explains why FSDP is refused (FsdpOnMeta's message)."""
+        if self._refused is not None:
+            return self._refused
         return FSDP_REFUSAL % (self.torch.__version__, self._fsdp_missing)
 
     def _patch_fsdp(self):
@@ -243,10 +255,11 @@ class FakeWorld:
         from ..distributed import _caller_in_user_code
 
         world = self
-        seen, names, depth = set(), {}, [0]
+        seen, depth = set(), [0]
         for owner, name, original in self._fsdp_entry_points():
             if name == "__init__":
                 def init(module_self, *args, _original=original, **kwargs):
+                    world._refuse_offload("FullyShardedDataParallel", args, kwargs)
                     location = _caller_in_user_code() if depth[0] == 0 else None
                     depth[0] += 1
                     try:
@@ -254,26 +267,37 @@ class FakeWorld:
                     finally:
                         depth[0] -= 1
                     if location is not None:
-                        world._describe_units(module_self, location, "FullyShardedDataParallel", seen, names)
+                        world._describe_units(module_self, location, "FullyShardedDataParallel", seen)
 
                 self._patch(owner, name, init)
             else:
                 def shard(module, *args, _original=original, **kwargs):
+                    world._refuse_offload("fully_shard", (module,) + args, kwargs)
                     location = _caller_in_user_code()
                     result = _original(module, *args, **kwargs)
-                    world._describe_units(module, location, "fully_shard", seen, names)
+                    world._describe_units(module, location, "fully_shard", seen)
                     return result
 
                 shard.__wrapped__ = original
                 self._patch(owner, name, shard)
 
-    def _describe_units(self, module, location, api, seen, names):
+    def _refuse_offload(self, api, args, kwargs):
+        """FSDP's CPU offload of meta parameters: refused in one line (fsdp.offload_refusal)."""
+        from . import fsdp
+
+        module = args[0] if args else kwargs.get("module")
+        message = fsdp.offload_refusal(api, args, kwargs)
+        if message is not None and module is not None and hasattr(module, "parameters") and _is_meta(module):
+            self._refused = message
+            raise FsdpOnMeta(message)
+
+    def _describe_units(self, module, location, api, seen):
         from . import fsdp
 
         try:
+            names = self.collectives.names  # FSDP1 units' qualified names, shared with the collectives' records
             if api == "FullyShardedDataParallel":
-                for name, inner in module.named_modules():
-                    names.setdefault(id(inner), ".".join(p for p in name.split(".") if p != "_fsdp_wrapped_module"))
+                self.collectives.name_fsdp1_units(module)
             self.fsdp_units.extend(fsdp.describe_units(module, location, api, seen, names))
         except Exception as error:  # noqa: BLE001 - a description must never lose the prediction
             self.fsdp_units.append({"api": api, "location": location, "error": "%s: %s" % (type(error).__name__, error)})
@@ -311,7 +335,9 @@ class FakeWorld:
                 record = {"location": location, "error": "%s: %s" % (type(error).__name__, error)}
             ddps.append(record)
         return {"worldSize": self.world_size, "rank": self.rank, "backend": "fake", "ddp": ddps,
-                "fsdp": self.fsdp_units, "userInitBackends": self.user_inits}
+                "fsdp": self.fsdp_units,
+                "collectives": self.collectives.records if self.collectives is not None else [],
+                "userInitBackends": self.user_inits}
 
 
 def _bucket_as_reduced(_state, bucket):

@@ -120,6 +120,7 @@ def predict(torch, options, channel):
     stand_in = CudaStandIn(lambda: model.allocated, lambda: model.max_allocated, capacity, capability)
     if world is not None:
         world.install()
+        runner.observers.append(world.collectives)  # each record says which step issued it
         device_mode.device_libraries = world.device_libraries  # FSDP allocates on its (host) mesh device
     # As the profiler does (cli._run): torch's and the harness's own objects never become garbage; out of the
     # cyclic GC's generations, its full collections while the user's code runs scan only the user's objects

@@ -5,7 +5,7 @@
 // loops over a parameter and evaluate the caller's value where the callee only names the parameter.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { ProjectModule } from '../project/types';
-import { resolveImport } from '../project/resolve';
+import { resolveImport, type ResolvedName } from '../project/resolve';
 import { argumentNodes } from './call-edits';
 import { positionalArguments } from './context';
 import { loopIterable } from './steps';
@@ -60,17 +60,25 @@ function keptParameters(file: SourceFile, init: SyntaxNode, params: readonly str
 }
 
 /**
- * The function or class of another module of the project `call` runs, with the caller's arguments bound to
- * its parameters; null without a project, for anything else, or a callee that takes `*args`/`**kwargs`
- * where the binding could shift.
+ * What a call of a plain or dotted name (`to_var(x)`, `utils.Trainer(...)`) resolves to in another module of
+ * the project; null without a project, for `self.` calls and for other callee shapes.
  */
-export function handedCallee(file: SourceFile, call: SyntaxNode): HandedCallee | null {
+export function importedCallee(file: SourceFile, call: SyntaxNode): ResolvedName | null {
   if (file.session.project === null) return null;
   const fn = childByField(call, 'function');
   if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
   const name = file.textOf(fn).replace(/\s+/g, '');
   if (!/^[A-Za-z_][\w.]*$/.test(name) || name.startsWith('self.')) return null;
-  const resolved = resolveImport(file, name);
+  return resolveImport(file, name);
+}
+
+/**
+ * The function or class of another module of the project `call` runs, with the caller's arguments bound to
+ * its parameters; null without a project, for anything else, or a callee that takes `*args`/`**kwargs`
+ * where the binding could shift.
+ */
+export function handedCallee(file: SourceFile, call: SyntaxNode): HandedCallee | null {
+  const resolved = importedCallee(file, call);
   if (resolved === null || resolved.node === null || (resolved.kind !== 'function' && resolved.kind !== 'class')) return null;
   const foreign = resolved.module.file;
   const isClass = resolved.kind === 'class';

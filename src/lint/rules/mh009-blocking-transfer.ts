@@ -17,7 +17,7 @@ import { callsIndexStamp } from '../analysis/calls';
 import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
-import { handedCallee } from '../analysis/handed-arguments';
+import { handedCallee, importedCallee } from '../analysis/handed-arguments';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -1140,12 +1140,7 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
 
 /** The function of another module of the project a call runs (`to_var(x)`, `utils.to_var(x)`), or null. */
 function importedFunction(file: SourceFile, call: SyntaxNode): ResolvedName | null {
-  if (file.session.project === null) return null;
-  const fn = childByField(call, 'function');
-  if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
-  const name = file.textOf(fn).replace(/\s+/g, '');
-  if (!/^[A-Za-z_][\w.]*$/.test(name) || name.startsWith('self.')) return null;
-  const resolved = resolveImport(file, name);
+  const resolved = importedCallee(file, call);
   return resolved !== null && resolved.kind === 'function' ? resolved : null;
 }
 

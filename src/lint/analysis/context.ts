@@ -14,6 +14,16 @@ export function enclosingFunction(node: SyntaxNode): SyntaxNode | null {
   return null;
 }
 
+/** The methods defined directly in a class's body, in order (decorated ones looked through to their def). */
+export function classMethods(cls: SyntaxNode): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  for (const member of childByField(cls, 'body')?.children ?? []) {
+    const def = member.type === 'decorated_definition' ? childByField(member, 'definition') : member;
+    if (def?.type === 'function_definition') out.push(def);
+  }
+  return out;
+}
+
 /** Function definitions enclosing a node, nearest first. */
 export function enclosingFunctions(node: SyntaxNode): SyntaxNode[] {
   const out: SyntaxNode[] = [];

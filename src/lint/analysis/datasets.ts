@@ -5,7 +5,7 @@
 import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeName, importBindings, qualifiedName } from './imports';
 import { callsMatching, callsNamed } from './calls';
-import { enclosingFunction, keywordArgument, positionalArguments } from './context';
+import { classMethods, enclosingFunction, keywordArgument, positionalArguments } from './context';
 import { valuesOf } from './values';
 import { VersionMemo } from '../session';
 import { isDataLoader } from '../rules/mh009-blocking-transfer';
@@ -46,10 +46,7 @@ interface DatasetFacts {
 
 function methodsOf(file: SourceFile, cls: SyntaxNode): Map<string, SyntaxNode> {
   const methods = new Map<string, SyntaxNode>();
-  const body = childByField(cls, 'body');
-  for (const stmt of body?.children ?? []) {
-    const def = stmt.type === 'decorated_definition' ? childByField(stmt, 'definition') : stmt;
-    if (def === null || def.type !== 'function_definition') continue;
+  for (const def of classMethods(cls)) {
     const name = childByField(def, 'name');
     if (name !== null) methods.set(file.textOf(name), def);
   }

@@ -7,7 +7,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { ProjectModule } from '../project/types';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { argumentNodes } from './call-edits';
-import { positionalArguments } from './context';
+import { classMethods, positionalArguments } from './context';
 import { loopIterable } from './steps';
 import { parameterNames, valuesOf } from './values';
 
@@ -21,16 +21,6 @@ export interface HandedCallee {
   argumentFor(node: SyntaxNode): SyntaxNode | null;
 }
 
-/** The methods of a class (directly in its body, decorators looked through). */
-function methodsOf(cls: SyntaxNode): SyntaxNode[] {
-  const body = childByField(cls, 'body');
-  const out: SyntaxNode[] = [];
-  for (let c of body?.children ?? []) {
-    if (c.type === 'decorated_definition') c = childByField(c, 'definition') ?? c;
-    if (c.type === 'function_definition') out.push(c);
-  }
-  return out;
-}
 
 /** For statements of a def's own body (nested defs and classes are other scopes). */
 function loopsOf(def: SyntaxNode): SyntaxNode[] {
@@ -82,7 +72,7 @@ export function handedCallee(file: SourceFile, call: SyntaxNode): HandedCallee |
   if (resolved === null || resolved.node === null || (resolved.kind !== 'function' && resolved.kind !== 'class')) return null;
   const foreign = resolved.module.file;
   const isClass = resolved.kind === 'class';
-  const def = isClass ? methodsOf(resolved.node).find((m) => foreign.textOf(childByField(m, 'name') ?? m) === '__init__') : resolved.node;
+  const def = isClass ? classMethods(resolved.node).find((m) => foreign.textOf(childByField(m, 'name') ?? m) === '__init__') : resolved.node;
   if (def === undefined) return null;
   const params = parameterNames(foreign, def).slice(isClass ? 1 : 0);
   const bound = new Map<string, SyntaxNode>();
@@ -97,7 +87,7 @@ export function handedCallee(file: SourceFile, call: SyntaxNode): HandedCallee |
     if (k !== null && v !== null && params.includes(file.textOf(k))) bound.set(file.textOf(k), v);
   }
   const kept = isClass ? keptParameters(foreign, def, params) : new Map<string, string>();
-  const scopes = isClass ? methodsOf(resolved.node) : [def];
+  const scopes = isClass ? classMethods(resolved.node) : [def];
   // The parameter an expression of the callee stands for: the parameter itself (in a function), `self.x`.
   const paramOf = (node: SyntaxNode): string | null => {
     const text = foreign.textOf(node).replace(/\s+/g, '');

@@ -7,6 +7,7 @@
 // seen (a library call, a parameter, a loop variable, a return with another shape) leaves the flow's answer.
 import { resolveImport } from '../project/resolve';
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { classMethods } from './context';
 import { flowOf, Taint, type Def } from './flow';
 import { importedClassOf } from './imported-method-forwards';
 import { keyOf, scopeOf } from './models';
@@ -129,7 +130,7 @@ function provenCall(file: SourceFile, call: SyntaxNode, path: readonly number[],
   for (const [object, method] of receivers) {
     if (callee !== null || object === null || (object.type !== 'identifier' && object.type !== 'attribute')) continue;
     const cls = importedClassOf(file, object);
-    const def = cls === null ? null : methodOf(cls.module.file, cls.node, method);
+    const def = cls === null ? null : (classMethods(cls.node).find((m) => cls.module.file.textOf(childByField(m, 'name') ?? m) === method) ?? null);
     if (cls !== null && def !== null) callee = { file: cls.module.file, def };
   }
   if (callee === null) return false;
@@ -140,13 +141,4 @@ function provenCall(file: SourceFile, call: SyntaxNode, path: readonly number[],
     const value = firstNamedChild(r);
     return value !== null && proven(callee.file, value, path, walk);
   });
-}
-
-/** The method `name` defined in the class body (decorators looked through), or null. */
-function methodOf(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNode | null {
-  for (const member of childByField(cls, 'body')?.children ?? []) {
-    const def = member.type === 'decorated_definition' ? childByField(member, 'definition') : member;
-    if (def?.type === 'function_definition' && file.textOf(childByField(def, 'name') ?? def) === name) return def;
-  }
-  return null;
 }

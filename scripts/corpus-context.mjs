@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Adds each dev-split script's `context` to the accuracy manifests: the files of its repository, at the same
+// Adds each script's `context` to the accuracy manifests: the files of its repository, at the same
 // commit, that the linter would see in a checkout when it follows the script's imports (project-local modules
 // it imports, the packages' __init__.py on the way), plus the files its labels' notes name (the script that
 // builds the loader it is passed). Each is pinned by path and sha256; restore-corpus.mjs restores them under
@@ -7,7 +7,9 @@
 //
 //   node scripts/corpus-context.mjs [--mirrors /work/.mirror] [--manifest NAME]... [--dry-run]
 //
-// The test split is left alone: it stays measured as it was labelled (and its failures unread).
+// Every split gets its context by this one procedure, which reads only the script, its repository's file list at
+// the entry's commit and the labels' notes, never memhint's output: the test split's failures stay unread, and
+// eval-accuracy.mjs --no-context still measures every script alone (the series comparable with earlier sessions).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -85,7 +87,6 @@ for (const f of readdirSync(corpus).filter((f) => /^manifest-.*\.json$/.test(f))
   const entries = JSON.parse(readFileSync(path, 'utf8'));
   let touched = false;
   for (const e of entries) {
-    if (e.split !== 'dev') continue;
     const dir = gitDir(e.repo);
     if (!dir) {
       console.log(`${e.id}: no mirror of ${e.repo} (fetch github:${e.repo})`);
@@ -124,6 +125,8 @@ for (const f of readdirSync(corpus).filter((f) => /^manifest-.*\.json$/.test(f))
       console.log(`${e.id}: ${context.map((c) => c.path).join(' ')}`);
     }
   }
-  if (touched && !dryRun) writeFileSync(path, `${JSON.stringify(entries, null, 2)}\n`);
+  // Keeps the manifest's own indentation (manifest-e's is one space), so the diff shows the contexts alone.
+  const indent = /^\[\n( +)/.exec(readFileSync(path, 'utf8'))?.[1].length ?? 2;
+  if (touched && !dryRun) writeFileSync(path, `${JSON.stringify(entries, null, indent)}\n`);
 }
 console.log(`${changed} entries with a new context${dryRun ? ' (dry run, nothing written)' : ''}`);

@@ -161,6 +161,9 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     }
     const name = calleeName(file, v);
     if (name !== null && !WRAPPERS.test(name)) {
+      // `for x, y in inf_generator(train_loader)`: a generator of the file handing on a loader's batches.
+      const generated = generatorLoader(file, v, depth + 1);
+      if (generated !== null) return generated;
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
       return returned === null ? importedLoader(file, v, null, depth) : loaderOfAll(file, returned, depth + 1);
@@ -600,6 +603,12 @@ function iteratorLoader(file: SourceFile, it: SyntaxNode, depth: number): { load
   if (depth > MAX_DEPTH) return null;
   if (it.type === 'call') {
     const name = calleeName(file, it);
+    // `loader.__iter__()` is `iter(loader)`.
+    const dunder = name !== null && ITERATORS.test(name) ? null : iterated(file, it);
+    if (dunder !== null) {
+      const loader = loaderOf(file, dunder, depth + 1);
+      return loader === null ? null : { loader, enumerated: false };
+    }
     if (name !== null && ITERATORS.test(name)) {
       const inner = positionalArguments(it)[0];
       if (inner === undefined) return null;
@@ -641,14 +650,8 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
   const args = positionalArguments(call);
   const loaders: Loader[] = [];
   for (const y of yields) {
-    const value = firstNamedChild(y);
-    if (value === null || value.type !== 'identifier') return null;
-    const loop = bindingLoop(file, value, y);
-    const right = loop === null ? null : childByField(loop, 'right');
-    if (right === null) return null;
-    // The loop's iterable, with the generator's parameter replaced by this call's argument.
-    let source: SyntaxNode | null = right;
-    while (source !== null && source.type === 'call' && ITERATORS.test(calleeName(file, source) ?? '')) source = positionalArguments(source)[0] ?? null;
+    // What the yielded batch is taken from, with the generator's parameter replaced by this call's argument.
+    const source = yieldedSource(file, y);
     if (source === null) return null;
     if (source.type === 'identifier' && params.includes(file.textOf(source))) {
       const name = file.textOf(source);
@@ -664,6 +667,61 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
     loaders.push(loader);
   }
   return merge(loaders);
+}
+
+/**
+ * The iterable a generator's `yield` hands on batches of (stripped of iter/enumerate/tqdm): `for b in
+ * loader: yield b`, or a batch fetched from an iterator of it, `it = iter(loader)` / `loader.__iter__()`
+ * then `yield next(it)` / `yield it.__next__()` (an infinite generator restarting the iterator on
+ * StopIteration). Null when the yielded value is anything else (a batch the generator transforms or copies).
+ */
+function yieldedSource(file: SourceFile, y: SyntaxNode): SyntaxNode | null {
+  const value = firstNamedChild(y);
+  if (value === null) return null;
+  let source: SyntaxNode | null = null;
+  if (value.type === 'identifier') {
+    const loop = bindingLoop(file, value, y);
+    // `batch = next(it)` (in a try that restarts `it` on StopIteration), then `yield batch`.
+    source = loop === null ? sameIterable(file, (valuesOf(file, value) ?? []).map((v) => (v.type === 'call' ? fetchedIterable(file, v) : null))) : childByField(loop, 'right');
+  } else if (value.type === 'call') source = fetchedIterable(file, value);
+  while (source !== null && source.type === 'call') {
+    const inner = iterated(file, source);
+    if (inner === null) break;
+    source = inner;
+  }
+  return source;
+}
+
+/** `x` of `iter(x)` / `enumerate(x)` / `tqdm(x)` / `x.__iter__()`, or null for another expression. */
+function iterated(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  if (ITERATORS.test(calleeName(file, call) ?? '')) return positionalArguments(call)[0] ?? null;
+  const fn = childByField(call, 'function');
+  if (fn?.type === 'attribute' && calleeMethod(file, call) === '__iter__' && (argumentNodes(call) ?? []).length === 0) return childByField(fn, 'object');
+  return null;
+}
+
+/**
+ * `next(it)` / `it.__next__()` / `it.next()` where every assignment of `it` in the generator is an iterator
+ * over the same iterable (`it = iter(loader)`, `it = loader.__iter__()`): that iterable, else null.
+ */
+function fetchedIterable(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  const fn = childByField(call, 'function');
+  let it: SyntaxNode | null = null;
+  if (fn?.type === 'identifier' && file.textOf(fn) === 'next') it = positionalArguments(call)[0] ?? null;
+  else if (fn?.type === 'attribute' && /^(__next__|next)$/.test(calleeMethod(file, call) ?? '') && positionalArguments(call).length === 0) it = childByField(fn, 'object');
+  if (it === null) return null;
+  if (it.type === 'call') return iterated(file, it);
+  if (it.type !== 'identifier') return null;
+  const values = valuesOf(file, it);
+  if (values === null || values.length === 0) return null;
+  return sameIterable(file, values.map((v) => (v.type === 'call' ? iterated(file, v) : null)));
+}
+
+/** The iterable when every entry is the same expression (by text), else null (also for none). */
+function sameIterable(file: SourceFile, sources: readonly (SyntaxNode | null)[]): SyntaxNode | null {
+  const first = sources[0];
+  if (first === undefined || first === null) return null;
+  return sources.every((s) => s !== null && file.textOf(s) === file.textOf(first)) ? first : null;
 }
 
 /**

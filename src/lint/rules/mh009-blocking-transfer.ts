@@ -159,8 +159,17 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
       const forwarded = forwardedKeyword(file, holder, key);
       if (forwarded !== null) return loaderOfAll(file, forwarded, depth + 1);
     }
+    // `DPDataLoader.from_data_loader(loader)`: a library's loader rebuilt from this one, with its settings.
+    const rewrapped = libraryRewrap(file, v, null);
+    if (rewrapped !== null) {
+      v = rewrapped;
+      continue;
+    }
     const name = calleeName(file, v);
     if (name !== null && !WRAPPERS.test(name)) {
+      // `for x, y in inf_generator(train_loader)`: a generator of the file handing on a loader's batches.
+      const generated = generatorLoader(file, v, depth + 1);
+      if (generated !== null) return generated;
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
       return returned === null ? importedLoader(file, v, null, depth) : loaderOfAll(file, returned, depth + 1);
@@ -196,8 +205,60 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
-  if (values === null) return v.type === 'identifier' ? boundLoader(file, v, depth) : null;
+  if (values === null) {
+    if (v.type !== 'identifier') return null;
+    const managed = managedLoaderArgument(file, v);
+    return managed !== null ? loaderOf(file, managed, depth + 1) : boundLoader(file, v, depth);
+  }
   return loaderOfAll(file, values, depth + 1);
+}
+
+/**
+ * Library calls that hand back the DataLoader they are given rebuilt with the same settings (workers,
+ * `pin_memory`), whose batches stay on the host for the caller to copy: Opacus'
+ * `privacy_engine.make_private(module=, optimizer=, data_loader=loader, ...)` (and `make_private_with_epsilon`),
+ * which returns `(module, optimizer[, criterion], loader)`, and `DPDataLoader.from_data_loader(loader)`. The
+ * loader argument, when `call` is one and `target` (the position in an unpacking, with the number of
+ * names; null when not unpacked) is the loader it returns; else null. Wrappers that move batches to the
+ * device themselves (`accelerator.prepare`, Fabric's `setup_dataloaders`) are not among them: nothing is
+ * left to copy.
+ */
+function libraryRewrap(file: SourceFile, call: SyntaxNode, target: { index: number; count: number } | null): SyntaxNode | null {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'attribute') return null;
+  const method = calleeMethod(file, call);
+  if (method === 'make_private' || method === 'make_private_with_epsilon') {
+    // The loader is the last element of the returned tuple.
+    return target !== null && target.index === target.count - 1 ? keywordArgument(file, call, 'data_loader') : null;
+  }
+  const obj = childByField(fn, 'object');
+  if (method === 'from_data_loader' && target === null && obj !== null && /(^|\.)DPDataLoader$/.test(file.textOf(obj))) {
+    return keywordArgument(file, call, 'data_loader') ?? positionalArguments(call)[0] ?? null;
+  }
+  return null;
+}
+
+/**
+ * `with BatchMemoryManager(data_loader=train_loader, ...) as loader:` (Opacus): the alias is a loader
+ * rebuilt from `train_loader` with its settings (pin_memory included), splitting each batch into physical
+ * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it, else null.
+ */
+function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode | null {
+  const text = file.textOf(name);
+  for (let p = name.parent; p !== null && !SCOPES.has(p.type); p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    const clause = p.children.find((c) => c.type === 'with_clause');
+    for (const item of clause?.children ?? []) {
+      const value = item.type === 'with_item' ? childByField(item, 'value') : null;
+      if (value?.type !== 'as_pattern') continue;
+      const alias = childByField(value, 'alias');
+      const expr = firstNamedChild(value);
+      if (alias === null || file.textOf(alias).trim() !== text || expr?.type !== 'call') continue;
+      if (!/(^|\.)BatchMemoryManager$/.test(calleeName(file, expr) ?? '')) return null;
+      return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
+    }
+  }
+  return null;
 }
 
 /**
@@ -245,15 +306,18 @@ function methodNames(file: SourceFile, cls: SyntaxNode): string[] {
 /**
  * A name valuesOf cannot see through because its value comes from another module of the project
  * (`train_set, test_set = get_datasets(...)` imported from utils/dataset.py), directly or through the
- * parameters it is passed to. Null without a project, or when any binding is not a known loader.
+ * parameters it is passed to; or unpacked from a library call that hands back the loader it is given
+ * (`..., train_loader = privacy_engine.make_private(..., data_loader=train_loader)`, no project needed).
+ * Null when any binding is not a known loader.
  */
 function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader | null {
-  if (file.session.project === null || depth > MAX_DEPTH) return null;
+  if (depth > MAX_DEPTH) return null;
   const binding = bindingOf(file, name);
   if (binding === null) return null;
   if (binding.kind === 'parameter') {
-    const args = callSiteArguments(file, binding.def, file.textOf(name));
+    const args = callSiteArguments(file, binding.def, file.textOf(name)) ?? bareCallArguments(file, binding.def, file.textOf(name));
     if (args !== null) return loaderOfAll(file, args, depth + 1);
+    if (file.session.project === null) return null;
     // Called only from the modules that import this file (`fit_one_epoch(..., gen, ...)` in train.py).
     const defName = childByField(binding.def, 'name');
     // `audio_model.train()` is another function: only calls by the bare name would call this one.
@@ -270,11 +334,36 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
   }
   const loaders: Loader[] = [];
   for (const { right, index } of binding.sources) {
-    const l = index === null ? loaderOf(file, right, depth + 1) : importedLoader(file, right, index, depth + 1);
+    // `model, optimizer, train_loader = privacy_engine.make_private(..., data_loader=train_loader)`.
+    const count = index === null || right.parent?.type !== 'assignment' ? 0 : namedChildren(childByField(right.parent, 'left') ?? right).length;
+    const rewrapped = index === null || right.type !== 'call' ? null : libraryRewrap(file, right, { index, count });
+    // `data_loader=train_loader` rebinding its own argument is the loader of the other bindings.
+    if (rewrapped !== null && file.textOf(rewrapped) === file.textOf(name) && binding.sources.length > 1) continue;
+    const l = index === null ? loaderOf(file, right, depth + 1) : rewrapped !== null ? loaderOf(file, rewrapped, depth + 1) : importedLoader(file, right, index, depth + 1);
     if (l === null) return null;
     loaders.push(l);
   }
   return merge(loaders);
+}
+
+/**
+ * What the calls of a module-level function by its bare name pass for parameter `name` (`train(args, model,
+ * device, train_loader, ...)`), leaving out calls of same-named methods of other objects (`model.train()`,
+ * which callSiteArguments cannot tell apart); null when a call cannot be read or there is none.
+ */
+function bareCallArguments(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode[] | null {
+  const defName = childByField(def, 'name');
+  const index = parameterNames(file, def).indexOf(name);
+  if (defName === null || index < 0 || classOf(def) !== null) return null;
+  const out: SyntaxNode[] = [];
+  for (const call of callsNamed(file, file.textOf(defName))) {
+    if (childByField(call, 'function')?.type !== 'identifier') continue;
+    if (hasSplat(call)) return null;
+    const arg = keywordArgument(file, call, name) ?? positionalArguments(call)[index] ?? null;
+    if (arg === null) return null;
+    out.push(arg);
+  }
+  return out.length === 0 ? null : out;
 }
 
 /** The loader a call of a function imported from another module of the project returns (element `index` when unpacked). */
@@ -600,6 +689,12 @@ function iteratorLoader(file: SourceFile, it: SyntaxNode, depth: number): { load
   if (depth > MAX_DEPTH) return null;
   if (it.type === 'call') {
     const name = calleeName(file, it);
+    // `loader.__iter__()` is `iter(loader)`.
+    const dunder = name !== null && ITERATORS.test(name) ? null : iterated(file, it);
+    if (dunder !== null) {
+      const loader = loaderOf(file, dunder, depth + 1);
+      return loader === null ? null : { loader, enumerated: false };
+    }
     if (name !== null && ITERATORS.test(name)) {
       const inner = positionalArguments(it)[0];
       if (inner === undefined) return null;
@@ -641,14 +736,8 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
   const args = positionalArguments(call);
   const loaders: Loader[] = [];
   for (const y of yields) {
-    const value = firstNamedChild(y);
-    if (value === null || value.type !== 'identifier') return null;
-    const loop = bindingLoop(file, value, y);
-    const right = loop === null ? null : childByField(loop, 'right');
-    if (right === null) return null;
-    // The loop's iterable, with the generator's parameter replaced by this call's argument.
-    let source: SyntaxNode | null = right;
-    while (source !== null && source.type === 'call' && ITERATORS.test(calleeName(file, source) ?? '')) source = positionalArguments(source)[0] ?? null;
+    // What the yielded batch is taken from, with the generator's parameter replaced by this call's argument.
+    const source = yieldedSource(file, y);
     if (source === null) return null;
     if (source.type === 'identifier' && params.includes(file.textOf(source))) {
       const name = file.textOf(source);
@@ -664,6 +753,61 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
     loaders.push(loader);
   }
   return merge(loaders);
+}
+
+/**
+ * The iterable a generator's `yield` hands on batches of (stripped of iter/enumerate/tqdm): `for b in
+ * loader: yield b`, or a batch fetched from an iterator of it, `it = iter(loader)` / `loader.__iter__()`
+ * then `yield next(it)` / `yield it.__next__()` (an infinite generator restarting the iterator on
+ * StopIteration). Null when the yielded value is anything else (a batch the generator transforms or copies).
+ */
+function yieldedSource(file: SourceFile, y: SyntaxNode): SyntaxNode | null {
+  const value = firstNamedChild(y);
+  if (value === null) return null;
+  let source: SyntaxNode | null = null;
+  if (value.type === 'identifier') {
+    const loop = bindingLoop(file, value, y);
+    // `batch = next(it)` (in a try that restarts `it` on StopIteration), then `yield batch`.
+    source = loop === null ? sameIterable(file, (valuesOf(file, value) ?? []).map((v) => (v.type === 'call' ? fetchedIterable(file, v) : null))) : childByField(loop, 'right');
+  } else if (value.type === 'call') source = fetchedIterable(file, value);
+  while (source !== null && source.type === 'call') {
+    const inner = iterated(file, source);
+    if (inner === null) break;
+    source = inner;
+  }
+  return source;
+}
+
+/** `x` of `iter(x)` / `enumerate(x)` / `tqdm(x)` / `x.__iter__()`, or null for another expression. */
+function iterated(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  if (ITERATORS.test(calleeName(file, call) ?? '')) return positionalArguments(call)[0] ?? null;
+  const fn = childByField(call, 'function');
+  if (fn?.type === 'attribute' && calleeMethod(file, call) === '__iter__' && (argumentNodes(call) ?? []).length === 0) return childByField(fn, 'object');
+  return null;
+}
+
+/**
+ * `next(it)` / `it.__next__()` / `it.next()` where every assignment of `it` in the generator is an iterator
+ * over the same iterable (`it = iter(loader)`, `it = loader.__iter__()`): that iterable, else null.
+ */
+function fetchedIterable(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
+  const fn = childByField(call, 'function');
+  let it: SyntaxNode | null = null;
+  if (fn?.type === 'identifier' && file.textOf(fn) === 'next') it = positionalArguments(call)[0] ?? null;
+  else if (fn?.type === 'attribute' && /^(__next__|next)$/.test(calleeMethod(file, call) ?? '') && positionalArguments(call).length === 0) it = childByField(fn, 'object');
+  if (it === null) return null;
+  if (it.type === 'call') return iterated(file, it);
+  if (it.type !== 'identifier') return null;
+  const values = valuesOf(file, it);
+  if (values === null || values.length === 0) return null;
+  return sameIterable(file, values.map((v) => (v.type === 'call' ? iterated(file, v) : null)));
+}
+
+/** The iterable when every entry is the same expression (by text), else null (also for none). */
+function sameIterable(file: SourceFile, sources: readonly (SyntaxNode | null)[]): SyntaxNode | null {
+  const first = sources[0];
+  if (first === undefined || first === null) return null;
+  return sources.every((s) => s !== null && file.textOf(s) === file.textOf(first)) ? first : null;
 }
 
 /**

@@ -3,6 +3,18 @@
 import * as fs from 'node:fs';
 import { session } from './session.mjs';
 
+/** Not yet readable: VS Code rewrites settings.json in place, so a read can catch it empty or half written. */
+const unreadable = Symbol('unreadable');
+
+/** The value of `key` in the User settings.json, or `unreadable` while VS Code is writing the file. */
+export function userSetting(key) {
+  try {
+    return JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key];
+  } catch {
+    return unreadable;
+  }
+}
+
 /** Sets a text setting in the Settings editor (User tab), as a person does, and waits until it is written. */
 export async function setTextSetting(key, label, value) {
   const { wb, page } = session;
@@ -12,7 +24,7 @@ export async function setTextSetting(key, label, value) {
   await item.waitFor({ timeout: 20_000 });
   await item.locator('input').first().fill(value);
   const deadline = Date.now() + 20_000;
-  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key] ?? '';
+  const written = () => userSetting(key) ?? '';
   while (written() !== value) {
     if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
     await page.waitForTimeout(200);
@@ -35,7 +47,7 @@ export async function setNumberSetting(key, label, value, { isDefault = false } 
   await item.waitFor({ timeout: 20_000 });
   await item.locator('input').first().fill(String(value));
   const deadline = Date.now() + 20_000;
-  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key];
+  const written = () => userSetting(key);
   while (isDefault ? written() !== undefined && written() !== value : written() !== value) {
     if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings (${written()})`);
     await page.waitForTimeout(200);

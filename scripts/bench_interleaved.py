@@ -105,6 +105,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--floor", action="store_true",
                         help="a third arm: a pass-through dispatch mode and a no-op tracer (on with --zoo)")
+    parser.add_argument("--alloc-arms", action="store_true",
+                        help="two more arms (issue #17): torch's allocation hook (allochook.py, torch 2.x with "
+                             "headers) with a no-op tracer, and torch.profiler(profile_memory=True)")
     parser.add_argument("--zoo", help="a model of scripts/bench_zoo.py instead of --script/--setup")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="whose storages the harness counts; cuda moves the step's modules and tensors there")
@@ -176,16 +179,56 @@ def main():
         finally:
             sys.settrace(None)
 
+    hook_arm, profiler_arm, hook_events = None, None, [0]
+    if options.alloc_arms:
+        from memhint_harness import allochook
+
+        hook, why = allochook.load()
+        if hook is None:
+            raise SystemExit("the allocation hook is unavailable: " + why)
+
+        def hook_arm():
+            """The allocation hook with a no-op tracer, events drained and summed per site in Python once a
+            step (the attribution's Python cost per event is included)."""
+            torch.autograd.backward, torch.autograd.grad = originals
+            sys.settrace(_no_trace)
+            hook.start()
+            try:
+                step(*args, **kwargs)
+            finally:
+                hook.stop()
+                sys.settrace(None)
+            _peek, events = hook.take()
+            per_node = {}
+            for _ptr, size, node, _device in events:
+                per_node[node] = per_node.get(node, 0) + size
+            hook_events[0] = len(events)
+
+        def profiler_arm():
+            """torch.profiler with memory events around one step; the time is the step's alone (the
+            profiler's start and its event processing at exit are left out: a design keeping it on for
+            the whole run would pay them once)."""
+            torch.autograd.backward, torch.autograd.grad = originals
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                        profile_memory=True) as _prof:
+                inside = (time.perf_counter(), time.process_time())
+                step(*args, **kwargs)
+                inside = (time.perf_counter() - inside[0], time.process_time() - inside[1])
+            return inside
+
     def timed(fn):
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         synchronize()
         wall, cpu = time.perf_counter(), time.process_time()
-        fn()
+        inside = fn()
         synchronize()
         wall, cpu = (time.perf_counter() - wall) * 1000.0, (time.process_time() - cpu) * 1000.0
+        if inside is not None:  # the arm timed its own part (the profiler arm)
+            wall, cpu = inside[0] * 1000.0, inside[1] * 1000.0
         return wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
     arms = [unprofiled, profiled] + ([floor] if floor_mode is not None else [])
+    arms += [arm for arm in (hook_arm, profiler_arm) if arm is not None]
     for _ in range(options.warmup):  # the harness's warmup steps, each side's caches and allocator warm
         for arm in arms:
             arm()
@@ -216,6 +259,9 @@ def main():
     print(json.dumps({"pairs": options.pairs, "profiledSteps": measured, "opsPerStep": ops,
                       "wall": summary(0), "cpu": summary(1),
                       "floorCpu": summary(1, times[floor]) if floor_mode is not None else None,
+                      "hookCpu": summary(1, times[hook_arm]) if hook_arm is not None else None,
+                      "hookEventsPerStep": hook_events[0] if hook_arm is not None else None,
+                      "profilerMemoryCpu": summary(1, times[profiler_arm]) if profiler_arm is not None else None,
                       "pageFaultsPerStep": faults,
                       "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],
                       "tracer": getattr(linetrace, "TRACER_KIND", "python")}))

@@ -1,0 +1,144 @@
+// The allocation hook (python/memhint_harness/allochook.py, _callochook.cpp; issue #17): torch's own
+// memory-reporting hook in C++, built against the running torch's headers. Runs under both torch passes:
+// Debian's 1.13 ships no headers, so there the hook must be refused with the reason and nothing else
+// changes; a torch 2.x wheel ships them, so there it must build offline and record exact events.
+import * as assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { findHarnessRoot } from '../../src/profiler/launcher';
+
+const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function py(code: string, env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) =>
+    execFile(
+      PYTHON,
+      ['-c', code],
+      { env: { ...process.env, PYTHONPATH: findHarnessRoot(), ...env }, timeout: 300_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+const HAS_HEADERS = [
+  'import os, torch',
+  'print(os.path.isfile(os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "Allocator.h")))',
+].join('\n');
+
+describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () {
+  this.timeout(300_000);
+  let headers = false;
+
+  before(async () => {
+    const run = await py(HAS_HEADERS);
+    assert.equal(run.code, 0, run.stderr);
+    headers = run.stdout.trim() === 'True';
+  });
+
+  it('records each allocation and free with the backward node that made it, or says why it cannot', async () => {
+    const code = [
+      'import json, torch',
+      'from memhint_harness import allochook',
+      'torch.set_num_threads(1)',
+      'hook, why = allochook.load()',
+      'if hook is None:',
+      '    print(json.dumps({"why": why})); raise SystemExit(0)',
+      'w = torch.nn.Linear(256, 128)',
+      'x = torch.randn(64, 256)',
+      'assert hook.start()',
+      'hook.take()',
+      'y = w(x)',  // addmm: one 64 x 128 float32 output, one autograd node
+      'peek, forward = hook.take()',
+      'loss = y.sum()',
+      'start, _ = hook.take()',
+      'loss.backward()',
+      'end, backward = hook.take()',
+      'ptr = forward[0][0]',
+      'del y, loss',
+      '_, freed = hook.take()',
+      'hook.stop()',
+      'z = torch.empty(1000)',  // after stop(): not recorded
+      '_, after = hook.take()',
+      'with torch.profiler.profile(profile_memory=True):',  // the slot is free again for torch.profiler
+      '    pass',
+      'print(json.dumps({"forward": forward, "peek": peek, "start": start, "backward": backward, "ptr": ptr,',
+      '                  "freed": freed, "after": after}))',
+    ].join('\n');
+    const run = await py(code, { MEMHINT_ALLOCHOOK: '' });
+    assert.equal(run.code, 0, run.stderr);
+    const result = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as {
+      why?: string;
+      forward: [number, number, number, number][];
+      backward: [number, number, number, number][];
+      freed: [number, number, number, number][];
+      after: unknown[];
+      peek: number;
+      start: number;
+      ptr: number;
+    };
+    if (!headers) {
+      assert.match(result.why ?? '', /no C\+\+ headers/);
+      return;
+    }
+    assert.equal(result.why, undefined);
+    // Forward: the output alone, outside any backward node, on the CPU (device type 0).
+    assert.deepEqual(result.forward.map(([, bytes, node, device]) => [bytes, node, device]), [[64 * 128 * 4, -1, 0]]);
+    // Backward: the weight's and bias's gradients come from the nodes made by the forward's two lines
+    // (sum's node, then addmm's), whose sequence numbers lie below the peek taken after the forward line.
+    const nodes = result.backward.filter(([, bytes, node]) => bytes > 0 && node >= 0).map(([, , node]) => node);
+    assert.ok(nodes.length > 0, JSON.stringify(result.backward));
+    assert.ok(nodes.every((n) => n < result.start), JSON.stringify({ nodes, start: result.start }));
+    const grads = result.backward.filter(([, bytes]) => bytes === 128 * 256 * 4 || bytes === 128 * 4);
+    assert.equal(grads.length, 2, JSON.stringify(result.backward));
+    // The output's free: the same address, the same size, negative.
+    assert.ok(result.freed.some(([ptr, bytes]) => ptr === result.ptr && bytes === -64 * 128 * 4), JSON.stringify(result.freed));
+    assert.deepEqual(result.after, []);
+  });
+
+  it('refuses to start while torch.profiler holds the memory-reporting slot', async function () {
+    if (!headers) this.skip(); // no hook to start on a torch without headers: the test above checks the refusal
+    const code = [
+      'import torch',
+      'from memhint_harness import allochook',
+      'hook, why = allochook.load()',
+      'assert hook is not None, why',
+      'with torch.profiler.profile(profile_memory=True):',
+      '    print(hook.start())',
+      'print(hook.start()); hook.stop()',
+    ].join('\n');
+    const run = await py(code);
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(run.stdout.trim().split('\n').slice(-2), ['False', 'True']);
+  });
+
+  it('falls back with the reason when there is no compiler, and fails only when MEMHINT_ALLOCHOOK=1', async () => {
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'memhint-allochook-'));
+    try {
+      const code = 'from memhint_harness import allochook\nprint(allochook.load()[1])';
+      const env = { MEMHINT_CTRACE_CACHE: cache, CXX: '/nonexistent/c++', MEMHINT_ALLOCHOOK: '' };
+      const soft = await py(code, env);
+      assert.equal(soft.code, 0, soft.stderr);
+      // Without headers the build stops before the compiler; with them, at the missing compiler.
+      assert.match(soft.stdout, headers ? /\/nonexistent\/c\+\+/ : /no C\+\+ headers/);
+      const hard = await py(code, { ...env, MEMHINT_ALLOCHOOK: '1' });
+      assert.notEqual(hard.code, 0);
+      assert.match(hard.stderr, /MEMHINT_ALLOCHOOK=1 but the allocation hook is unavailable/);
+      const off = await py(code, { ...env, MEMHINT_ALLOCHOOK: '0' });
+      assert.equal(off.stdout.trim(), 'MEMHINT_ALLOCHOOK=0');
+      // Nothing half-built is left in the cache (the next run tries again).
+      const built = path.join(cache, 'allochook');
+      const left = fs.existsSync(built) ? fs.readdirSync(built).flatMap((d) => fs.readdirSync(path.join(built, d))) : [];
+      assert.deepEqual(left, []);
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+});

@@ -1506,6 +1506,38 @@ function engineSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean
     walkTransfers(file, body, null, new Map([[batch, loader]]), new Set([batch]), transfers, 0);
     out.push({ transfers, trains: /\.backward\s*\(|\.step\s*\(/.test(file.textOf(body)) });
   }
+  out.push(...torchnetSteps(file));
+  return out;
+}
+
+const TORCHNET_ENGINE = /^torchnet\.engine(\.engine)?\.Engine$/;
+
+/**
+ * torchnet's loop: `engine = Engine()` then `engine.train(h, train_loader, maxepoch, optimizer)` calls
+ * `h(sample)` on every batch of the loader and backpropagates the loss `h` returns (so it trains even though
+ * `h` has no `backward()`); `engine.test(h, test_loader)` only runs `h`. `h`'s first parameter is batch data.
+ */
+function torchnetSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean }[] {
+  const out: { transfers: Transfer[]; trains: boolean }[] = [];
+  for (const method of ['train', 'test']) {
+    for (const call of callsNamed(file, method)) {
+      const fn = childByField(call, 'function');
+      const engine = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      const [stepName, source] = positionalArguments(call);
+      if (engine === null || stepName?.type !== 'identifier' || source === undefined || (engine.type !== 'identifier' && engine.type !== 'attribute')) continue;
+      const built = valuesOf(file, engine) ?? [];
+      if (built.length !== 1 || built[0].type !== 'call' || !TORCHNET_ENGINE.test(calleeName(file, built[0]) ?? '')) continue;
+      const defs = functionsNamed(file, file.textOf(stepName));
+      const body = defs.length === 1 ? childByField(defs[0], 'body') : null;
+      const batch = defs.length === 1 ? parameterNames(file, defs[0])[0] : undefined;
+      if (body === null || batch === undefined || batch === '') continue;
+      const loader = loaderOf(file, source, 0);
+      if (loader === null || loader.pinned === 'unknown') continue;
+      const transfers: Transfer[] = [];
+      walkTransfers(file, body, null, new Map([[batch, loader]]), new Set([batch]), transfers, 0);
+      out.push({ transfers, trains: method === 'train' });
+    }
+  }
   return out;
 }
 

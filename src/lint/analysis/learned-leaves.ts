@@ -74,7 +74,7 @@ function leafWalk(file: SourceFile): FunctionSplitWalk<LeafParts> {
         const right = childByField(n, 'right');
         const key = keyOf(file, childByField(n, 'left'));
         if (key !== null && right?.type === 'call' && createsLeaf(file, right)) acc.created.push(key);
-      } else if (n.type === 'call' && OPTIMIZERS.test(calleeName(file, n) ?? '')) {
+      } else if (buildsOptimizer(file, n)) {
         const params = positionalArguments(n)[0] ?? keywordArgument(file, n, 'params');
         if (params === null || params === undefined || (params.type !== 'list' && params.type !== 'tuple')) return;
         for (const item of params.children) {
@@ -84,6 +84,11 @@ function leafWalk(file: SourceFile): FunctionSplitWalk<LeafParts> {
       }
     },
   };
+}
+
+/** `optim.Adam([self.log_alpha], lr=lr)`: a call that builds a torch optimizer (from the leaves it is handed). */
+export function buildsOptimizer(file: SourceFile, call: SyntaxNode): boolean {
+  return call.type === 'call' && OPTIMIZERS.test(calleeName(file, call) ?? '');
 }
 
 function createsLeaf(file: SourceFile, call: SyntaxNode): boolean {

@@ -2,7 +2,7 @@
 // step's graph (and, before backward, its saved activations) stays alive.
 import { childByField, contains, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
-import { enclosingLoops } from '../analysis/context';
+import { enclosingFunction, enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
 import { dominates, factsSignature, flowOf, graphReturningFunctions, Taint, tupleReturningFunctions, tupleReturningSignature, type Def, type ScopeFlow } from '../analysis/flow';
@@ -11,11 +11,12 @@ import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { nodesInScope } from '../analysis/scope-nodes';
 import { meterSignature, retainedArguments } from '../analysis/meters';
 import { VersionMemo } from '../session';
-import { learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
+import { buildsOptimizer, learnedLeaves, learnedLeavesSignature } from '../analysis/learned-leaves';
 import { calleeName } from '../analysis/imports';
 import { localCallee, resolutionSignature } from '../analysis/indirect';
 import { inferenceSignature, reachesGradients } from '../analysis/inference';
 import { numberThroughProject } from '../analysis/project-number-returns';
+import { isTestFunction } from './mh001-missing-no-grad';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -217,11 +218,12 @@ function accumulatorMethod(file: SourceFile, flow: ScopeFlow, sink: Sink, key: s
 
 /**
  * `loss_dict["d"] = d_loss` in a loop: the same slot is rebound every iteration, so it keeps at most the
- * latest step's value (whose graph its backward has already freed), never a growing chain of graphs.
+ * latest step's value (whose graph its backward has already freed), never a growing chain of graphs. Outside
+ * any loop the slot is rebound on every call instead (`g.edata["a"] = attn` in a GNN layer's forward,
+ * `self.stats["loss"] = loss` in a step method): at most the latest call's value, likewise.
  */
 function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
   if (sink.kind !== 'store' || sink.node.type !== 'assignment' || sink.target.type !== 'subscript') return false;
-  if (enclosingLoops(sink.node).length === 0) return false;
   const index = childByField(sink.target, 'subscript');
   if (index === null || (index.type !== 'string' && index.type !== 'integer') || file.textOf(index).includes('{')) return false;
   // `d["loss"] = d["loss"] + loss` accumulates into the slot.
@@ -280,7 +282,20 @@ function check(file: SourceFile): RuleFinding[] {
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
+/**
+ * The scope is (or is nested in) a pytest/unittest function: it checks behaviour with small inputs, and a
+ * list of a reference decoder's states kept until its asserts is the point of the test, not a leak
+ * (MH001 and MH015 leave unit tests alone for the same reason).
+ */
+function inUnitTest(file: SourceFile, scope: SyntaxNode): boolean {
+  for (let fn: SyntaxNode | null = scope.type === 'function_definition' ? scope : enclosingFunction(scope); fn !== null; fn = enclosingFunction(fn)) {
+    if (isTestFunction(file, fn)) return true;
+  }
+  return false;
+}
+
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
+  if (inUnitTest(file, scope)) return [];
   // An update method that only steps optimizers can still derive a value from a learned leaf.
   const findings: RuleFinding[] = derivedFromLearnedLeaf(file, scope);
   if (!hasTaintSource(file, scope) && !callsGraphReturning(file, scope)) return findings; // nothing here can carry history
@@ -358,6 +373,9 @@ function derivedFromLearnedLeaf(file: SourceFile, scope: SyntaxNode): RuleFindin
     const key = left?.type === 'attribute' ? keyOf(file, left) : null;
     if (key === null || value === null || leaves.has(key) || value.type === 'attribute' || value.type === 'identifier') continue;
     if (NO_HISTORY.test(file.textOf(value)) || gradOffAt(file, asg) || TO_NUMBER.test(calleeName(file, value) ?? '')) continue;
+    // `self.optimizer_a = optim.Adam([self.alpha], lr=lr)` (in a set-up method other than `__init__`): the
+    // optimizer holds the leaf itself, no value computed from it.
+    if (buildsOptimizer(file, value)) continue;
     const leaf = leafIn(file, value, leaves);
     if (leaf === null) continue;
     const text = shorten(file.textOf(value));

@@ -7,7 +7,7 @@ import { keywordArgument, positionalArguments } from './context';
 import { callsNamed, callsWithin } from './calls';
 import { backwardTargets, isGradientCall, scopeOf } from './models';
 import { gradMaybeOffAt, gradOffAt } from './gradstate';
-import { parameterNames } from './values';
+import { parameterNames, positionalParameters } from './parameters';
 import { importSignature } from './imports';
 import { NodeMemo } from '../session';
 
@@ -27,7 +27,7 @@ export function flagSelectedEval(file: SourceFile, fn: SyntaxNode): FlagSelected
   if (fn.type !== 'function_definition') return null;
   const flag = evalFlag(file, fn);
   if (flag === null) return null;
-  const params = parameterNames(file, fn);
+  const params = positionalParameters(file, fn);
   const name = file.textOf(childByField(fn, 'name') ?? fn);
   const isMethod = fn.parent?.type === 'block' && fn.parent.parent?.type === 'class_definition';
   for (const site of callsNamed(file, name)) {

@@ -9,7 +9,8 @@ import { resolveImport, type ResolvedName } from '../project/resolve';
 import { argumentNodes } from './call-edits';
 import { classMethods, positionalArguments } from './context';
 import { loopIterable } from './steps';
-import { parameterNames, valuesOf } from './values';
+import { keywordParameters, parameterNames, positionalParameters } from './parameters';
+import { valuesOf } from './values';
 
 export interface HandedCallee {
   readonly module: ProjectModule;
@@ -74,17 +75,21 @@ export function handedCallee(file: SourceFile, call: SyntaxNode): HandedCallee |
   const isClass = resolved.kind === 'class';
   const def = isClass ? classMethods(resolved.node).find((m) => foreign.textOf(childByField(m, 'name') ?? m) === '__init__') : resolved.node;
   if (def === undefined) return null;
-  const params = parameterNames(foreign, def).slice(isClass ? 1 : 0);
+  // A class's constructor call binds `__init__`'s parameters after `self`.
+  const self = isClass ? positionalParameters(foreign, def)[0] : undefined;
+  const slots = positionalParameters(foreign, def).slice(isClass ? 1 : 0);
+  const keywords = keywordParameters(foreign, def).filter((k) => k !== self);
+  const params = parameterNames(foreign, def).filter((k) => k !== self);
   const bound = new Map<string, SyntaxNode>();
   positionalArguments(call).forEach((a, i) => {
-    if (params[i] !== undefined && params[i] !== '') bound.set(params[i], a);
+    if (slots[i] !== undefined) bound.set(slots[i], a);
   });
   for (const a of argumentNodes(call) ?? []) {
     if (a.type === 'list_splat') return null;
     if (a.type !== 'keyword_argument') continue;
     const k = childByField(a, 'name');
     const v = childByField(a, 'value');
-    if (k !== null && v !== null && params.includes(file.textOf(k))) bound.set(file.textOf(k), v);
+    if (k !== null && v !== null && keywords.includes(file.textOf(k))) bound.set(file.textOf(k), v);
   }
   const kept = isClass ? keptParameters(foreign, def, params) : new Map<string, string>();
   const scopes = isClass ? classMethods(resolved.node) : [def];

@@ -9,6 +9,7 @@ import { resolveImport } from '../project/resolve';
 import type { ProjectModule } from '../project/types';
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { positionalArguments } from './context';
+import { keywordParameters, positionalParameters } from './parameters';
 import { forwardReceiver, isModelKey, keyOf } from './models';
 import { nodesInScope } from './scope-nodes';
 import type { ImportedForward } from './imported-method-forwards';
@@ -67,17 +68,6 @@ function handedModules(file: SourceFile, call: SyntaxNode): Handed[] {
   return out;
 }
 
-/** The parameter names of a function, in order (defaults and annotations looked through; `*args` ends the list). */
-function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
-  const names: string[] = [];
-  for (const p of childByField(fn, 'parameters')?.children ?? []) {
-    if (p.type === 'list_splat_pattern' || p.type === 'dictionary_splat_pattern' || p.type === 'keyword_separator') break;
-    const id = p.type === 'identifier' ? p : (childByField(p, 'name') ?? p.children.find((c) => c.type === 'identifier'));
-    if (id !== undefined && id !== null && id.type === 'identifier') names.push(file.textOf(id));
-  }
-  return names;
-}
-
 /**
  * Whether `fn` of `module` runs a forward pass of the parameter a caller's argument binds (by position or
  * keyword), with autograd as its caller has it: itself, or through a function of the same module that it
@@ -86,9 +76,8 @@ function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
 function runsParameter(module: ProjectModule, fn: SyntaxNode, position: number, keyword: string | null, depth: number): boolean {
   const file = module.file;
   if (GRAD_MODE.test(file.textOf(fn.parent?.type === 'decorated_definition' ? fn.parent : fn))) return false;
-  const params = parameterNames(file, fn);
-  const param = keyword ?? params[position];
-  if (param === undefined || (keyword !== null && !params.includes(keyword))) return false;
+  const param = keyword ?? positionalParameters(file, fn)[position];
+  if (param === undefined || (keyword !== null && !keywordParameters(file, fn).includes(keyword))) return false;
   for (const call of nodesInScope(file, fn, CALLS)) {
     const receiver = forwardReceiver(file, call);
     if (receiver !== null && (receiver === param || receiver.startsWith(`${param}.`))) return true;

@@ -7,7 +7,8 @@ import { childByField, firstNamedChild, namedChildren, type SourceFile, type Syn
 import { callsNamed } from './calls';
 import { enclosingClass } from './models';
 import { keywordArgument, positionalArguments } from './context';
-import { parameterNames, returnsOf } from './values';
+import { parameterNames, positionalParameters } from './parameters';
+import { returnsOf } from './values';
 
 export interface ImportedReturns {
   /** The module the function is defined in: `values` are nodes of `module.file`, not of the caller's file. */
@@ -61,8 +62,8 @@ function elementsOf(node: SyntaxNode): SyntaxNode[] | null {
 export function callSiteArguments(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode[] | null {
   const defName = childByField(def, 'name');
   if (defName === null) return null;
-  const index = parameterNames(file, def).indexOf(name);
-  if (index < 0) return null;
+  if (!parameterNames(file, def).includes(name)) return null;
+  const index = positionalParameters(file, def).indexOf(name);
   const isMethod = def.parent?.type === 'block' && def.parent.parent?.type === 'class_definition';
   const fallback = defaultOf(file, def, name);
   const out: SyntaxNode[] = [];
@@ -107,8 +108,8 @@ export function importerArguments(file: SourceFile, def: SyntaxNode, name: strin
   const defName = childByField(def, 'name');
   if (ctx === null || defName === null || enclosingClass(def) !== null || def.parent?.type !== 'module') return null;
   const fnName = file.textOf(defName);
-  const index = parameterNames(file, def).indexOf(name);
-  if (index < 0) return null;
+  if (!parameterNames(file, def).includes(name)) return null;
+  const index = positionalParameters(file, def).indexOf(name);
   const out: ImporterArguments[] = [];
   for (const module of ctx.lookup.importersOf(ctx.path, fnName)) {
     const args: SyntaxNode[] = [];

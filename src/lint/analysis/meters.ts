@@ -7,6 +7,7 @@ import { combine, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from
 import { NodeMemo, VersionMemo } from '../session';
 import { enclosingClass, keyOf } from './models';
 import { importBindings } from './imports';
+import { positionalParameters } from './parameters';
 
 export interface RetainingParameter {
   readonly index: number;
@@ -26,17 +27,6 @@ const cache = new VersionMemo<MeterFacts>('meters.facts');
 
 /** Meter classes known by name whose `update(val, n)` sums `val` (pytorch/examples' AverageMeter and its copies). */
 const IMPORTED_METERS = /^(AverageMeter|AvgMeter|AverageValueMeter)$/;
-
-function parameterNames(file: SourceFile, fn: SyntaxNode): string[] {
-  const params = childByField(fn, 'parameters');
-  const out: string[] = [];
-  for (const p of params?.children ?? []) {
-    const name = p.type === 'identifier' ? p : p.type === 'typed_parameter' ? (p.children.find((c) => c.type === 'identifier') ?? null) : childByField(p, 'name');
-    if (name?.type === 'identifier') out.push(file.textOf(name));
-    else if (p.type === 'list_splat_pattern' || p.type === 'dictionary_splat_pattern') break;
-  }
-  return out;
-}
 
 /** Stores on self inside a method: `self.x += v`, `self.x = self.x + v`, `self.xs.append(v)`. */
 function selfStoreValues(file: SourceFile, fn: SyntaxNode): SyntaxNode[] {
@@ -146,7 +136,7 @@ function retainingParameters(file: SourceFile, fn: SyntaxNode): RetainingParamet
   return retainingCache.get(file, fn, factsSignature(file), () => {
     const values = selfStoreValues(file, fn);
     const found: RetainingParameter[] = [];
-    parameterNames(file, fn)
+    positionalParameters(file, fn)
       .slice(1) // without self
       .forEach((param, index) => {
         const flow = new ScopeFlow(file, fn, new Set([param]));

@@ -5,6 +5,7 @@
 // precision treat null as "unknown" and stay silent.
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
+import { parameterNames, positionalParameters } from './parameters';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
 import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
@@ -118,22 +119,6 @@ function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
       }
     },
   };
-}
-
-/** Parameter names of a def in order (empty string for splats and unnamed entries). */
-export function parameterNames(file: SourceFile, def: SyntaxNode): string[] {
-  const params = childByField(def, 'parameters');
-  if (params === null) return [];
-  const out: string[] = [];
-  for (const p of params.children) {
-    if (!p.named || p.type === 'comment') continue;
-    if (p.type === 'identifier') out.push(file.textOf(p));
-    else if (p.type === 'default_parameter' || p.type === 'typed_default_parameter' || p.type === 'typed_parameter') {
-      const name = childByField(p, 'name') ?? p.children.find((c) => c.type === 'identifier') ?? null;
-      out.push(name === null ? '' : file.textOf(name));
-    } else out.push('');
-  }
-  return out;
 }
 
 function defaultValue(file: SourceFile, def: SyntaxNode, name: string): SyntaxNode | null {
@@ -280,7 +265,7 @@ function parameterValues(file: SourceFile, def: SyntaxNode, name: string, depth:
   const defName = childByField(def, 'name');
   if (defName === null) return null;
   const fnName = file.textOf(defName);
-  const index = parameterNames(file, def).indexOf(name);
+  const index = positionalParameters(file, def).indexOf(name);
   const isMethod = def.parent !== null && def.parent.type === 'block' && def.parent.parent?.type === 'class_definition';
   const fallback = defaultValue(file, def, name);
   const out: SyntaxNode[] = [];

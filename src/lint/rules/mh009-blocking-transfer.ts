@@ -7,7 +7,8 @@
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
-import { bindingOf, functionsNamed, parameterNames, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { parameterNames, positionalParameters } from '../analysis/parameters';
+import { bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsMatching, callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
@@ -733,6 +734,7 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
   const yields = yieldsOf(def);
   if (yields.length === 0) return null;
   const params = parameterNames(file, def);
+  const slots = positionalParameters(file, def);
   const args = positionalArguments(call);
   const loaders: Loader[] = [];
   for (const y of yields) {
@@ -741,7 +743,7 @@ function generatorLoader(file: SourceFile, call: SyntaxNode, depth: number): Loa
     if (source === null) return null;
     if (source.type === 'identifier' && params.includes(file.textOf(source))) {
       const name = file.textOf(source);
-      const arg = keywordArgument(file, call, name) ?? args[params.indexOf(name)] ?? null;
+      const arg = keywordArgument(file, call, name) ?? args[slots.indexOf(name)] ?? null;
       if (arg === null) return null;
       const loader = callerArgumentLoader(file, call, arg, depth + 1);
       if (loader === null) return null;
@@ -979,8 +981,9 @@ function passedCuda(file: SourceFile, name: SyntaxNode, depth: number): boolean 
   const fn = enclosingFunction(name);
   const fnName = fn === null ? null : childByField(fn, 'name');
   if (fn === null || fnName === null) return false;
-  const index = parameterNames(file, fn).indexOf(file.textOf(name));
-  if (index < 0 || /^(self|cls)$/.test(parameterNames(file, fn)[0] ?? '')) return false;
+  if (!parameterNames(file, fn).includes(file.textOf(name))) return false;
+  const index = positionalParameters(file, fn).indexOf(file.textOf(name));
+  if (/^(self|cls)$/.test(parameterNames(file, fn)[0] ?? '')) return false;
   return callsNamed(file, file.textOf(fnName)).some((call) => {
     if (childByField(call, 'function')?.type !== 'identifier') return false;
     const passed = keywordArgument(file, call, file.textOf(name)) ?? positionalArguments(call)[index] ?? null;
@@ -1248,13 +1251,13 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
   const body = def === null ? null : childByField(def, 'body');
   if (def === null || body === null) return;
   const defFile = imported?.module.file ?? file;
-  const params = parameterNames(defFile, def);
+  const params = positionalParameters(defFile, def);
   // `self.m(batch)` skips `self`; `utils.to_var(x)` (a module's function) does not.
   const offset = local !== null && childByField(call, 'function')?.type === 'attribute' ? 1 : 0;
   const inner = new Map<string, Loader>();
   const innerWhole = new Set<string>();
   const pass = (param: string | undefined, arg: SyntaxNode): void => {
-    if (param === undefined || param === '') return;
+    if (param === undefined) return;
     const root = batchRoot(file, arg, names);
     if (root === null) return;
     inner.set(param, root.loader);
@@ -1498,8 +1501,8 @@ function engineSteps(file: SourceFile): { transfers: Transfer[]; trains: boolean
     const stepName = positionalArguments(built[0])[0];
     const defs = stepName?.type === 'identifier' ? functionsNamed(file, file.textOf(stepName)) : [];
     const body = defs.length === 1 ? childByField(defs[0], 'body') : null;
-    const batch = defs.length === 1 ? parameterNames(file, defs[0])[1] : undefined;
-    if (body === null || batch === undefined || batch === '') continue;
+    const batch = defs.length === 1 ? positionalParameters(file, defs[0])[1] : undefined;
+    if (body === null || batch === undefined) continue;
     const loader = loaderOf(file, source, 0);
     if (loader === null || loader.pinned === 'unknown') continue;
     const transfers: Transfer[] = [];

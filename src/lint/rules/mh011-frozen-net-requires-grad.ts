@@ -10,7 +10,7 @@ import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, na
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
-import { parameterNames } from '../analysis/values';
+import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 

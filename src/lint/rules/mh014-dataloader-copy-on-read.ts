@@ -15,7 +15,8 @@ import { childByField, firstNamedChild, firstStartingAtOrAfter, namedChildren, t
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction, positionalArguments } from '../analysis/context';
 import { datasetFacts, loadersOf, type DatasetClass } from '../analysis/datasets';
-import { functionsNamed, parameterNames, returnsOf, valuesOf } from '../analysis/values';
+import { positionalParameters } from '../analysis/parameters';
+import { functionsNamed, returnsOf, valuesOf } from '../analysis/values';
 import { callsNamed } from '../analysis/calls';
 import type { Rule, RuleFinding } from '../types';
 
@@ -217,7 +218,7 @@ function perSampleAttributes(file: SourceFile, cls: DatasetClass): Set<string> {
   const out = new Set<string>();
   const getitem = cls.methods.get('__getitem__');
   if (getitem === undefined) return out;
-  const index = parameterNames(file, getitem)[1];
+  const index = positionalParameters(file, getitem)[1];
   const subscripted = new Set<string>();
   const stack = [getitem];
   while (stack.length > 0) {

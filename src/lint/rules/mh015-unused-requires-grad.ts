@@ -10,7 +10,8 @@
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
 import { enclosingFunction } from '../analysis/context';
-import { functionsNamed, parameterNames } from '../analysis/values';
+import { parameterNames } from '../analysis/parameters';
+import { functionsNamed } from '../analysis/values';
 import { callsNamed } from '../analysis/calls';
 import { isTestFunction } from './mh001-missing-no-grad';
 import { isModelKey } from '../analysis/models';

@@ -4,7 +4,7 @@
 // The grouping is cached per top-level statement node, and within it per function body. The document
 // mirror reuses the nodes of statements (and functions) an edit did not touch, so after a one-character
 // edit only the edited function (or statement outside functions) is regrouped.
-import { firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
 import { enclosingFunction } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
@@ -82,6 +82,55 @@ export function callsMatching(file: SourceFile, pred: (method: string) => boolea
     }
   }
   return out.sort((a, b) => a.start - b.start);
+}
+
+/** A call with a keyword argument, as callsWithKeyword lists it. */
+export interface KeywordCall {
+  readonly call: SyntaxNode;
+  /** The last segment of its callee (what callsMatching tests). */
+  readonly method: string;
+  /** The keyword's value: what keywordArgument(file, call, keyword) returns. */
+  readonly value: SyntaxNode;
+}
+
+const keywordCalls = new VersionMemo<ReadonlyMap<string, readonly KeywordCall[]>>('calls.byKeyword');
+
+/**
+ * The calls callsMatching lists (in its order) whose keywordArgument(file, call, keyword) is not null,
+ * with that value. Grouped once per version for every keyword: a rule asking per subscript or `.get`
+ * scanned every call of the file each time, quadratic in a long file.
+ */
+export function callsWithKeyword(file: SourceFile, keyword: string): readonly KeywordCall[] {
+  return keywordCalls.get(file, groupByKeyword).get(keyword) ?? [];
+}
+
+function groupByKeyword(file: SourceFile): ReadonlyMap<string, readonly KeywordCall[]> {
+  const byCall: { call: SyntaxNode; method: string }[] = [];
+  for (const unit of file.root.children) for (const [method, list] of unitGroups(file, unit)) for (const call of list) byCall.push({ call, method });
+  // Stable, as callsMatching's: calls sharing a start (`f(a)(b)`) keep their grouped order.
+  byCall.sort((a, b) => a.call.start - b.call.start);
+  const out = new Map<string, KeywordCall[]>();
+  const seen = new Set<string>();
+  for (const { call, method } of byCall) {
+    const args = childByField(call, 'arguments');
+    if (args === null) continue;
+    seen.clear();
+    for (const a of args.children) {
+      if (a.type !== 'keyword_argument') continue;
+      const key = childByField(a, 'name');
+      if (key === null) continue;
+      // keywordArgument answers with the first keyword of a name, even when it has no value.
+      const name = file.textOf(key);
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const value = childByField(a, 'value');
+      if (value === null) continue;
+      const list = out.get(name);
+      if (list === undefined) out.set(name, [{ call, method, value }]);
+      else list.push({ call, method, value });
+    }
+  }
+  return out;
 }
 
 /** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */

@@ -11,7 +11,7 @@ import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
-import { callsMatching, callsNamed, callsNamedByFunction, unitCallGroups } from '../analysis/calls';
+import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { callsIndexStamp } from '../analysis/calls';
@@ -283,11 +283,11 @@ function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxN
     return (valuesOf(file, obj) ?? []).some((x) => x.type === 'call' && file.textOf(childByField(x, 'function') ?? x) === file.textOf(clsName));
   };
   const out: SyntaxNode[] = [];
-  for (const call of callsMatching(file, (m) => !own.has(m))) {
+  for (const { call, method, value } of callsWithKeyword(file, key)) {
+    if (own.has(method)) continue;
     const fn = childByField(call, 'function');
     const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
-    const arg = keywordArgument(file, call, key);
-    if (obj !== null && arg !== null && isInstance(obj)) out.push(arg);
+    if (obj !== null && isInstance(obj)) out.push(value);
   }
   return out.length > 0 ? out : null;
 }
@@ -299,9 +299,21 @@ function holdsKeywords(file: SourceFile, def: SyntaxNode, name: string): boolean
   return params !== null && params.children.some((p) => p.type === 'dictionary_splat_pattern' && file.textOf(p).replace(/^\*\*\s*/, '') === name);
 }
 
-/** The names of the methods a class defines in its body. */
+/** The names of the methods a class defines in its body (the definitions whose classOf is `cls`). */
 function methodNames(file: SourceFile, cls: SyntaxNode): string[] {
-  return file.nodesOfType('function_definition').filter((d) => classOf(d) === cls).map((d) => file.textOf(childByField(d, 'name') ?? d));
+  // From the class's own body, not a filter of the file's definitions per call (quadratic in a long file).
+  const names: string[] = [];
+  const add = (d: SyntaxNode): void => {
+    names.push(file.textOf(childByField(d, 'name') ?? d));
+  };
+  for (const body of cls.children) {
+    if (body.type !== 'block') continue;
+    for (const member of body.children) {
+      if (member.type === 'function_definition') add(member);
+      else if (member.type === 'decorated_definition') for (const d of member.children) if (d.type === 'function_definition') add(d);
+    }
+  }
+  return names;
 }
 
 /**

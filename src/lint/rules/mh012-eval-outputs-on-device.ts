@@ -2,7 +2,7 @@
 // are still on the accelerator (`preds.append(out.detach())`, `preds = torch.cat([preds, out])`,
 // `results[name] = pred[j]`). Device memory then grows with the evaluation set, on top of what the model
 // needs, until the loop ends; moving each batch's result to the host (`.cpu()`) keeps it flat.
-import { childByField, contains, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
@@ -202,7 +202,10 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
  */
 function resetInLoop(file: SourceFile, key: string, loop: SyntaxNode, at: SyntaxNode): boolean {
   const name = new RegExp(`(^|[^\\w.])${key.replace(/[.[\]]/g, '\\$&')}($|[^\\w])`);
-  for (const a of file.nodesOfType('assignment')) {
+  // Only the loop's assignments (by start, in document order): a scan of the file's per loop was quadratic in a long file.
+  const assignments = file.nodesOfType('assignment');
+  for (let i = firstStartingAtOrAfter(assignments, loop.start); i < assignments.length && assignments[i].start <= loop.end; i++) {
+    const a = assignments[i];
     if (a === at || !contains(loop, a)) continue;
     const left = childByField(a, 'left');
     const right = childByField(a, 'right');

@@ -179,7 +179,7 @@ def main():
         finally:
             sys.settrace(None)
 
-    hook_arm, profiler_arm, hook_events = None, None, [0]
+    hook_arm, hook_ops_arm, profiler_arm, hook_events = None, None, None, [0, 0]
     if options.alloc_arms:
         from memhint_harness import allochook
 
@@ -187,12 +187,13 @@ def main():
         if hook is None:
             raise SystemExit("the allocation hook is unavailable: " + why)
 
-        def hook_arm():
+        def hook_arm(ops=False):
             """The allocation hook with a no-op tracer, events drained and summed per site in Python once a
-            step (the attribution's Python cost per event is included)."""
+            step (the attribution's Python cost per event is included). ops: with the aten-op callback that
+            drops each op's transient allocations (the dispatch path's view)."""
             torch.autograd.backward, torch.autograd.grad = originals
             sys.settrace(_no_trace)
-            hook.start()
+            hook.start(ops)
             try:
                 step(*args, **kwargs)
             finally:
@@ -202,7 +203,10 @@ def main():
             per_node = {}
             for _ptr, size, node, _device in events:
                 per_node[node] = per_node.get(node, 0) + size
-            hook_events[0] = len(events)
+            hook_events[1 if ops else 0] = len(events)
+
+        def hook_ops_arm():
+            hook_arm(True)
 
         def profiler_arm():
             """torch.profiler with memory events around one step; the time is the step's alone (the
@@ -228,7 +232,7 @@ def main():
         return wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
     arms = [unprofiled, profiled] + ([floor] if floor_mode is not None else [])
-    arms += [arm for arm in (hook_arm, profiler_arm) if arm is not None]
+    arms += [arm for arm in (hook_arm, hook_ops_arm, profiler_arm) if arm is not None]
     for _ in range(options.warmup):  # the harness's warmup steps, each side's caches and allocator warm
         for arm in arms:
             arm()
@@ -261,6 +265,8 @@ def main():
                       "floorCpu": summary(1, times[floor]) if floor_mode is not None else None,
                       "hookCpu": summary(1, times[hook_arm]) if hook_arm is not None else None,
                       "hookEventsPerStep": hook_events[0] if hook_arm is not None else None,
+                      "hookOpsCpu": summary(1, times[hook_ops_arm]) if hook_ops_arm is not None else None,
+                      "hookOpsEventsPerStep": hook_events[1] if hook_ops_arm is not None else None,
                       "profilerMemoryCpu": summary(1, times[profiler_arm]) if profiler_arm is not None else None,
                       "pageFaultsPerStep": faults,
                       "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],

@@ -20,56 +20,170 @@
 #include <Python.h>
 
 #include <ATen/SequenceNumber.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <utility>
+#include <unordered_set>
 #include <vector>
 
 namespace {
 
 struct Event {
   uintptr_t ptr;
-  int64_t bytes;  // > 0 allocation, < 0 free
+  int64_t bytes;  // > 0 allocation, < 0 free, 0 dropped (a transient pair, see op_end)
   int64_t node;   // sequence number of the backward node running on the thread, or -1
   int8_t device;  // c10::DeviceType of the memory
+  uint64_t op;    // the innermost visible aten op open on the thread when recorded (0: none or not watched)
+  uint32_t thread;  // which thread recorded it (t_thread)
 };
 
 std::mutex g_mutex;
 std::vector<Event> g_events;  // guarded by g_mutex
 uint64_t g_total = 0;         // events ever recorded, guarded by g_mutex
+uint64_t g_dropped = 0;       // events dropped as transient pairs, guarded by g_mutex
+uint64_t g_next_op = 1;       // guarded by g_mutex
+bool g_ops = false;           // start(ops=True): the dispatch path's view, see Reporter
+std::unordered_set<uintptr_t> g_outside;  // blocks allocated outside any aten op, guarded by g_mutex
 
 // Backward nodes running on this thread (nested: a node's call may run another graph's backward).
 thread_local std::vector<int64_t> t_nodes;
+// The node that ran last on this thread, until node_reset(): the engine adds gradients into a node's
+// input buffer after the producing node's RecordFunction ended, and AccumulateGrad (no sequence number)
+// runs right after the node that made it ready: both belong to that node, as the dispatch path has it
+// (autograd's current node for the buffer; AccumulateGrad tagged with its parameter's consumer).
+thread_local int64_t t_last_node = -1;
+
+uint32_t g_threads = 0;  // guarded by g_mutex
+thread_local uint32_t t_thread = 0;  // 0: not numbered yet
+
+// With start(ops=True): the aten ops open on this thread.
+struct OpFrame {
+  uint64_t id;       // 0: an op a dispatch mode does not see (called from inside a backend kernel)
+  size_t first;      // index of g_events at its start
+  bool decomposes;   // its kernel is CompositeImplicitAutograd's: the ops it calls are seen as well
+};
+thread_local std::vector<OpFrame> t_ops;
+// Per operator overload (keyed by its name and overload strings, which live as long as the operator).
+thread_local std::map<std::pair<const char*, const char*>, bool> t_decomposes;
+
+// Whether an op runs as a composite of other ops above the Python dispatch key (no CPU kernel of its
+// own, a CompositeImplicitAutograd one): then a dispatch mode sees the ops it calls, and their outputs.
+bool decomposes(const at::RecordFunction& fn) {
+  auto key = std::make_pair(fn.name(), fn.overload_name());
+  auto found = t_decomposes.find(key);
+  if (found != t_decomposes.end()) return found->second;
+  bool composite = false;
+  std::optional<c10::OperatorName> name = fn.operator_name();
+  if (name) {
+    std::optional<c10::OperatorHandle> op = c10::Dispatcher::singleton().findOp(*name);
+    composite = op && op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) &&
+                !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+                !op->hasKernelForDispatchKey(c10::DispatchKey::AutogradCPU);
+  }
+  t_decomposes.emplace(key, composite);
+  return composite;
+}
 
 struct Reporter final : public c10::MemoryReportingInfoBase {
   void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/, size_t /*total_reserved*/,
                          c10::Device device) override {
-    int64_t node = t_nodes.empty() ? -1 : t_nodes.back();
+    int64_t node = t_nodes.empty() ? t_last_node : t_nodes.back();
+    uint64_t op = 0;  // the innermost op a dispatch mode sees
+    for (auto frame = t_ops.rbegin(); frame != t_ops.rend() && op == 0; ++frame) op = frame->id;
+    uintptr_t address = reinterpret_cast<uintptr_t>(ptr);
     std::lock_guard<std::mutex> guard(g_mutex);
-    g_events.push_back(Event{reinterpret_cast<uintptr_t>(ptr), alloc_size, node,
-                             static_cast<int8_t>(device.type())});
+    if (t_thread == 0) t_thread = ++g_threads;
+    if (g_ops) {
+      // Memory allocated while no aten op runs is no op's output, so a dispatch mode never sees it: the
+      // 0-dim tensors Python's argument parser wraps numbers in (`x * 2`, Adam's scalars), made before the
+      // op and freed after it. Left out with its free, as the dispatch path leaves it out.
+      if (alloc_size > 0 && op == 0) {
+        g_outside.insert(address);
+        g_dropped += 1;
+        return;
+      }
+      if (alloc_size < 0 && g_outside.erase(address) != 0) {
+        g_dropped += 1;
+        return;
+      }
+    }
+    g_events.push_back(Event{address, alloc_size, node, static_cast<int8_t>(device.type()), op, t_thread});
     ++g_total;
   }
   bool memoryProfilingEnabled() const override { return true; }
 };
 
 std::unique_ptr<at::ObserverContext> node_start(const at::RecordFunction& fn) {
-  t_nodes.push_back(fn.seqNr());
+  // AccumulateGrad's sequence number is UINT64_MAX, -1 here.
+  t_nodes.push_back(fn.seqNr() >= 0 ? fn.seqNr() : t_last_node);
   return nullptr;
 }
 
 void node_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
-  if (!t_nodes.empty()) t_nodes.pop_back();
+  if (t_nodes.empty()) return;
+  t_last_node = t_nodes.back();
+  t_nodes.pop_back();
+}
+
+// node_reset(): the calling thread's backward() is over (its next allocations are no node's).
+PyObject* node_reset(PyObject* /*self*/, PyObject* /*args*/) {
+  t_last_node = -1;
+  Py_RETURN_NONE;
+}
+
+// An op's transients: memory allocated and freed before the op returns by the op's own kernel or the ops
+// that kernel calls (workspaces, a scalar converted to the tensor's dtype by TensorIterator), which a
+// dispatch mode, seeing only the outputs of the ops it is called for, never sees. A dispatch mode is called
+// for the ops Python calls, the ops a backward node's formula calls, and the ops of a composite
+// (CompositeImplicitAutograd) op, recursively: those are "visible" here. At a visible op's end, an
+// allocation made while it was the innermost visible op and freed before its end is dropped with its free,
+// when start(ops=True) asked for the dispatch path's view.
+std::unique_ptr<at::ObserverContext> op_start(const at::RecordFunction& fn) {
+  bool visible = t_ops.empty() || (t_ops.back().id != 0 && t_ops.back().decomposes);
+  bool composite = visible && decomposes(fn);
+  std::lock_guard<std::mutex> guard(g_mutex);
+  t_ops.push_back(OpFrame{visible ? g_next_op++ : 0, g_events.size(), composite});
+  return nullptr;
+}
+
+void op_end(const at::RecordFunction& /*fn*/, at::ObserverContext* /*ctx*/) {
+  if (t_ops.empty()) return;
+  OpFrame frame = t_ops.back();
+  t_ops.pop_back();
+  uint64_t op = frame.id;
+  size_t first = frame.first;
+  if (op == 0) return;
+  std::lock_guard<std::mutex> guard(g_mutex);
+  if (first > g_events.size()) return;  // take() drained the buffer while the op ran: nothing to pair
+  for (size_t i = first; i < g_events.size(); ++i) {
+    Event& freed = g_events[i];
+    if (freed.bytes >= 0 || freed.thread != t_thread) continue;
+    for (size_t j = first; j < i; ++j) {
+      Event& made = g_events[j];
+      if (made.bytes == -freed.bytes && made.ptr == freed.ptr && made.thread == t_thread && made.op == op) {
+        made.bytes = 0;
+        freed.bytes = 0;
+        g_dropped += 2;
+        break;
+      }
+    }
+  }
 }
 
 bool g_started = false;  // only touched with the GIL held
 at::CallbackHandle g_callback = at::INVALID_CALLBACK_HANDLE;
+at::CallbackHandle g_op_callback = at::INVALID_CALLBACK_HANDLE;
 
-PyObject* start(PyObject* /*self*/, PyObject* /*args*/) {
+PyObject* start(PyObject* /*self*/, PyObject* args) {
+  int ops = 0;
+  if (!PyArg_ParseTuple(args, "|p", &ops)) return nullptr;
   if (g_started) Py_RETURN_FALSE;
   if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) {
     // torch.profiler (or another hook) owns the slot on this thread: both cannot report.
@@ -80,10 +194,15 @@ PyObject* start(PyObject* /*self*/, PyObject* /*args*/) {
     g_callback = at::addGlobalCallback(at::RecordFunctionCallback(node_start, node_end)
                                            .needsInputs(false)
                                            .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+    if (ops) {
+      g_op_callback = at::addGlobalCallback(
+          at::RecordFunctionCallback(op_start, op_end).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
+    }
   } catch (const std::exception& error) {
     PyErr_SetString(PyExc_RuntimeError, error.what());
     return nullptr;
   }
+  g_ops = ops != 0;
   g_started = true;
   Py_RETURN_TRUE;
 }
@@ -93,12 +212,19 @@ PyObject* stop(PyObject* /*self*/, PyObject* /*args*/) {
   try {
     c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
     at::removeCallback(g_callback);
+    if (g_op_callback != at::INVALID_CALLBACK_HANDLE) at::removeCallback(g_op_callback);
   } catch (const std::exception& error) {
     PyErr_SetString(PyExc_RuntimeError, error.what());
     return nullptr;
   }
   g_callback = at::INVALID_CALLBACK_HANDLE;
+  g_op_callback = at::INVALID_CALLBACK_HANDLE;
   g_started = false;
+  {
+    std::lock_guard<std::mutex> guard(g_mutex);
+    g_ops = false;
+    g_outside.clear();
+  }
   Py_RETURN_NONE;
 }
 
@@ -113,13 +239,16 @@ PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
   }
   PyObject* peek = PyLong_FromUnsignedLongLong(at::sequence_number::peek());
   if (peek == nullptr) return nullptr;
-  PyObject* list = events.empty() ? PyTuple_New(0) : PyList_New(static_cast<Py_ssize_t>(events.size()));
+  size_t kept = 0;
+  for (const Event& e : events) kept += e.bytes != 0;
+  PyObject* list = kept == 0 ? PyTuple_New(0) : PyList_New(static_cast<Py_ssize_t>(kept));
   if (list == nullptr) {
     Py_DECREF(peek);
     return nullptr;
   }
-  for (size_t i = 0; i < events.size(); ++i) {
-    const Event& e = events[i];
+  size_t i = 0;
+  for (const Event& e : events) {
+    if (e.bytes == 0) continue;
     PyObject* item = Py_BuildValue("(KLLi)", static_cast<unsigned long long>(e.ptr),
                                    static_cast<long long>(e.bytes), static_cast<long long>(e.node),
                                    static_cast<int>(e.device));
@@ -128,7 +257,7 @@ PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
       Py_DECREF(list);
       return nullptr;
     }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i++), item);
   }
   PyObject* out = PyTuple_Pack(2, peek, list);
   Py_DECREF(peek);
@@ -136,16 +265,20 @@ PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
   return out;
 }
 
+// total() -> (events recorded, events dropped as transient pairs) since the module was loaded.
 PyObject* total(PyObject* /*self*/, PyObject* /*args*/) {
   std::lock_guard<std::mutex> guard(g_mutex);
-  return PyLong_FromUnsignedLongLong(g_total);
+  return Py_BuildValue("(KK)", static_cast<unsigned long long>(g_total), static_cast<unsigned long long>(g_dropped));
 }
 
 PyMethodDef methods[] = {
-    {"start", start, METH_NOARGS, "Install the hook on this thread; False if the profiler slot is taken."},
+    {"start", start, METH_VARARGS,
+     "start(ops=False): install the hook on this thread (ops: drop each aten op's transient allocations); "
+     "False if the profiler slot is taken."},
     {"stop", stop, METH_NOARGS, "Remove the hook."},
     {"take", take, METH_NOARGS, "(sequence number peek, events since the last take)."},
-    {"total", total, METH_NOARGS, "Events recorded since the module was loaded."},
+    {"node_reset", node_reset, METH_NOARGS, "The calling thread's backward() is over."},
+    {"total", total, METH_NOARGS, "(events recorded, events dropped as transients) since the module was loaded."},
     {nullptr, nullptr, 0, nullptr},
 };
 

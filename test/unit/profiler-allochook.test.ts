@@ -69,8 +69,19 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
       '_, after = hook.take()',
       'with torch.profiler.profile(profile_memory=True):',  // the slot is free again for torch.profiler
       '    pass',
+      // `t * 2` on a float32 tensor: Python's argument parser wraps 2 in a 0-dim tensor (8 bytes, before the
+      // op, freed after it) and mul converts it to float32 inside the op (4 bytes, freed inside): neither is
+      // an op output. ops=True keeps the dispatch path's view, the output alone.
+      't = torch.ones(10)',
+      'views = {}',
+      'for ops in (False, True):',
+      '    hook.start(ops); hook.take()',
+      '    u = t * 2',
+      '    del u',
+      '    hook.stop()',
+      '    views[str(ops)] = sorted(b for _, b, _, _ in hook.take()[1] if b > 0)',
       'print(json.dumps({"forward": forward, "peek": peek, "start": start, "backward": backward, "ptr": ptr,',
-      '                  "freed": freed, "after": after}))',
+      '                  "freed": freed, "after": after, "views": views}))',
     ].join('\n');
     const run = await py(code, { MEMHINT_ALLOCHOOK: '' });
     assert.equal(run.code, 0, run.stderr);
@@ -83,6 +94,7 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
       peek: number;
       start: number;
       ptr: number;
+      views: Record<string, number[]>;
     };
     if (!headers) {
       assert.match(result.why ?? '', /no C\+\+ headers/);
@@ -101,6 +113,8 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
     // The output's free: the same address, the same size, negative.
     assert.ok(result.freed.some(([ptr, bytes]) => ptr === result.ptr && bytes === -64 * 128 * 4), JSON.stringify(result.freed));
     assert.deepEqual(result.after, []);
+    assert.deepEqual(result.views.True, [40]);
+    assert.ok(result.views.False.includes(40) && result.views.False.length > 1, JSON.stringify(result.views));
   });
 
   it('refuses to start while torch.profiler holds the memory-reporting slot', async function () {

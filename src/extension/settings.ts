@@ -8,6 +8,7 @@ import { parseTorchVersion, type TorchVersion } from '../lint';
 import type { BackendChoice } from '../profiler/launcher';
 import { parseBytes } from './format';
 import { defaultThresholds, type HintColorBy, type HintMode, type HintThresholds } from './hints/model';
+import type { EditorWrap } from './hints/fit';
 import { parseDeviceMemory, type DeviceMemory } from './predict/device';
 import { SettingValues } from './settingValues';
 
@@ -47,6 +48,8 @@ export interface HintsConfig {
   readonly alignColumn: number;
   /** Characters before a hint is cut with an ellipsis (0: no limit). */
   readonly maxLength: number;
+  /** Last column a hint may reach, shortened with an ellipsis to fit (0: the editor's wrap column, if any). */
+  readonly maxColumn: number;
   readonly thresholds: HintThresholds;
   readonly codeLens: boolean;
 }
@@ -142,6 +145,7 @@ export function readHintsConfig(scope?: vscode.ConfigurationScope, problems: str
     colorBy: values.choice('hints.colorBy', ['peak', 'liveAtPeak'] as const, 'peak'),
     alignColumn: values.integer('hints.alignColumn', 0, 0, 500),
     maxLength: values.integer('hints.maxLength', 80, 0, 1000),
+    maxColumn: values.integer('hints.maxColumn', 0, 0, 1000),
     thresholds: { hide: read('hide'), medium, large },
     codeLens: values.boolean('codeLens.enable', true),
   };
@@ -158,6 +162,12 @@ export function readPredictConfig(scope?: vscode.ConfigurationScope, problems: s
 }
 
 /** Fires `listener` when any memhint setting changes. */
+/** `editor.wordWrap` and `editor.wordWrapColumn` as they apply to `document` (its language's overrides too). */
+export function editorWrapOf(document: vscode.TextDocument): EditorWrap {
+  const editor = vscode.workspace.getConfiguration('editor', { uri: document.uri, languageId: document.languageId });
+  return { wordWrap: editor.get<string>('wordWrap', 'off'), wordWrapColumn: editor.get<number>('wordWrapColumn', 80) };
+}
+
 export function onSettingsChanged(listener: (e: vscode.ConfigurationChangeEvent) => void): vscode.Disposable {
   return vscode.workspace.onDidChangeConfiguration((e) => {
     if (e.affectsConfiguration(SECTION)) listener(e);

@@ -5,11 +5,12 @@ import { formatBytes } from '../format';
 import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore, StoredReport } from '../reportStore';
-import { onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
+import { editorWrapOf, onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
 import { ranksLine } from '../ranks/ranksView';
 import { notebookOf } from '../lint/diagnostics';
 import { hintsForCell } from '../profile/notebookScript';
 import type { NotebookExports } from '../profile/notebookExports';
+import { DEFAULT_GAP_COLUMNS, endColumn, hintBudget } from './fit';
 import { realign } from './lineShift';
 import { alignMargin, clip, hintsForFile, hoverMarkdown, isPredicted, stepPeak, visibleHints, type LineHint } from './model';
 import { hintStyle } from './style';
@@ -61,6 +62,10 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
           this.config = this.readConfig();
           this.rebuild(false);
         }
+      }),
+      // Hints end by the editor's wrap column when memhint.hints.maxColumn is 0 (fit.ts).
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('editor.wordWrap') || e.affectsConfiguration('editor.wordWrapColumn')) this.renderAll();
       }),
       vscode.languages.registerHoverProvider({ language: 'python' }, this),
     );
@@ -159,16 +164,20 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     const cursorLines = new Set(editor.selections.map((s) => s.active.line));
     const hints = visibleHints(all, this.config.mode, cursorLines);
     const tabSize = typeof editor.options.tabSize === 'number' ? editor.options.tabSize : 4;
+    // The column a hint must end by (VS Code gives no editor width: see fit.ts); 0: none.
+    const lastColumn = endColumn(this.config.maxColumn, editorWrapOf(editor.document));
     const options: vscode.DecorationOptions[] = [];
     for (const h of hints) {
       if (h.line >= editor.document.lineCount) continue;
       const line = editor.document.lineAt(h.line);
       const end = line.range.end;
+      const width = visualWidth(line.text, tabSize);
+      // Aligned hints start at the same column (in character widths, `ch`, so a monospace font lines them up).
+      const margin = this.config.alignColumn > 0 ? alignMargin(width, this.config.alignColumn) : null;
+      const budget = hintBudget(this.config.maxLength, lastColumn, width, margin ?? DEFAULT_GAP_COLUMNS);
       // One decoration type for every hint; colour and weight travel per range (measured by size, predicted apart).
       const style = hintStyle(h);
-      const after: vscode.ThemableDecorationAttachmentRenderOptions = { contentText: clip(h.text, this.config.maxLength), color: new vscode.ThemeColor(style.color), fontWeight: style.fontWeight };
-      // Aligned hints start at the same column (in character widths, `ch`, so a monospace font lines them up).
-      const margin = this.config.alignColumn > 0 ? alignMargin(visualWidth(line.text, tabSize), this.config.alignColumn) : null;
+      const after: vscode.ThemableDecorationAttachmentRenderOptions = { contentText: clip(h.text, budget), color: new vscode.ThemeColor(style.color), fontWeight: style.fontWeight };
       options.push({ range: new vscode.Range(end, end), renderOptions: { after: margin === null ? after : { ...after, margin: `0 0 0 ${margin}ch` } } });
     }
     editor.setDecorations(this.decoration, options);

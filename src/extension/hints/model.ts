@@ -128,10 +128,11 @@ export function hintText(stats: LineStats, steps: number, leak: Leak | null): st
   return `${calls > 1 ? `x${calls} ` : ''}${parts.join(', ')}`;
 }
 
-/** At most `max` characters, an ellipsis saying that more is in the hover; 0: no limit. */
+/** At most `max` characters, an ellipsis saying that more is in the hover (only it when `max` is 1); 0: no limit. */
 export function clip(text: string, max: number): string {
   if (max <= 0 || text.length <= max) return text;
-  return `${text.slice(0, Math.max(1, max - 1)).trimEnd()}…`;
+  if (max === 1) return '…';
+  return `${text.slice(0, max - 1).trimEnd()}…`;
 }
 
 export type HintMode = 'all' | 'currentLine' | 'aboveThreshold';

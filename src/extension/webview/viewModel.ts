@@ -134,7 +134,7 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
       }
     : null;
   const target = report.target;
-  const title = target.function ? `${path.basename(target.script)}::${target.function}` : path.basename(target.script);
+  const title = titleOf(target);
   return {
     title,
     environment: {
@@ -189,4 +189,17 @@ export function buildViewModel(report: ProfileReport, options: ViewModelOptions)
     kernels: kernelsView(report, roots),
     comparison: options.counterpart ? comparisonView(report, options.counterpart, roots) : null,
   };
+}
+
+/**
+ * What was profiled, as the summary's heading: `train.py::train_step`; for a loop, the script and the
+ * loop (`chargpt.py — loop at trainer.py:72` when memhint.profile.script ran a module's loop, where the
+ * script's name alone would not say which loop the figures are of).
+ */
+export function titleOf(target: ProfileReport['target']): string {
+  const script = path.basename(target.script);
+  if (target.function) return `${script}::${target.function}`;
+  if (target.kind !== 'loop' || target.loopLine === null) return script;
+  const loopFile = target.loopFile ?? null;
+  return loopFile !== null && path.resolve(loopFile) !== path.resolve(target.script) ? `${script} — loop at ${path.basename(loopFile)}:${target.loopLine}` : `${script} — loop on line ${target.loopLine}`;
 }

@@ -6,7 +6,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { session } from './session.mjs';
-import { setNumberSetting } from './settings.mjs';
+import { setNumberSetting, userSetting } from './settings.mjs';
 
 const file = 'e2e_inner_loop.py';
 
@@ -20,7 +20,7 @@ async function setSetting(key, label, value, { isDefault = false } = {}) {
   await item.locator('select').first().selectOption(value);
   const deadline = Date.now() + 20_000;
   // Choosing the default value removes the key from settings.json.
-  const written = () => JSON.parse(fs.readFileSync(session.server.settingsFile, 'utf8'))[key];
+  const written = () => userSetting(key);
   while (isDefault ? written() !== undefined : written() !== value) {
     if (Date.now() > deadline) throw new Error(`${key} was not written to the User settings`);
     await page.waitForTimeout(200);
@@ -112,6 +112,40 @@ describe('UI: hints modes and call counts, summary layout', function () {
       await wb.openFile(file);
     }
     await decorationsUntil((d) => d.some((x) => x.texts.some((t) => t.length > 14)), 30_000);
+  });
+
+  it('maxColumn keeps every hint inside a narrow editor, which VS Code cannot measure for the extension', async () => {
+    const { wb, page } = session;
+    const maxColumn = ['memhint.hints.maxColumn', 'End every hint by this column'];
+    await page.setViewportSize({ width: 820, height: 900 });
+    await wb.openFile(file);
+    try {
+      const visibleColumns = () => page.locator('.editor-instance .monaco-editor').first().evaluate((editor) => {
+        // A monospace font: every character of the code is one column wide.
+        const span = [...editor.querySelectorAll('.view-line span span')].find((x) => (x.textContent ?? '').length > 8);
+        const charWidth = span.getBoundingClientRect().width / span.textContent.length;
+        const lines = editor.querySelector('.view-lines').getBoundingClientRect();
+        const guard = editor.querySelector('.overflow-guard').getBoundingClientRect();
+        const scrollbar = editor.querySelector('.scrollbar.vertical')?.getBoundingClientRect().width ?? 0;
+        // The text ends where the minimap starts (on the right by default), else at the vertical scrollbar.
+        const minimap = editor.querySelector('.minimap')?.getBoundingClientRect();
+        const right = minimap && minimap.width > 0 ? Math.min(minimap.left, guard.right - scrollbar) : guard.right - scrollbar;
+        return { charWidth, right, columns: Math.floor((right - lines.left) / charWidth) };
+      });
+      const { charWidth, right, columns } = await visibleColumns();
+      const past = (d) => d.styles.map((st, i) => st.left + d.texts[i].length * charWidth - right).filter((over) => over > 1);
+      // Without a column limit, a hint runs past the editor's edge in so narrow a window.
+      await decorationsUntil((d) => d.some((x) => past(x).length > 0), 30_000);
+      await setNumberSetting(...maxColumn, columns);
+      await wb.openFile(file);
+      const decorated = await decorationsUntil((d) => d.length > 1 && d.every((x) => past(x).length === 0), 30_000);
+      assert.ok(decorated.some((d) => d.texts.some((t) => t.endsWith('…'))), `some hint was shortened: ${JSON.stringify(decorated)}`);
+      await wb.screenshot('hints-max-column-narrow-light');
+    } finally {
+      await setNumberSetting(...maxColumn, 0, { isDefault: true });
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await wb.openFile(file);
+    }
   });
 
   it('the summary shows the code second and hides rows without memory', async () => {

@@ -18,9 +18,17 @@ describe('UI: profile an inline training loop', function () {
     const lenses = page.locator('.contentWidgets .codelens-decoration a', { hasText: 'Profile this loop' });
     await lenses.first().waitFor({ timeout: 30_000 });
     assert.equal(await lenses.count(), 1, 'one training loop: the batch loop, not the epoch loop');
-    // The lens is drawn above the inner `for` (line 11), not the epoch loop (line 10).
-    const lensTop = (await lenses.first().boundingBox()).y;
-    const inner = await page.locator('.editor-instance .view-line', { hasText: 'for it in range(8):' }).first().boundingBox();
+    // The lens is drawn above the inner `for` (line 11), not the epoch loop (line 10). VS Code redraws the
+    // lenses when the first lint of the file lands (a node read in between is gone: no box), so both
+    // boxes are read once both are on screen.
+    let lens = null;
+    let inner = null;
+    for (const deadline = Date.now() + 20_000; (lens === null || inner === null) && Date.now() < deadline; await page.waitForTimeout(200)) {
+      lens = await lenses.first().boundingBox({ timeout: 2_000 }).catch(() => null);
+      inner = await page.locator('.editor-instance .view-line', { hasText: 'for it in range(8):' }).first().boundingBox({ timeout: 2_000 }).catch(() => null);
+    }
+    assert.ok(lens !== null && inner !== null, 'the lens and the loop are on screen');
+    const lensTop = lens.y;
     assert.ok(lensTop < inner.y && inner.y - lensTop < 40, `lens at ${lensTop}, inner loop at ${inner.y}`);
     await lenses.first().click();
     await page.locator('.part.statusbar .statusbar-item', { hasText: /peak \d/ }).first().waitFor({ timeout: 150_000 });

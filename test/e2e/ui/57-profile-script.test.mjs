@@ -44,8 +44,11 @@ describe('UI: profile a loop in a module through memhint.profile.script', functi
       await wb.screenshot('profile-script-hints-dark');
       await wb.runCommand('memhint: Show Memory Summary');
       const frame = await wb.webview('memhint: Memory Summary');
-      // The report is the script's run: its title names the script, and two iterations were measured.
-      await frame.locator('h1', { hasText: script }).waitFor({ timeout: 20_000 });
+      // The report is the script's run: its title names the script and the module's loop, and two
+      // iterations were measured.
+      const heading = frame.locator('h1', { hasText: script });
+      await heading.waitFor({ timeout: 20_000 });
+      assert.equal((await heading.innerText()).trim(), `${script} — loop at ${module_}:${loopLine}`);
       const steps = await frame.locator('.stat', { hasText: 'profiled steps' }).locator('.stat-value').innerText();
       assert.equal(steps.trim(), '2', 'memhint.profile.steps is 2 in the UI tests: two iterations of the loop');
     } finally {

@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { isFromWebview } from '../../../src/extension/webview/messages';
-import { buildViewModel, displayPath, downsample } from '../../../src/extension/webview/viewModel';
+import { buildViewModel, displayPath, downsample, titleOf } from '../../../src/extension/webview/viewModel';
 import { counters, FILE, kinds, line, report } from './reportFixture';
 
 describe('extension/webview view model', () => {
@@ -20,6 +20,15 @@ describe('extension/webview view model', () => {
     assert.equal(displayPath('/work/project/src/train.py', ['/work/project']), 'src/train.py');
     assert.equal(displayPath('/elsewhere/train.py', ['/work/project']), '/elsewhere/train.py');
     assert.equal(displayPath('<untracked>', ['/work/project']), '<untracked>');
+  });
+
+  it('titles a loop by the script and the loop, naming the loop\'s module when the script runs another file\'s loop', () => {
+    const base = { kind: 'loop' as const, script: '/w/projects/chargpt.py', function: null, setup: null, loopLine: 72 };
+    assert.equal(titleOf({ ...report().target, ...base, loopFile: '/w/mingpt/trainer.py' }), 'chargpt.py — loop at trainer.py:72');
+    assert.equal(titleOf({ ...report().target, ...base, loopFile: null }), 'chargpt.py — loop on line 72');
+    assert.equal(titleOf({ ...report().target, ...base, loopFile: '/w/projects/chargpt.py' }), 'chargpt.py — loop on line 72');
+    assert.equal(titleOf({ ...report().target, kind: 'script', script: '/w/train.py', function: null, loopLine: null }), 'train.py');
+    assert.equal(titleOf({ ...report().target, script: '/w/train.py', function: 'train_step' }), 'train.py::train_step');
   });
 
   it('gives per-step figures per line, with leaks and live-at-peak joined in', () => {

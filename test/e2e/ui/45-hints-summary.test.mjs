@@ -43,6 +43,27 @@ async function decorationsUntil(predicate, timeoutMs = 20_000) {
   throw new Error(`decorations never matched: ${JSON.stringify(decorated)}`);
 }
 
+/**
+ * The active editor's text area as rendered: its right edge (the minimap's left, or the scrollbar's), its
+ * width in columns, and `past(decorated)`: by how many px each of a line's hints runs past that edge.
+ */
+async function editorEdge() {
+  const measured = await session.page.locator('.editor-instance .monaco-editor').first().evaluate((editor) => {
+    // A monospace font: every character of the code is one column wide.
+    const span = [...editor.querySelectorAll('.view-line span span')].find((x) => (x.textContent ?? '').length > 8);
+    const charWidth = span.getBoundingClientRect().width / span.textContent.length;
+    const lines = editor.querySelector('.view-lines').getBoundingClientRect();
+    const guard = editor.querySelector('.overflow-guard').getBoundingClientRect();
+    const scrollbar = editor.querySelector('.scrollbar.vertical')?.getBoundingClientRect().width ?? 0;
+    // The text ends where the minimap starts (on the right by default), else at the vertical scrollbar.
+    const minimap = editor.querySelector('.minimap')?.getBoundingClientRect();
+    const right = minimap && minimap.width > 0 ? Math.min(minimap.left, guard.right - scrollbar) : guard.right - scrollbar;
+    return { charWidth, right, columns: Math.floor((right - lines.left) / charWidth) };
+  });
+  const past = (d) => d.styles.map((st, i) => st.left + d.texts[i].length * measured.charWidth - measured.right).filter((over) => over > 1);
+  return { columns: measured.columns, past };
+}
+
 describe('UI: hints modes and call counts, summary layout', function () {
   this.timeout(240_000);
 
@@ -120,20 +141,7 @@ describe('UI: hints modes and call counts, summary layout', function () {
     await page.setViewportSize({ width: 820, height: 900 });
     await wb.openFile(file);
     try {
-      const visibleColumns = () => page.locator('.editor-instance .monaco-editor').first().evaluate((editor) => {
-        // A monospace font: every character of the code is one column wide.
-        const span = [...editor.querySelectorAll('.view-line span span')].find((x) => (x.textContent ?? '').length > 8);
-        const charWidth = span.getBoundingClientRect().width / span.textContent.length;
-        const lines = editor.querySelector('.view-lines').getBoundingClientRect();
-        const guard = editor.querySelector('.overflow-guard').getBoundingClientRect();
-        const scrollbar = editor.querySelector('.scrollbar.vertical')?.getBoundingClientRect().width ?? 0;
-        // The text ends where the minimap starts (on the right by default), else at the vertical scrollbar.
-        const minimap = editor.querySelector('.minimap')?.getBoundingClientRect();
-        const right = minimap && minimap.width > 0 ? Math.min(minimap.left, guard.right - scrollbar) : guard.right - scrollbar;
-        return { charWidth, right, columns: Math.floor((right - lines.left) / charWidth) };
-      });
-      const { charWidth, right, columns } = await visibleColumns();
-      const past = (d) => d.styles.map((st, i) => st.left + d.texts[i].length * charWidth - right).filter((over) => over > 1);
+      const { columns, past } = await editorEdge();
       // Without a column limit, a hint runs past the editor's edge in so narrow a window.
       await decorationsUntil((d) => d.some((x) => past(x).length > 0), 30_000);
       await setNumberSetting(...maxColumn, columns);
@@ -143,6 +151,28 @@ describe('UI: hints modes and call counts, summary layout', function () {
       await wb.screenshot('hints-max-column-narrow-light');
     } finally {
       await setNumberSetting(...maxColumn, 0, { isDefault: true });
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await wb.openFile(file);
+    }
+  });
+
+  it('with editor.wordWrap "bounded", hints end by editor.wordWrapColumn (maxColumn left at 0)', async () => {
+    const { wb, page } = session;
+    const wrap = ['editor.wordWrap', 'Controls how lines should wrap'];
+    const wrapColumn = ['editor.wordWrapColumn', 'Controls the wrapping column'];
+    await page.setViewportSize({ width: 820, height: 900 });
+    await wb.openFile(file);
+    try {
+      const { columns, past } = await editorEdge();
+      await decorationsUntil((d) => d.some((x) => past(x).length > 0), 30_000);
+      await setNumberSetting(...wrapColumn, columns);
+      await setSetting(...wrap, 'bounded');
+      await wb.openFile(file);
+      const decorated = await decorationsUntil((d) => d.length > 1 && d.every((x) => past(x).length === 0), 30_000);
+      assert.ok(decorated.some((d) => d.texts.some((t) => t.endsWith('…'))), `some hint was shortened: ${JSON.stringify(decorated)}`);
+    } finally {
+      await setSetting(...wrap, 'off', { isDefault: true });
+      await setNumberSetting(...wrapColumn, 80, { isDefault: true });
       await page.setViewportSize({ width: 1400, height: 900 });
       await wb.openFile(file);
     }

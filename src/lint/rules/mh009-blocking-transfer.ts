@@ -968,7 +968,7 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   }
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
-  if (arg.type === 'identifier' && passedCuda(file, arg, depth)) return true;
+  if (arg.type === 'identifier' && (passedCuda(file, arg, depth) || keptCudaDefault(file, arg, depth))) return true;
   // `config.DEVICE` / `from config import DEVICE`: a module-level value of another module of the project.
   const imported = values === null && (arg.type === 'identifier' || arg.type === 'attribute') ? importedValue(file, arg) : null;
   if (imported !== null && isCudaDevice(imported.module.file, imported.node!, depth + 1)) return true;
@@ -995,11 +995,39 @@ function passedCuda(file: SourceFile, name: SyntaxNode, depth: number): boolean 
   if (fn === null || fnName === null) return false;
   if (!parameterNames(file, fn).includes(file.textOf(name))) return false;
   const index = positionalParameters(file, fn).indexOf(file.textOf(name));
-  if (/^(self|cls)$/.test(parameterNames(file, fn)[0] ?? '')) return false;
+  // A method is called as `self.name(...)` from its own class (another object's same-named method is not it).
+  const isMethod = /^(self|cls)$/.test(parameterNames(file, fn)[0] ?? '');
+  const cls = isMethod ? classOf(fn) : null;
+  if (cls === null && isMethod) return false;
   return callsNamed(file, file.textOf(fnName)).some((call) => {
-    if (childByField(call, 'function')?.type !== 'identifier') return false;
-    const passed = keywordArgument(file, call, file.textOf(name)) ?? positionalArguments(call)[index] ?? null;
+    const callee = childByField(call, 'function');
+    if (cls === null ? callee?.type !== 'identifier' : callee?.type !== 'attribute' || localCallee(file, call) !== fn) return false;
+    const passed = keywordArgument(file, call, file.textOf(name)) ?? positionalArguments(call)[index - (cls === null ? 0 : 1)] ?? null;
     return passed !== null && isCudaDevice(file, passed, depth + 1);
+  });
+}
+
+/**
+ * A device parameter with a CUDA default that some path through its function keeps: `def fit(self, ...,
+ * device="cuda"): if device == "tpu": device = xm.xla_device()`. Its rebinding hides the default from
+ * valuesOf, yet the function copies to CUDA unless told otherwise. Not when a statement of the function
+ * body itself rebinds it to something else on every path (`device = "cpu"`).
+ */
+function keptCudaDefault(file: SourceFile, name: SyntaxNode, depth: number): boolean {
+  const fn = enclosingFunction(name);
+  const text = file.textOf(name);
+  if (fn === null || !parameterNames(file, fn).includes(text)) return false;
+  const dflt = (childByField(fn, 'parameters')?.children ?? [])
+    .filter((p) => p.type === 'default_parameter' || p.type === 'typed_default_parameter')
+    .find((p) => file.textOf(childByField(p, 'name') ?? p) === text);
+  const value = dflt === undefined ? null : childByField(dflt, 'value');
+  if (value === null || !isCudaDevice(file, value, depth + 1)) return false;
+  const body = childByField(fn, 'body');
+  return !(body?.children ?? []).some((stmt) => {
+    const assign = stmt.type === 'expression_statement' ? firstNamedChild(stmt) : null;
+    const left = assign?.type === 'assignment' ? childByField(assign, 'left') : null;
+    const right = assign === null ? null : childByField(assign, 'right');
+    return left !== null && right !== null && file.textOf(left) === text && !new RegExp(`\\b${text}\\b`).test(file.textOf(right));
   });
 }
 

@@ -46,9 +46,17 @@ export function nameWords(key: string): string[] {
     .filter(Boolean);
 }
 
+/**
+ * Action verbs that make a name a phrase about a model, wherever they stand before its last word:
+ * `locally_save_policy`, `soft_update_of_target_network` (agent methods, often of a base class in another
+ * file). `eval`/`train`/`test` are left out: `q_eval_net`, `train_net` name modules.
+ */
+const INNER_VERBS = new Set(['save', 'load', 'update', 'copy', 'clone', 'build', 'create', 'make', 'get', 'sync', 'reset', 'freeze', 'unfreeze', 'export', 'print', 'log', 'plot', 'show', 'init', 'initialize', 'restore', 'wrap', 'unwrap', 'prepare', 'register', 'compute', 'calculate']);
+
 export function looksLikeModelName(name: string): boolean {
   if (VERB_PREFIX.test(name)) return false;
-  return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);
+  if (!MODEL_NAME.test(name) && !CAMEL_MODEL_NAME.test(name)) return false;
+  return !nameWords(name).slice(0, -1).some((w) => INNER_VERBS.has(w));
 }
 
 /** Exact names (no prefix): `trainer.model`, `agent.policy` are modules whoever holds them. */

@@ -407,7 +407,7 @@ export function isReturnedClosure(file: SourceFile, scope: SyntaxNode): boolean 
 }
 
 /** Methods of the file's nn.Module classes: the module's own `sample()`/`generate()` run under whatever the caller does. */
-function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
+export function isModelMethod(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
   const cls = enclosingClass(scope);
   if (cls === null) return false;

@@ -2,7 +2,7 @@
 // autograd rules (MH001, MH002, MH004) share. Everything is derived once per SourceFile.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { importBindings, qualifiedName } from './imports';
-import { keywordArgument, positionalArguments } from './context';
+import { classMethods, keywordArgument, positionalArguments } from './context';
 import { importSignature, intern, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { differentiatesWeights } from './weight-gradients';
@@ -46,9 +46,17 @@ export function nameWords(key: string): string[] {
     .filter(Boolean);
 }
 
+/**
+ * Action verbs that make a name a phrase about a model, wherever they stand before its last word:
+ * `locally_save_policy`, `soft_update_of_target_network` (agent methods, often of a base class in another
+ * file). `eval`/`train`/`test` are left out: `q_eval_net`, `train_net` name modules.
+ */
+const INNER_VERBS = new Set(['save', 'load', 'update', 'copy', 'clone', 'build', 'create', 'make', 'get', 'sync', 'reset', 'freeze', 'unfreeze', 'export', 'print', 'log', 'plot', 'show', 'init', 'initialize', 'restore', 'wrap', 'unwrap', 'prepare', 'register', 'compute', 'calculate']);
+
 export function looksLikeModelName(name: string): boolean {
   if (VERB_PREFIX.test(name)) return false;
-  return MODEL_NAME.test(name) || CAMEL_MODEL_NAME.test(name);
+  if (!MODEL_NAME.test(name) && !CAMEL_MODEL_NAME.test(name)) return false;
+  return !nameWords(name).slice(0, -1).some((w) => INNER_VERBS.has(w));
 }
 
 /** Exact names (no prefix): `trainer.model`, `agent.policy` are modules whoever holds them. */
@@ -93,6 +101,15 @@ export function modelFacts(file: SourceFile): ModelFacts {
   });
 }
 
+/** The class body defines `def forward(self, ...)` (a module's method, not a static autograd.Function one). */
+function definesForward(file: SourceFile, cls: SyntaxNode): boolean {
+  return classMethods(cls).some((m) => {
+    if (file.textOf(childByField(m, 'name') ?? m) !== 'forward') return false;
+    const first = childByField(m, 'parameters')?.children.find((c) => c.named);
+    return first !== undefined && file.textOf(first) === 'self';
+  });
+}
+
 function classBases(file: SourceFile, cls: SyntaxNode): string {
   const sup = childByField(cls, 'superclasses');
   return sup === null ? '' : file.textOf(sup);
@@ -100,7 +117,8 @@ function classBases(file: SourceFile, cls: SyntaxNode): string {
 
 /** What one top-level statement contributes to the model facts; purely syntactic, so cached per unit. */
 interface UnitModelData {
-  readonly classes: readonly (readonly [string, string])[];
+  /** (name, bases, whether it defines `forward(self, ...)`). */
+  readonly classes: readonly (readonly [string, string, boolean])[];
   readonly markers: readonly string[];
   readonly frozen: readonly string[];
   readonly unfrozen: readonly string[];
@@ -153,7 +171,7 @@ function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
 
 /** The contributions of a statement's nodes, in walk order (see walkSplittingFunctions). */
 interface ModelParts {
-  readonly classes: [string, string][];
+  readonly classes: [string, string, boolean][];
   readonly markers: string[];
   readonly frozen: string[];
   readonly unfrozen: string[];
@@ -190,7 +208,7 @@ function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
     visit: (n, acc) => {
       if (n.type === 'class_definition') {
         const name = childByField(n, 'name');
-        if (name !== null) acc.classes.push([file.textOf(name), classBases(file, n)]);
+        if (name !== null) acc.classes.push([file.textOf(name), classBases(file, n), definesForward(file, n)]);
       } else if (n.type === 'function_definition') {
         const name = childByField(n, 'name');
         if (name !== null) acc.functions.push(file.textOf(name));
@@ -252,7 +270,13 @@ function computeFacts(file: SourceFile): ModelFacts {
   const units = unitsOf(file).map((u) => unitModelData(file, u));
   // Classes: resolve bases defined in the same file transitively.
   const bases = new Map<string, string>();
-  for (const u of units) for (const [name, b] of u.classes) bases.set(name, b);
+  const forwardDefiners: string[] = [];
+  for (const u of units) {
+    for (const [name, b, forward] of u.classes) {
+      bases.set(name, b);
+      if (forward) forwardDefiners.push(name);
+    }
+  }
   const classIs = (test: RegExp): Set<string> => {
     const out = new Set<string>();
     const visit = (name: string, seen: Set<string>): boolean => {
@@ -267,6 +291,13 @@ function computeFacts(file: SourceFile): ModelFacts {
     return out;
   };
   const moduleClasses = classIs(/\b(Module|LightningModule|PreTrainedModel|Sequential)\b|\bnn\./);
+  // `class QNet_dqn(BaseQNet)` with `def forward(self, states)`, its base imported from another file: a
+  // module all the same (an `autograd.Function`'s static `forward(ctx, ...)` does not count). A base
+  // defined here decides by itself (it was judged above).
+  for (const name of forwardDefiners) {
+    const names = (bases.get(name) ?? '').match(/[A-Za-z_][\w.]*/g) ?? [];
+    if (names.length > 0 && names.every((b) => !bases.has(lastSegment(b)) && b !== 'object' && !/(^|\.)Function$/.test(b))) moduleClasses.add(name);
+  }
   const lightningClasses = classIs(/Lightning|\bCallback\b/);
   const markerReceivers = new Set<string>();
   const frozen = new Set<string>();

@@ -10,7 +10,7 @@ import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
-import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
+import { backpropagatesAfter, calledInFile, historyCutInScope, inferenceContext, inferenceSignature, isModelMethod, isReturnedClosure, noGradStatement, reachesGradients, type InferenceKind } from '../analysis/inference';
 import { methodForwardCalls, methodForwardsSignature } from '../analysis/method-forwards';
 import { importedMethodForwardCalls } from '../analysis/imported-method-forwards';
 import { importedFunctionForwardCalls } from '../analysis/imported-function-forwards';
@@ -468,7 +468,10 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const context = evalContext(file, info, call, receiver);
     if (context !== null) {
       if (evalFound && !reported.every((r) => onEarlyExitBranch(r, call) || separateModuleLoop(file, scope, r, call))) continue;
-      if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope))) continue;
+      // A module's own `infer()`/`predict()` runs under whatever its caller does (WaveGlow's `infer`, called
+      // under no_grad by its inference script): its name alone is no evidence; a caller of this file that
+      // runs it with autograd on is reported at the call.
+      if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope) || isModelMethod(file, scope))) continue;
       if (backpropagatesAfter(file, scope, call)) continue;
       const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
       evalFound = true;

@@ -16,6 +16,9 @@
 //    and the same for the floor (a pass-through dispatch mode + no-op tracer, a third interleaved arm).
 //   node scripts/bench-profile.mjs [--rounds 9] [--steps 4] [--pairs 24] [--floor] [--check]
 //                                  [--zoo-only] [--zoo-pairs 8] [--models nanogpt,hf-gpt2,resnet18,lstm,tiny]
+//                                  [--alloc-arms]
+// --alloc-arms: the zoo's rounds also time the allocation hook (python/memhint_harness/allochook.py, torch
+// with headers only), with and without its op callback, and torch.profiler(profile_memory=True) (issue #17).
 //   (--check: exit 1 when the interleaved median is above the goal)
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -29,6 +32,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { runProfile } = require(path.join(root, 'out/src/profiler/launcher.js'));
 
 const argv = process.argv.slice(2);
+const allocArms = argv.includes('--alloc-arms');
 const option = (name, fallback) => {
   const i = argv.indexOf(name);
   return i >= 0 ? Number(argv[i + 1]) : fallback;
@@ -159,6 +163,14 @@ async function mlpBenchmarks() {
 
 }
 
+// The --alloc-arms figures of one bench_interleaved.py result: ratio and us/op per arm.
+function allocCells(result) {
+  const arm = (name, r) => (r ? `; ${name} ${r.medianPairRatio.toFixed(2)}x ${r.usPerOp.toFixed(1)} us/op` : '');
+  const hook = result.hookUnavailable ? `; hook: none (${result.hookUnavailable.split(' (')[0]})` :
+    arm('hook', result.hookCpu) + arm('hook+ops', result.hookOpsCpu);
+  return hook + arm('torch.profiler(memory)', result.profilerMemoryCpu);
+}
+
 async function zooBenchmarks() {
   const zooPairs = option('--zoo-pairs', 8);
   if (zooPairs <= 0) return;
@@ -173,7 +185,7 @@ async function zooBenchmarks() {
     let head = null;
     for (const model of models) {
       const stdout = await runPythonWith(py, [path.join(root, 'scripts/bench_interleaved.py'), '--zoo', model,
-        '--pairs', String(zooPairs)]);
+        '--pairs', String(zooPairs), ...(allocArms ? ['--alloc-arms'] : [])]);
       const result = JSON.parse(stdout.trim().split('\n').pop());
       head ??= `torch ${result.torch} (python ${result.python})`;
       if (result.skipped) {
@@ -184,7 +196,7 @@ async function zooBenchmarks() {
       rows.get(model).push(
         `${cpu.medianPairRatio.toFixed(3)}x (${spread(cpu.pairRatios)}), ${cpu.plainMs.toFixed(1)} ms, ` +
           `${result.opsPerStep} ops, ${cpu.usPerOp.toFixed(1)} us/op; floor ${result.floorCpu.medianPairRatio.toFixed(2)}x ` +
-          `${result.floorCpu.usPerOp.toFixed(1)} us/op`,
+          `${result.floorCpu.usPerOp.toFixed(1)} us/op` + (allocArms ? allocCells(result) : ''),
       );
     }
     heads.push(head);

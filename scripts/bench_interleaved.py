@@ -179,13 +179,11 @@ def main():
         finally:
             sys.settrace(None)
 
-    hook_arm, hook_ops_arm, profiler_arm, hook_events = None, None, None, [0, 0]
+    hook_arm, hook_ops_arm, profiler_arm, hook_events, hook_missing = None, None, None, [0, 0], None
     if options.alloc_arms:
         from memhint_harness import allochook
 
-        hook, why = allochook.load()
-        if hook is None:
-            raise SystemExit("the allocation hook is unavailable: " + why)
+        hook, hook_missing = allochook.load()
 
         def hook_arm(ops=False):
             """The allocation hook with a no-op tracer, events drained and summed per site in Python once a
@@ -207,6 +205,9 @@ def main():
 
         def hook_ops_arm():
             hook_arm(True)
+
+        if hook is None:  # a torch without headers (Debian's 1.13): torch.profiler's arm alone
+            hook_arm = hook_ops_arm = None
 
         def profiler_arm():
             """torch.profiler with memory events around one step; the time is the step's alone (the
@@ -267,6 +268,7 @@ def main():
                       "hookEventsPerStep": hook_events[0] if hook_arm is not None else None,
                       "hookOpsCpu": summary(1, times[hook_ops_arm]) if hook_ops_arm is not None else None,
                       "hookOpsEventsPerStep": hook_events[1] if hook_ops_arm is not None else None,
+                      "hookUnavailable": hook_missing or None,
                       "profilerMemoryCpu": summary(1, times[profiler_arm]) if profiler_arm is not None else None,
                       "pageFaultsPerStep": faults,
                       "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],

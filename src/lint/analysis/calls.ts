@@ -72,6 +72,8 @@ export function callsNamed(file: SourceFile, method: string): readonly SyntaxNod
 
 /** Calls whose callee's last segment satisfies `pred` (tested once per distinct name), in document order. */
 export function callsMatching(file: SourceFile, pred: (method: string) => boolean): SyntaxNode[] {
+  // Every statement's groups, not one key of the index: a per-reader memo holding it holds for this version only.
+  file.session.noteWholeFileRead(file);
   const verdicts = new Map<string, boolean>();
   const out: SyntaxNode[] = [];
   for (const unit of file.root.children) {

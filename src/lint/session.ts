@@ -9,7 +9,11 @@
 //                                                 across versions while the node is reused (unchanged
 //                                                 statement) and `deps` (every other input) is equal;
 //   - ModuleCodeMemo.get(file, deps, compute):    the same for the module's own (non-definition) code;
-//   - IndexDef.get(file, key):                    a per-key merge of per-statement parts (MergedIndex).
+//   - IndexDef.get(file, key):                    a per-key merge of per-statement parts (MergedIndex);
+//   - NodeMemo.getTracked(file, node, deps, compute): like get, but instead of an index stamp in `deps`
+//                                                 the entry remembers which index keys its compute read
+//                                                 (IndexDef.get records them) and is reused while each
+//                                                 of those keys has the same list (see IndexReads).
 // `compute` receives no hidden context: a result that depends on anything beyond the key and `deps`
 // (another argument, a depth, a setting) must put it in the key or in `deps`.
 import type { ProjectContext } from './project/types';
@@ -35,6 +39,73 @@ export class AnalysisSession {
   private readonly stores = new Map<object, Store>();
   private readonly interned = new Map<string, string>();
   private internCounter = 0;
+  /** The index reads of the computes running now (innermost last): see `collect`. */
+  private readonly frames: IndexRead[][] = [];
+  private readonly nodeIds = new WeakMap<SyntaxNode, number>();
+  private nodeCounter = 0;
+
+  /** Records that a running compute read `read` (IndexDef.get calls it; nothing else should). */
+  noteRead(read: IndexRead): void {
+    const frames = this.frames;
+    if (frames.length > 0) frames[frames.length - 1].push(read);
+  }
+
+  /**
+   * Runs `compute` collecting the index reads it makes (its own, and those of the memos it asks, hit or
+   * computed), which also count as reads of the compute running around it. Every memo descriptor runs
+   * its computes through this and replays an entry's reads when it hits, so a value derived from the
+   * index carries that dependency through any number of memo layers: a per-reader memo
+   * (NodeMemo.getTracked) sees every key behind its value, not only those its own code asked for.
+   */
+  collect<V>(compute: () => V): { value: V; reads: readonly IndexRead[] } {
+    const frame: IndexRead[] = [];
+    this.frames.push(frame);
+    let value: V;
+    try {
+      value = compute();
+    } finally {
+      this.frames.pop();
+    }
+    const reads = frame.length === 0 ? NO_READS : dedupe(frame);
+    this.replay(reads);
+    return { value, reads };
+  }
+
+  /**
+   * Runs `compute` outside the reads of the computes around it: for a value whose readers declare it by
+   * a signature of the value in their deps (VersionMemo's `signed`), not by the index keys behind it.
+   */
+  sealed<V>(compute: () => V): V {
+    this.frames.push([]);
+    try {
+      return compute();
+    } finally {
+      this.frames.pop();
+    }
+  }
+
+  /** Counts `reads` (those of a memo entry that was reused) as reads of the compute running now. */
+  replay(reads: readonly IndexRead[]): void {
+    const frames = this.frames;
+    if (reads.length === 0 || frames.length === 0) return;
+    const top = frames[frames.length - 1];
+    for (const r of reads) top.push(r);
+  }
+
+  /**
+   * Records that a running compute scanned the whole file outside any index (every statement's calls,
+   * every definition): a per-reader memo holding it is valid for this version only (see getTracked).
+   */
+  noteWholeFileRead(file: SourceFile): void {
+    this.noteRead({ index: WHOLE_FILE, key: '', list: file.root.children });
+  }
+
+  /** A number naming one node object in this session (identity, not content: a reused node keeps it). */
+  nodeId(node: SyntaxNode): number {
+    let id = this.nodeIds.get(node);
+    if (id === undefined) this.nodeIds.set(node, (id = ++this.nodeCounter));
+    return id;
+  }
 
   /** The store of `descriptor`, created by `create` the first time the session sees it. */
   store<S extends Store>(descriptor: object, create: () => S): S {
@@ -83,20 +154,29 @@ export class AnalysisSession {
 
 /** A memo of values computed from one version of the file (weakly held: dropped with the version). */
 export class VersionMemo<V> {
-  constructor(readonly name: string) {
+  /**
+   * @param signed the value has a signature function (as functionNetworksSignature) that every reader
+   * keeping a result across versions puts in its deps: then the index reads behind the value are not
+   * counted as the reader's (see NodeMemo.getTracked), since the signature already tells when it changes.
+   */
+  constructor(
+    readonly name: string,
+    readonly signed = false,
+  ) {
     Object.freeze(this);
   }
 
   /** The value for `file`, computed once per version. */
   get(file: SourceFile, compute: (file: SourceFile) => V): V {
+    const session = file.session;
     const store =
-      file.session.existing<{ kind: string; byFile: WeakMap<SourceFile, V> }>(this) ?? file.session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, V>() }));
-    let v = store.byFile.get(file);
-    if (v === undefined && !store.byFile.has(file)) {
-      v = compute(file);
-      store.byFile.set(file, v);
-    }
-    return v as V;
+      session.existing<{ kind: string; byFile: WeakMap<SourceFile, Entry<V>> }>(this) ?? session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, Entry<V>>() }));
+    let e = store.byFile.get(file);
+    if (e === undefined) {
+      e = this.signed ? { value: session.sealed(() => compute(file)), reads: NO_READS } : session.collect(() => compute(file));
+      store.byFile.set(file, e);
+    } else session.replay(e.reads);
+    return e.value;
   }
 
   /**
@@ -104,23 +184,33 @@ export class VersionMemo<V> {
    * recursive request for the same key during `compute` gets that value (a recursion guard).
    */
   keyed<K>(file: SourceFile, key: K, compute: (key: K) => V, ...whileComputing: [] | [V]): V {
+    const session = file.session;
     const store =
-      file.session.existing<{ kind: string; byFile: WeakMap<SourceFile, Map<unknown, V>> }>(this) ??
-      file.session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, V>>() }));
+      session.existing<{ kind: string; byFile: WeakMap<SourceFile, Map<unknown, Entry<V>>> }>(this) ??
+      session.store(this, () => ({ kind: 'version-keyed', byFile: new WeakMap<SourceFile, Map<unknown, Entry<V>>>() }));
     let perFile = store.byFile.get(file);
-    if (perFile === undefined) store.byFile.set(file, (perFile = new Map<unknown, V>()));
+    if (perFile === undefined) store.byFile.set(file, (perFile = new Map<unknown, Entry<V>>()));
     const hit = perFile.get(key);
-    if (hit !== undefined || perFile.has(key)) return hit as V;
-    if (whileComputing.length > 0) perFile.set(key, whileComputing[0] as V);
-    const v = compute(key);
-    perFile.set(key, v);
-    return v;
+    if (hit !== undefined) {
+      session.replay(hit.reads);
+      return hit.value;
+    }
+    // The guard's placeholder has no reads of its own: the running compute's frame collects them.
+    if (whileComputing.length > 0) perFile.set(key, { value: whileComputing[0] as V, reads: NO_READS });
+    const e = session.collect(() => compute(key));
+    perFile.set(key, e);
+    return e.value;
   }
 }
 
-interface NodeEntry<V> {
-  readonly deps: string;
+/** A memo's value and the index reads behind it (replayed into the reader's frame when reused). */
+interface Entry<V> {
   readonly value: V;
+  readonly reads: readonly IndexRead[];
+}
+
+interface NodeEntry<V> extends Entry<V> {
+  readonly deps: string;
 }
 
 /**
@@ -135,15 +225,86 @@ export class NodeMemo<V> {
   }
 
   get(file: SourceFile, node: SyntaxNode, deps: string, compute: (node: SyntaxNode) => V): V {
-    const store =
-      file.session.existing<{ kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> }>(this) ??
-      file.session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }));
+    const session = file.session;
+    const store = this.storeOf(session);
     const hit = store.byNode.get(node);
-    if (hit !== undefined && hit.deps === deps) return hit.value;
-    const value = compute(node);
-    store.byNode.set(node, { deps, value });
+    if (hit !== undefined && hit.deps === deps) {
+      session.replay(hit.reads);
+      return hit.value;
+    }
+    const { value, reads } = session.collect(() => compute(node));
+    store.byNode.set(node, { deps, value, reads });
     return value;
   }
+
+  /**
+   * Like `get`, for a value that reads file-wide indexes (IndexDef) beyond `node`: `deps` needs no index
+   * stamp, because the entry is reused only while every index key its compute read (directly or through
+   * other memos) still has the same list in this version. A list keeps its identity while its contents
+   * are unchanged (see MergedIndex), so an edit elsewhere in a one-class file no longer invalidates it.
+   * `deps` must still cover every other input outside `node`'s subtree: what the compute reads through
+   * parents or whole-file scans (SourceFile.nodesOfType, the text) is not an index read.
+   */
+  getTracked(file: SourceFile, node: SyntaxNode, deps: string, compute: (node: SyntaxNode) => V): V {
+    const session = file.session;
+    const store = this.storeOf(session);
+    const hit = store.byNode.get(node);
+    if (hit !== undefined && hit.deps === deps && readsHold(file, hit.reads)) {
+      session.replay(hit.reads);
+      return hit.value;
+    }
+    const { value, reads } = session.collect(() => compute(node));
+    store.byNode.set(node, { deps, value, reads });
+    return value;
+  }
+
+  private storeOf(session: AnalysisSession): { kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> } {
+    return (
+      session.existing<{ kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> }>(this) ??
+      session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }))
+    );
+  }
+}
+
+/** What a read is checked against: an index's current list for a key, without recording a read. */
+interface Peekable {
+  peek(file: SourceFile, key: string): readonly unknown[];
+}
+
+/** One index key a compute read and the list it got: the entry stays valid while the key has that list. */
+export interface IndexRead {
+  readonly index: Peekable;
+  readonly key: string;
+  readonly list: readonly unknown[];
+}
+
+/**
+ * The pseudo-index of a whole-file scan: its one list is the version's statements array, new in every
+ * version (the module node is), so such a read holds within the version that made it only.
+ */
+const WHOLE_FILE: Peekable = Object.freeze({ peek: (file: SourceFile): readonly unknown[] => file.root.children });
+
+const NO_READS: readonly IndexRead[] = Object.freeze([]);
+
+/** The reads without repeats (a compute asks the same key many times), in first-read order. */
+function dedupe(reads: readonly IndexRead[]): readonly IndexRead[] {
+  if (reads.length === 1) return reads;
+  const seen = new Map<Peekable, Set<string>>();
+  const out: IndexRead[] = [];
+  for (const r of reads) {
+    let keys = seen.get(r.index);
+    if (keys === undefined) seen.set(r.index, (keys = new Set()));
+    if (keys.has(r.key)) continue;
+    keys.add(r.key);
+    out.push(r);
+  }
+  return out;
+}
+
+/** Whether every read key still has the list the compute got (identity: see MergedIndex). */
+function readsHold(file: SourceFile, reads: readonly IndexRead[]): boolean {
+  for (const r of reads) if (r.index.peek(file, r.key) !== r.list) return false;
+  return true;
 }
 
 /**
@@ -160,16 +321,18 @@ export class KeyMemo<V> {
   }
 
   get<const K extends readonly unknown[]>(file: SourceFile, key: K, compute: (...key: NoInfer<K>) => V): V {
-    const store = file.session.store(this, () => ({ kind: 'key', entries: [] as { key: readonly unknown[]; value: V }[] }));
+    const session = file.session;
+    const store = session.store(this, () => ({ kind: 'key', entries: [] as { key: readonly unknown[]; value: V; reads: readonly IndexRead[] }[] }));
     const entries = store.entries;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
       if (e.key.length !== key.length || !e.key.every((p, k) => p === key[k])) continue;
       if (i > 0) entries.unshift(...entries.splice(i, 1));
+      session.replay(e.reads);
       return e.value;
     }
-    const value = compute(...key);
-    entries.unshift({ key, value });
+    const { value, reads } = session.collect(() => compute(...key));
+    entries.unshift({ key, value, reads });
     if (entries.length > this.capacity) entries.pop();
     return value;
   }
@@ -197,17 +360,29 @@ export class ModuleCodeMemo<V> {
   }
 
   get(file: SourceFile, deps: string, compute: (file: SourceFile) => V): V {
-    const store = file.session.store(this, () => ({ kind: 'module', entries: [] as { code: readonly SyntaxNode[]; deps: string; value: V }[] }));
+    return this.lookup(file, deps, false, compute);
+  }
+
+  /** Like `get`, with the index reads checked per key instead of a stamp in `deps` (see NodeMemo.getTracked). */
+  getTracked(file: SourceFile, deps: string, compute: (file: SourceFile) => V): V {
+    return this.lookup(file, deps, true, compute);
+  }
+
+  private lookup(file: SourceFile, deps: string, tracked: boolean, compute: (file: SourceFile) => V): V {
+    const session = file.session;
+    const store = session.store(this, () => ({ kind: 'module', entries: [] as { code: readonly SyntaxNode[]; deps: string; value: V; reads: readonly IndexRead[] }[] }));
     const entries = store.entries;
     const code = moduleCode(file);
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
       if (e.deps !== deps || e.code.length !== code.length || !e.code.every((n, k) => n === code[k])) continue;
+      if (tracked && !readsHold(file, e.reads)) continue;
       if (i > 0) entries.unshift(...entries.splice(i, 1));
+      session.replay(e.reads);
       return e.value;
     }
-    const value = compute(file);
-    entries.unshift({ code, deps, value });
+    const { value, reads } = session.collect(() => compute(file));
+    entries.unshift({ code, deps, value, reads });
     if (entries.length > 4) entries.pop();
     return value;
   }
@@ -225,8 +400,15 @@ export class IndexDef<V> {
     Object.freeze(this);
   }
 
-  /** The values of `key` in document order. */
+  /** The values of `key` in document order (recorded as a read of the compute running now). */
   get(file: SourceFile, key: string): readonly V[] {
+    const list = this.index(file).get(file, key);
+    file.session.noteRead({ index: this, key, list });
+    return list;
+  }
+
+  /** `get` without recording the read (a memo checking the reads it recorded). */
+  peek(file: SourceFile, key: string): readonly V[] {
     return this.index(file).get(file, key);
   }
 
@@ -256,6 +438,12 @@ interface Lineage<V> {
   complete: boolean;
   /** Keys dropped from a complete memo since (merged again one by one when asked). */
   readonly stale: Set<string>;
+  /**
+   * The arrays of dropped keys: a key merged again to the same values gets its old array back, so a list
+   * keeps its identity while its contents are unchanged (an edit to one method of a one-class file
+   * changes the class statement, which holds nearly every key, but few keys' values).
+   */
+  readonly retired: Map<string, V[]>;
   /** Bumped whenever a key of the memo is dropped (see IndexDef.stamp). */
   generation: number;
 }
@@ -295,8 +483,17 @@ class MergedIndex<V> implements Store {
         if (part !== undefined) for (const v of part) list.push(v);
       }
     }
+    list = this.revived(lineage, key, list);
     lineage.memo.set(key, list);
     return list;
+  }
+
+  /** `list`, or the key's dropped array when that holds the same values (see Lineage.retired). */
+  private revived(lineage: Lineage<V>, key: string, list: V[]): V[] {
+    const old = lineage.retired.get(key);
+    if (old === undefined) return list;
+    lineage.retired.delete(key);
+    return sameValues(old, list) ? old : list;
   }
 
   /** Merges every key of every unit (keeping the arrays of keys already merged), then the memo is complete. */
@@ -310,9 +507,11 @@ class MergedIndex<V> implements Store {
         for (const v of part) list.push(v);
       }
     }
-    for (const [key, list] of fresh) lineage.memo.set(key, list);
+    for (const [key, list] of fresh) lineage.memo.set(key, this.revived(lineage, key, list));
     lineage.complete = true;
     lineage.stale.clear();
+    // A retired key no unit has any more: its next list is a new empty one.
+    lineage.retired.clear();
   }
 
   stamp(file: SourceFile): string {
@@ -329,7 +528,7 @@ class MergedIndex<V> implements Store {
   }
 
   private fresh(file: SourceFile, units: readonly SyntaxNode[]): Lineage<V> {
-    return { file, units, memo: new Map(), complete: false, stale: new Set(), generation: ++this.generations };
+    return { file, units, memo: new Map(), complete: false, stale: new Set(), retired: new Map(), generation: ++this.generations };
   }
 
   private lineageOf(file: SourceFile): Lineage<V> {
@@ -351,6 +550,10 @@ class MergedIndex<V> implements Store {
   /** Drops a key's merged values (true when it had some); a complete memo remembers to merge it again. */
   private drop(lineage: Lineage<V>, key: string): boolean {
     if (lineage.complete) lineage.stale.add(key);
+    const list = lineage.memo.get(key);
+    if (list === undefined) return false;
+    // The first array dropped is the one readers hold (a key may be dropped again before it is merged).
+    if (!lineage.retired.has(key)) lineage.retired.set(key, list);
     return lineage.memo.delete(key);
   }
 
@@ -365,7 +568,10 @@ class MergedIndex<V> implements Store {
       while (suffix < max - prefix && old[old.length - 1 - suffix] === units[units.length - 1 - suffix]) suffix++;
       const removed = old.slice(prefix, old.length - suffix);
       const added = units.slice(prefix, units.length - suffix);
-      if (removed.length + added.length > MAX_CHANGED_UNITS || (prefix + suffix === 0 && old.length > 0)) continue;
+      // No statement in common is not close, unless the file is one statement that the edit replaced (a
+      // giant class or `main()`): moving that lineage on keeps the arrays of keys whose values are unchanged.
+      const oneReplaced = removed.length === 1 && added.length === 1;
+      if (removed.length + added.length > MAX_CHANGED_UNITS || (prefix + suffix === 0 && old.length > 0 && !oneReplaced)) continue;
       let dropped = false;
       for (const unit of removed) {
         const part = this.parts.get(unit);
@@ -374,6 +580,7 @@ class MergedIndex<V> implements Store {
           lineage.memo.clear();
           lineage.complete = false;
           lineage.stale.clear();
+          lineage.retired.clear();
           dropped = true;
           break;
         }
@@ -388,4 +595,22 @@ class MergedIndex<V> implements Store {
     }
     return null;
   }
+}
+
+/**
+ * Whether two merged lists hold the same values: the same objects, or plain records (an index's own
+ * value objects, rebuilt when their statement is walked again) whose fields are the same objects.
+ */
+function sameValues<V>(a: readonly V[], b: readonly V[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !sameRecord(a[i], b[i])) return false;
+  return true;
+}
+
+function sameRecord(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Object.getPrototypeOf(a) !== Object.prototype || Object.getPrototypeOf(b) !== Object.prototype) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => (a as Record<string, unknown>)[k] === (b as Record<string, unknown>)[k]);
 }

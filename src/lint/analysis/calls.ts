@@ -72,6 +72,8 @@ export function callsNamed(file: SourceFile, method: string): readonly SyntaxNod
 
 /** Calls whose callee's last segment satisfies `pred` (tested once per distinct name), in document order. */
 export function callsMatching(file: SourceFile, pred: (method: string) => boolean): SyntaxNode[] {
+  // Every statement's groups, not one key of the index: a per-reader memo holding it holds for this version only.
+  file.session.noteWholeFileRead(file);
   const verdicts = new Map<string, boolean>();
   const out: SyntaxNode[] = [];
   for (const unit of file.root.children) {
@@ -101,6 +103,8 @@ const keywordCalls = new VersionMemo<ReadonlyMap<string, readonly KeywordCall[]>
  * scanned every call of the file each time, quadratic in a long file.
  */
 export function callsWithKeyword(file: SourceFile, keyword: string): readonly KeywordCall[] {
+  // Every statement's calls, as callsMatching: a per-reader memo holding the answer holds for this version only.
+  file.session.noteWholeFileRead(file);
   return keywordCalls.get(file, groupByKeyword).get(keyword) ?? [];
 }
 

@@ -16,7 +16,8 @@ const OPTIMIZERS = /(^|\.)(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|
 /** How far `params = G_params + D_params` / `G_params = [W, b]` chains are followed. */
 const MAX_DEPTH = 4;
 
-const memo = new VersionMemo<ReadonlySet<string>>('function-networks');
+// Signed: its readers put functionNetworksSignature (the value itself) in their deps.
+const memo = new VersionMemo<ReadonlySet<string>>('function-networks', true);
 
 /** Names of the module-level functions of the file that compute with optimizer-trained module-level tensors. */
 export function functionNetworks(file: SourceFile): ReadonlySet<string> {

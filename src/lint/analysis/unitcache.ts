@@ -19,6 +19,23 @@ export function unitsOf(file: SourceFile): readonly SyntaxNode[] {
   return file.root.children;
 }
 
+/**
+ * The identity of the outermost function around `node` (its decorated definition when it has decorators),
+ * or of its top-level statement when no function holds it, as a token for `deps`. While that node is
+ * reused, everything between it and `node` is unchanged (the document reuses whole subtrees only), so a
+ * per-reader memo (NodeMemo.getTracked) on a node inside a method of a giant class that reads the method's
+ * parameters, decorators or enclosing blocks stays right without a stamp that moves on every edit.
+ */
+export function enclosingPieceToken(file: SourceFile, node: SyntaxNode): string {
+  let piece = node;
+  let fn: SyntaxNode | null = null;
+  for (let p: SyntaxNode | null = node; p !== null && p.type !== 'module'; p = p.parent) {
+    piece = p;
+    if (p.type === 'function_definition') fn = p.parent?.type === 'decorated_definition' ? p.parent : p;
+  }
+  return `@${file.session.nodeId(fn ?? piece)}`;
+}
+
 /** A short token for a long signature (interned in the file's session). */
 export function intern(file: SourceFile, signature: string): string {
   return file.session.intern(signature);
@@ -90,11 +107,19 @@ function toRelativeByUnit(file: SourceFile, findings: readonly RuleFinding[]): R
   });
 }
 
-/** Where a per-scope check keeps its findings: on each function node, and for the module's own code. */
+/**
+ * Where a per-scope check keeps its findings: on each function node, and for the module's own code.
+ * `tracked`: the check reads file-wide indexes (callsNamed, functionsNamed...) and its entries are reused
+ * while the keys it read keep their lists (NodeMemo.getTracked) and the scope's outermost function is the
+ * same node, instead of carrying the indexes' stamps in the signature.
+ */
 export class ScopeFindingsMemo {
   readonly functions: NodeMemo<RelativeFinding[]>;
   readonly module: ModuleCodeMemo<RelativeFinding[]>;
-  constructor(readonly name: string) {
+  constructor(
+    readonly name: string,
+    readonly tracked = false,
+  ) {
     this.functions = new NodeMemo(`${name}.functions`);
     this.module = new ModuleCodeMemo(`${name}.module`);
     Object.freeze(this);
@@ -132,8 +157,12 @@ export function checkScopes(
     // scopeDeps: inputs that differ per scope (the helpers it reaches), so an edit re-checks only the scopes that read it.
     const columns = scope.type === 'module' ? moduleColumns.get(file, () => moduleCode(file).map(column).join(',')) : String(column(scope));
     const deps = `${scopeDeps === undefined ? signature : `${signature}|${scopeDeps(scope)}`}|@${columns}`;
-    if (scope.type === 'module') out.push(...fromRelative(cache.module.get(file, deps, () => toRelativeByUnit(file, check(scope)))));
-    else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
+    if (scope.type === 'module') {
+      const compute = (): RelativeFinding[] => toRelativeByUnit(file, check(scope));
+      out.push(...fromRelative(cache.tracked ? cache.module.getTracked(file, deps, compute) : cache.module.get(file, deps, compute)));
+    } else if (cache.tracked) {
+      out.push(...fromRelative(cache.functions.getTracked(file, scope, `${deps}|${enclosingPieceToken(file, scope)}`, () => toRelative(scope, check(scope)))));
+    } else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
   }
   out.sort((a, b) => a.start - b.start);
   return out;

@@ -12,10 +12,8 @@ import { bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValue
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
-import { importSignature, intern, unitsOf } from '../analysis/unitcache';
+import { enclosingPieceToken, importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
-import { callsIndexStamp } from '../analysis/calls';
-import { valuesIndexStamp } from '../analysis/values';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import { handedCallee, importedCallee } from '../analysis/handed-arguments';
@@ -302,6 +300,8 @@ function holdsKeywords(file: SourceFile, def: SyntaxNode, name: string): boolean
 /** The names of the methods a class defines in its body (the definitions whose classOf is `cls`). */
 function methodNames(file: SourceFile, cls: SyntaxNode): string[] {
   // From the class's own body, not a filter of the file's definitions per call (quadratic in a long file).
+  // Outside the indexes: per-reader memos holding it hold for this version only.
+  file.session.noteWholeFileRead(file);
   const names: string[] = [];
   const add = (d: SyntaxNode): void => {
     names.push(file.textOf(childByField(d, 'name') ?? d));
@@ -1492,8 +1492,9 @@ const NO_RESULT: LoopResult = { found: null, transfers: [] };
 const copies = new NodeMemo<boolean>('MH009.copyInside');
 
 /**
- * Per for-loop results, kept while the loop's statement is reused and its deps are equal: the imports
- * and the stamps of the file-wide indexes it reads (values of names, functions, calls by name).
+ * Per for-loop results, kept while the loop is reused, its deps are equal (the imports, the outermost
+ * function around it) and every index key it read (values of names, functions, calls by name) keeps its
+ * list: NodeMemo.getTracked.
  */
 const loopCache = new NodeMemo<LoopResult>('MH009.loop');
 
@@ -1501,8 +1502,7 @@ function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signat
   // Cheap text test before any name resolution: the body must copy something (its text is the node's).
   const inside = copies.get(file, body, '', () => copyInside(file, body));
   if (!inside && !copyAcrossEnd(file, body) && !helperCopies.get(file, body, helperCopiesDeps(file, body, signature), () => callsCopyingHelper(file, body, 0))) return NO_RESULT;
-  const deps = `${signature}|${valuesIndexStamp(file)}|${callsIndexStamp(file)}`;
-  return loopCache.get(file, loop, deps, (): LoopResult => {
+  return loopCache.getTracked(file, loop, `${signature}|${enclosingPieceToken(file, loop)}`, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
     // Without a loader in the header, only `next(it)` in the body can fetch batches.
     if (found === null && !file.text.slice(body.start, body.end).includes('next')) return NO_RESULT;

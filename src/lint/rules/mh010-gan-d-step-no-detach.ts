@@ -11,8 +11,8 @@ import { traceForwards } from '../analysis/backprop';
 import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { optimizedModels, optimizedSignature } from '../analysis/optimized';
-import { callsIndexStamp, callsNamed } from '../analysis/calls';
-import { functionsNamed, valuesIndexStamp } from '../analysis/values';
+import { callsNamed } from '../analysis/calls';
+import { functionsNamed } from '../analysis/values';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { functionNetworkCalled, functionNetworks, functionNetworksSignature } from '../analysis/function-networks';
 
@@ -200,7 +200,8 @@ function detachFix(file: SourceFile, input: SyntaxNode): Fix | null {
   return { title: `Detach \`${file.textOf(input)}\` for the discriminator step`, edits: [{ start: input.end, end: input.end, newText: '.detach()' }] };
 }
 
-const findingsCache = new ScopeFindingsMemo('MH010');
+// Tracked: a scope's findings read callsNamed / functionsNamed lists, checked per key (not by index stamps).
+const findingsCache = new ScopeFindingsMemo('MH010', true);
 
 export const ganDStepNoDetach: Rule = {
   code: 'MH010',
@@ -219,7 +220,7 @@ export const ganDStepNoDetach: Rule = {
       return c !== undefined && c.backwards.length > 0 && (c.forwards.length >= 2 || functionNetworks(file).size > 0);
     };
     if (![...calls.keys()].some(applies)) return [];
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), callsIndexStamp(file), valuesIndexStamp(file), functionNetworksSignature(file)]);
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), functionNetworksSignature(file)]);
     return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)!.backwards), undefined, applies);
   },
 };

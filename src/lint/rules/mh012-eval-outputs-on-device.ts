@@ -15,6 +15,7 @@ import { localCallee, MAX_HELPER_DEPTH } from '../analysis/indirect';
 import { returnsOf } from '../analysis/values';
 import { onEvaluationPass } from '../analysis/phase-branches';
 import { inEvaluationBatchLoop } from '../analysis/eval-loops';
+import { usedAsDeviceBank } from '../analysis/device-banks';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -286,6 +287,9 @@ function check(file: SourceFile): RuleFinding[] {
     const flow = flowOf(file, scope);
     const loop = growingAcross(file, flow, acc);
     if (loop === null || (isTrainingLoop(file, loop) && !evalPass) || !holdsDeviceOutput(file, flow, acc.value)) continue;
+    // A memory bank the function then multiplies with other features on the device (kNN, re-id distances).
+    const key = keyOf(file, acc.container);
+    if (key !== null && usedAsDeviceBank(file, scope, loop, key)) continue;
     seen.add(acc.at);
     const container = file.textOf(acc.container);
     findings.push({

@@ -6,7 +6,10 @@ import type { ProjectModule } from './types';
 
 export interface ResolvedName {
   readonly module: ProjectModule;
-  /** A `def`, a `class`, a top-level assignment's value, or the module itself (`from pkg import data`). */
+  /**
+   * A `def`, a `class`, a top-level assignment's value (for a name unpacked from a tuple, its identifier in
+   * the pattern), or the module itself (`from pkg import data`).
+   */
   readonly kind: 'function' | 'class' | 'value' | 'module';
   /** The function_definition / class_definition, the assigned value; null for a module. */
   readonly node: SyntaxNode | null;
@@ -97,7 +100,7 @@ function memberOf(mod: ProjectModule, member: string, hops: number): ResolvedNam
   return null;
 }
 
-/** Top-level `def`s, `class`es (decorators looked through) and single-name assignments (their value), last one wins. */
+/** Top-level `def`s, `class`es (decorators looked through) and assignments (the value, or an unpacked name's identifier), last one wins. */
 function topLevel(file: SourceFile): ReadonlyMap<string, SyntaxNode> {
   return topLevelMemo.get(file, () => {
     const out = new Map<string, SyntaxNode>();
@@ -113,6 +116,11 @@ function topLevel(file: SourceFile): ReadonlyMap<string, SyntaxNode> {
       const left = childByField(expr, 'left');
       const right = childByField(expr, 'right');
       if (left?.type === 'identifier' && right !== null) out.set(file.textOf(left), right);
+      // `train_loader, valid_loader = get_loaders(...)`: each unpacked name stands for its own identifier in
+      // the pattern, whose value valuesOf reads in that module (the element of the right side it gets).
+      else if (right !== null && (left?.type === 'pattern_list' || left?.type === 'tuple_pattern')) {
+        for (const part of left.children) if (part.type === 'identifier') out.set(file.textOf(part), part);
+      }
     }
     return out;
   });

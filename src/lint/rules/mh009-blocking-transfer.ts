@@ -66,8 +66,16 @@ interface Loader {
   readonly pinned: Pinned;
   /** `data/loader.py:42`: where a loader built in another module of the project is constructed. */
   readonly origin?: string;
+  /** The constructions of a loader built in another module, by that module's path and their spans there. */
+  readonly built?: readonly Construction[];
   /** A batch fetched now and then beside the step (`if i % 10 == 0: data = next(iter(test_loader))`). */
   readonly side?: boolean;
+}
+
+interface Construction {
+  readonly path: string;
+  readonly start: number;
+  readonly end: number;
 }
 
 const MAX_DEPTH = 6;
@@ -141,7 +149,13 @@ function merge(results: readonly Loader[]): Loader | null {
   if (results.length === 0) return null;
   const pins = new Set(results.map((r) => r.pinned));
   const origin = results.find((r) => r.origin !== undefined)?.origin;
-  return { calls: results.flatMap((r) => r.calls), pinned: pins.size === 1 ? results[0].pinned : 'unknown', ...(origin === undefined ? {} : { origin }) };
+  const built = results.flatMap((r) => r.built ?? []);
+  return {
+    calls: results.flatMap((r) => r.calls),
+    pinned: pins.size === 1 ? results[0].pinned : 'unknown',
+    ...(origin === undefined ? {} : { origin }),
+    ...(built.length === 0 ? {} : { built }),
+  };
 }
 
 /** The DataLoader construction(s) an expression evaluates to (through tqdm/enumerate and names), or null. */
@@ -205,11 +219,21 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
   if (values === null) {
-    if (v.type !== 'identifier') return null;
+    if (v.type !== 'identifier') return importedNameLoader(file, v, depth);
     const managed = managedLoaderArgument(file, v);
-    return managed !== null ? loaderOf(file, managed, depth + 1) : boundLoader(file, v, depth);
+    return managed !== null ? loaderOf(file, managed, depth + 1) : (boundLoader(file, v, depth) ?? importedNameLoader(file, v, depth));
   }
   return loaderOfAll(file, values, depth + 1);
+}
+
+/** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */
+function importedNameLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader | null {
+  if (file.session.project === null || depth > MAX_DEPTH) return null;
+  const resolved = importedValue(file, name);
+  if (resolved === null) return null;
+  const foreign = resolved.module.file;
+  const l = loaderOf(foreign, resolved.node!, depth + 1);
+  return l === null ? null : foreignLoader(l, foreign, resolved.module.display, resolved.where, resolved.module.path);
 }
 
 /**
@@ -341,7 +365,7 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
     for (const site of sites) {
       const l = loaderOfAll(site.module.file, site.args, depth + 1);
       if (l === null) return null;
-      loaders.push(foreignLoader(l, site.module.file, site.module.display, site.module.display));
+      loaders.push(foreignLoader(l, site.module.file, site.module.display, site.module.display, site.module.path));
     }
     return merge(loaders);
   }
@@ -387,7 +411,7 @@ function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null
   const foreign = returned.module.file;
   const l = loaderOfAll(foreign, returned.values, depth + 1);
   if (l === null) return null;
-  return foreignLoader(l, foreign, returned.module.display, returned.where);
+  return foreignLoader(l, foreign, returned.module.display, returned.where, returned.module.path);
 }
 
 /**
@@ -395,9 +419,11 @@ function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null
  * constructions are nodes of that file, so only where they are goes with the verdict (`data.py:42`, or
  * `fallback` when it has none of its own, e.g. it came through yet another module, whose origin it keeps).
  */
-function foreignLoader(l: Loader, foreign: SourceFile, display: string, fallback: string): Loader {
+function foreignLoader(l: Loader, foreign: SourceFile, display: string, fallback: string, path: string): Loader {
   const origin = l.origin ?? (l.calls.length > 0 ? `${display}:${foreign.lineOf(l.calls[0].start) + 1}` : fallback);
-  return { calls: [], pinned: l.pinned, origin };
+  // Kept by span so that the module that built it can find its own constructions again (exportedLoaders).
+  const built = [...(l.built ?? []), ...l.calls.map((c) => ({ path, start: c.start, end: c.end }))];
+  return { calls: [], pinned: l.pinned, origin, ...(built.length === 0 ? {} : { built }) };
 }
 
 /**
@@ -1628,6 +1654,71 @@ function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
   return out;
 }
 
+/**
+ * Case 2 across files, the other way round: an unpinned DataLoader of this file that another module of the
+ * project imports (a module-level `train_loader`, or what a function of this file returns, `get_loaders()`)
+ * and whose training loop there copies its batches to CUDA. The importer's loop is read as when that module
+ * is linted; its loaders keep the spans of their constructions here (`built`). The finding is on the
+ * construction; `where` names the importer's loop.
+ */
+function exportedLoaders(file: SourceFile): { call: SyntaxNode; where: string }[] {
+  const project = file.session.project;
+  if (project === null || !file.text.includes('Loader')) return [];
+  const unpinned = file.nodesOfType('call').filter((c) => isDataLoader(file, c) && pinnedOf(file, c) === 'no');
+  if (unpinned.length === 0) return [];
+  const holds = (l: Loader | null): boolean => l !== null && l.calls.some((c) => unpinned.includes(c));
+  // The names an importer reaches them by: functions that build one, module-level names bound to one.
+  const names = new Set<string>();
+  for (const unit of file.root.children) {
+    const def = unit.type === 'decorated_definition' ? childByField(unit, 'definition') : unit;
+    const defName = def?.type === 'function_definition' ? childByField(def, 'name') : null;
+    if (def !== null && defName !== null) {
+      if (unpinned.some((c) => c.start >= def.start && c.end <= def.end)) names.add(file.textOf(defName));
+      continue;
+    }
+    const assign = unit.type === 'expression_statement' ? unit.children[0] : null;
+    const left = assign?.type === 'assignment' ? childByField(assign, 'left') : null;
+    if (left === null) continue;
+    const targets = left.type === 'identifier' ? [left] : left.type === 'pattern_list' || left.type === 'tuple_pattern' ? left.children.filter((c) => c.type === 'identifier') : [];
+    for (const t of targets) if (holds(loaderOf(file, t, 0))) names.add(file.textOf(t));
+  }
+  const out: { call: SyntaxNode; where: string }[] = [];
+  const read = new Set<string>([project.path]);
+  for (const name of names) {
+    for (const importer of project.lookup.importersOf(project.path, name)) {
+      if (read.has(importer.path)) continue;
+      read.add(importer.path);
+      const other = importer.file;
+      // A module that mentions the name without importing it from here (a folder of unrelated scripts) is not read further.
+      if (!importsFromHere(other, name, project.path)) continue;
+      const signature = `${importSignature(other)}|${project.lookup.stamp}`;
+      for (const loop of [...other.nodesOfType('for_statement'), ...other.nodesOfType('while_statement')]) {
+        const body = childByField(loop, 'body');
+        if (body === null) continue;
+        const cuda = loopResult(other, loop, body, signature).transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true && t.loader.side !== true);
+        if (cuda.length === 0 || !isTrainingLoop(other, loop)) continue;
+        for (const b of cuda.flatMap((t) => t.loader.built ?? [])) {
+          const call = b.path === project.path ? unpinned.find((c) => c.start === b.start && c.end === b.end) : undefined;
+          if (call !== undefined) out.push({ call, where: `${importer.display}:${other.lineOf(loop.start) + 1}` });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** `other` imports `name` from the module at `path`: `from data import name`, or `data.name` with `data` that module. */
+function importsFromHere(other: SourceFile, name: string, path: string): boolean {
+  if (resolveImport(other, name)?.module.path === path) return true;
+  return other.nodesOfType('attribute').some((a) => {
+    const attr = childByField(a, 'attribute');
+    const obj = childByField(a, 'object');
+    if (attr === null || obj === null || other.textOf(attr) !== name) return false;
+    const resolved = resolveImport(other, other.textOf(obj).replace(/\s+/g, ''));
+    return resolved?.kind === 'module' && resolved.module.path === path;
+  });
+}
+
 export const blockingTransfer: Rule = {
   code: 'MH009',
   name: 'blocking-transfer',
@@ -1705,6 +1796,20 @@ export const blockingTransfer: Rule = {
             dropInNote(file, call),
         });
       }
+    }
+    for (const { call, where } of exportedLoaders(file)) {
+      if (unpinnedReported.has(call)) continue;
+      unpinnedReported.add(call);
+      const fn = childByField(call, 'function');
+      findings.push({
+        start: fn?.start ?? call.start,
+        end: call.end,
+        message:
+          `A training loop of a module that imports this DataLoader (in ${where}) copies its batches to CUDA, but it does not pin ` +
+          'memory: each copy is staged through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` ' +
+          'on the copies there).' +
+          dropInNote(file, call),
+      });
     }
     return findings;
   },

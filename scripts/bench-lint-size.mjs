@@ -4,7 +4,8 @@
 // Each case runs in a child process of its own (peak RSS is per process); with --anchor, the same
 // cases run against another build (e.g. a copy of out/ from before a change) in the same run, side by side.
 //   node scripts/bench-lint-size.mjs [--anchor OUT_LINT_DIR] [--write DIR] 1 5 10   (sizes in MB)
-// --write DIR only writes the generated files (bench-MB.py) for profiling the CLI on them.
+// --write DIR only writes the generated files (DIR/MBmb/bench-MB.py) for profiling the CLI on them, each in a
+// folder of its own: files side by side are each other's importers (the project index reads siblings).
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -80,7 +81,11 @@ const sizes = args.map(Number);
 if (sizes.length === 0 || sizes.some((s) => !(s > 0))) throw new Error('usage: bench-lint-size.mjs [--anchor OUT_LINT_DIR] [--write DIR] MB...');
 if (writeDir !== undefined) {
   fs.mkdirSync(writeDir, { recursive: true });
-  for (const mb of sizes) fs.writeFileSync(path.join(writeDir, `bench-${mb}.py`), generate(mb));
+  for (const mb of sizes) {
+    const dir = path.join(writeDir, `${mb}mb`);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `bench-${mb}.py`), generate(mb));
+  }
   process.exit(0);
 }
 

@@ -6,7 +6,7 @@ import type * as TS from 'web-tree-sitter';
 import type { PythonParser } from './parser';
 import { AnalysisSession } from './session';
 import type { ProjectContext } from './project/types';
-import { MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
+import { computeLineStarts, MirrorNode, positionIn, SourceFile, spliceLineStarts, type NodeIndex, type NodeKind, type SyntaxNode } from './syntax';
 import { pushReused, spliceIndex, type IndexSegment } from './unit-index';
 import { PublicWalk, type CursorWalk } from './raw-cursor';
 
@@ -42,6 +42,10 @@ interface Chunk {
 
 /** A chunk holds at least this many lines (the last one may hold fewer). */
 const DEFAULT_CHUNK_LINES = 120;
+/** The same for a one-shot document's parse (mirrorOneShot): big enough that cuts are rare, small enough to bound the wasm memory. */
+const ONE_SHOT_CHUNK_LINES = 1000;
+/** Chunks a one-shot parse joins to get past errors before it parses the whole file. */
+const MAX_CHUNK_RETRIES = 3;
 
 export interface DocumentOptions {
   /** Lines per chunk; 0 turns chunked reparsing off. */
@@ -56,8 +60,11 @@ export interface DocumentOptions {
 }
 
 export class PythonDocument {
-  /** The whole file's tree: edited on every change but reparsed only when the mirror must follow it. */
-  private tree: TS.Tree;
+  /**
+   * The whole file's tree: edited on every change but reparsed only when the mirror must follow it.
+   * Null in a one-shot document, which keeps no tree once mirrored (see mirrorOneShot).
+   */
+  private tree: TS.Tree | null;
   private units: Unit[];
   private file: SourceFile;
   private readonly tables: NodeTables;
@@ -85,12 +92,22 @@ export class PythonDocument {
     this.tables = nodeTables(py.language);
     this.chunkLines = options.chunkLines ?? DEFAULT_CHUNK_LINES;
     this.session = new AnalysisSession(options.project ?? null, options.oneShot ?? false);
-    this.tree = parseOrThrow(py, text, null);
     this.units = [];
-    this.file = this.mirror(text, []);
-    // Nothing reparses a one-shot document: its tree's wasm memory can serve the next parse at once
-    // (the CLI's project index keeps up to 64 modules' documents open).
-    if (this.session.oneShot) this.tree.delete();
+    if (this.session.oneShot) {
+      // Nothing reparses a one-shot document: it keeps no tree, so the wasm memory of its parse serves
+      // the next one at once (the CLI's project index keeps up to 64 modules' documents open).
+      this.tree = null;
+      this.file = this.mirrorOneShot(text, options.chunkLines ?? ONE_SHOT_CHUNK_LINES);
+    } else {
+      this.tree = parseOrThrow(py, text, null);
+      this.file = this.mirror(text, []);
+    }
+  }
+
+  /** The whole-file tree of a document that is updated (never null there). */
+  private liveTree(): TS.Tree {
+    if (this.tree === null) throw new Error('a one-shot document keeps no tree');
+    return this.tree;
   }
 
   get source(): SourceFile {
@@ -114,7 +131,7 @@ export class PythonDocument {
       const newEnd = start + ch.text.length;
       const newLineStarts = spliceLineStarts(lineStarts, newText, start, oldEnd, ch.text.length);
       const edit: LineEdit = { start, oldEnd, newEnd, oldLineStarts: lineStarts, newLineStarts };
-      this.tree.edit(treeEdit(this.py, edit, 0, 0));
+      this.liveTree().edit(treeEdit(this.py, edit, 0, 0));
       if (this.chunks !== null) editChunks(this.py, this.chunks, edit);
       this.dirty = mapRanges(this.dirty, edit);
       spans.push({ start, oldEnd, newEnd });
@@ -133,7 +150,7 @@ export class PythonDocument {
   /** Replaces the whole text (no incremental reuse). */
   reset(text: string): SourceFile {
     this.assertUpdatable();
-    this.tree.delete();
+    this.liveTree().delete();
     this.dropChunks();
     this.dirty = [];
     this.tree = parseOrThrow(this.py, text, null);
@@ -148,14 +165,15 @@ export class PythonDocument {
   }
 
   dispose(): void {
-    if (!this.session.oneShot) this.tree.delete();
+    this.tree?.delete();
+    this.tree = null;
     this.dropChunks();
     this.units = [];
   }
 
   /** Reparses the whole-file tree and mirrors from it; then brings the chunks up to date when it parsed cleanly. */
   private updateFromWholeTree(text: string, spans: readonly EditSpan[], lineStarts: number[]): SourceFile {
-    const oldTree = this.tree;
+    const oldTree = this.liveTree();
     const newTree = parseOrThrow(this.py, text, oldTree);
     const changed: (readonly [number, number])[] = oldTree.getChangedRanges(newTree).map((r) => [r.startIndex, r.endIndex] as const);
     // The mirror took these regions from chunks, which the old whole-file tree never saw.
@@ -204,10 +222,45 @@ export class PythonDocument {
 
   private mirror(text: string, spans: readonly EditSpan[], changed: readonly (readonly [number, number])[] = [], lineStarts?: number[]): SourceFile {
     const root = newRoot(text);
-    const rootNode = this.tree.rootNode;
+    const rootNode = this.liveTree().rootNode;
     const fast = spans.length === 1 && this.rootIsModule && rootNode.type === 'module' ? this.mirrorAround(root, rootNode, 0, this.units, spans[0], changed) : null;
     const units = fast ?? this.mirrorAll(root, rootNode, 0, this.units, spans, changed);
     this.rootIsModule = rootNode.type === 'module';
+    return this.finish(root, text, units, lineStarts);
+  }
+
+  /**
+   * The mirror of a one-shot document, parsed in chunks of whole top-level statements, each tree deleted
+   * once copied: the wasm memory then holds one chunk's tree, not the whole file's (a tree takes about
+   * 30 bytes of wasm memory per character of source, and wasm memory never shrinks). A chunk starts at
+   * a line start in column 0; while every chunk parses without errors its statements are exactly the
+   * whole file's (see Chunk). A chunk with errors is parsed again together with the next one (a cut
+   * inside a multi-line string or before an `else:`); when that does not help, the whole file is parsed
+   * as one, as a file with syntax errors must be.
+   */
+  private mirrorOneShot(text: string, chunkLines: number): SourceFile {
+    const lineStarts = computeLineStarts(text);
+    const cuts = chunkLines > 0 ? oneShotCuts(text, lineStarts, chunkLines) : [0, text.length];
+    const root = newRoot(text);
+    const units: Unit[] = [];
+    for (let i = 0; i + 1 < cuts.length; ) {
+      let end = i + 1;
+      for (;;) {
+        const tree = parseOrThrow(this.py, text.slice(cuts[i], cuts[end]), null);
+        try {
+          const whole = i === 0 && end === cuts.length - 1;
+          if (whole || (!tree.rootNode.hasError && tree.rootNode.type === 'module')) {
+            for (const unit of this.mirrorAll(root, tree.rootNode, cuts[i], [], [], [])) units.push(unit);
+            break;
+          }
+        } finally {
+          tree.delete();
+        }
+        if (end - i >= MAX_CHUNK_RETRIES || end === cuts.length - 1) return this.mirrorOneShot(text, 0);
+        end++;
+      }
+      i = end;
+    }
     return this.finish(root, text, units, lineStarts);
   }
 
@@ -389,7 +442,7 @@ export class PythonDocument {
   private splitAt(from: number, to: number, text: string, lineStarts: readonly number[]): Chunk[] {
     const cuts = [from];
     let lastLine = positionIn(lineStarts, from).line;
-    const cursor = this.tree.rootNode.walk();
+    const cursor = this.liveTree().rootNode.walk();
     try {
       if (cursor.gotoFirstChild()) {
         do {
@@ -500,6 +553,30 @@ function isChunkStart(text: string, offset: number): boolean {
   // Not whitespace, a line break, a comment or a line continuation.
   return ch !== 32 && ch !== 9 && ch !== 12 && ch !== 10 && ch !== 13 && ch !== 35 && ch !== 92;
 }
+
+/**
+ * Where a one-shot parse cuts the text: 0, then the first chunk start (isChunkStart) at least
+ * `chunkLines` lines after the previous cut, and so on, then the text's length. Lines that continue the
+ * statement before them (`else:`, `except ...:`, a decorated `def`) are not cut at.
+ */
+function oneShotCuts(text: string, lineStarts: readonly number[], chunkLines: number): number[] {
+  const cuts = [0];
+  let last = 0;
+  for (let line = chunkLines; line < lineStarts.length; line++) {
+    if (line - last < chunkLines) continue;
+    const at = lineStarts[line];
+    if (at >= text.length || !isChunkStart(text, at) || CONTINUES.test(text.slice(at, at + 8))) continue;
+    // After a decorator line the definition belongs to it.
+    if (line > 0 && text.charCodeAt(lineStarts[line - 1]) === 64) continue;
+    cuts.push(at);
+    last = line;
+  }
+  cuts.push(text.length);
+  return cuts;
+}
+
+/** Clauses that continue a compound statement at column 0. */
+const CONTINUES = /^(?:else|elif|except|finally)\b/;
 
 /** Index of the first unit starting at or after `offset`. */
 function firstUnitAtOrAfter(units: readonly Unit[], offset: number): number {

@@ -3,7 +3,7 @@
 // and again `torch.autograd.grad(loss, fast_weights)`) updates weights functionally, as an optimizer step
 // would. It is no input gradient (an attack, a saliency map, a gradient penalty), so it says nothing about
 // the other forward passes of the function; for MH001 it ends an iteration's update like `optimizer.step()`.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { keywordArgument, positionalArguments } from './context';
 import { qualifiedName } from './imports';
 
@@ -31,8 +31,11 @@ function fastWeights(file: SourceFile, at: SyntaxNode, name: string): boolean {
   if (scope === null) return false;
   const self = new RegExp(`(^|[^\\w.])${name}\\b`);
   let fromParameters = false;
-  for (const a of file.nodesOfType('assignment')) {
-    if (a.start < scope.start || a.end > scope.end) continue;
+  // Only the scope's assignments (by start, in document order): a scan of the file's per question was quadratic in a long file.
+  const assignments = file.nodesOfType('assignment');
+  for (let i = firstStartingAtOrAfter(assignments, scope.start); i < assignments.length && assignments[i].start <= scope.end; i++) {
+    const a = assignments[i];
+    if (a.end > scope.end) continue;
     const left = childByField(a, 'left');
     const right = childByField(a, 'right');
     if (left?.type !== 'identifier' || file.textOf(left) !== name || right === null) continue;

@@ -109,6 +109,40 @@ describe('PythonDocument', () => {
     }
   });
 
+  it('mirrors a one-shot document parsed in chunks exactly as a whole-file parse (fixtures, examples, error trees)', async () => {
+    const linter = await getLinter();
+    const root = path.join(__dirname, '../../../..');
+    const texts = [...pyFiles(path.join(root, 'test/fixtures')), ...pyFiles(path.join(root, 'examples'))].map((f) => fs.readFileSync(f, 'utf8'));
+    assert.ok(texts.length > 50, `${texts.length} files`);
+    // Cuts a whole-file parse would not survive: inside a string, a bracket, a continued line, before
+    // `else:`, after a decorator; and a syntax error after clean chunks.
+    texts.push(
+      'x = 1\ns = """\ny = 2\nz = 3\n"""\nw = (\n1,\n2)\nv = 1 + \\\n2\nif v:\n  pass\nelse:\n  pass\n@dec\ndef f():\n  pass\n',
+      'a = 1\nb = 2\nc = 3\nd = 4\ndef f(:\n  x = (1,\nclass\n',
+      '',
+      '\n\n',
+      '<<<<<<< HEAD\nprint "x"\n>>>>>>>\n',
+    );
+    let chunked = 0;
+    for (const text of texts) {
+      const whole = new PythonDocument(linter.parser, text, { chunkLines: 0 });
+      try {
+        for (const chunkLines of [2, 7]) {
+          const oneShot = new PythonDocument(linter.parser, text, { oneShot: true, chunkLines });
+          assert.equal(dump(oneShot.source.root), dump(whole.source.root), `chunks of ${chunkLines} lines`);
+          assert.deepEqual(oneShot.source.lineStarts, whole.source.lineStarts);
+          assertUnitIndexes(oneShot.source, `one-shot, chunks of ${chunkLines} lines`);
+          if (oneShot.source.root.children.length > 1) chunked++;
+          assert.throws(() => oneShot.update([{ rangeOffset: 0, rangeLength: 0, text: 'x' }]), /one-shot/);
+          oneShot.dispose();
+        }
+      } finally {
+        whole.dispose();
+      }
+    }
+    assert.ok(chunked > 50, `${chunked} files of several statements`);
+  });
+
   it('leaves share one empty children array, still empty after every rule ran over the fixtures', async () => {
     const linter = await getLinter();
     const files = pyFiles(path.join(__dirname, '../../../../test/fixtures/lint'));

@@ -12,7 +12,10 @@ const require = createRequire(import.meta.url);
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 // --giant-only: skip the 1,500-line multi-statement file.
 const giantOnly = process.argv.includes('--giant-only');
-const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+// --scale F: F times the default number of edits per file (a quicker look on a loaded machine).
+const scaleAt = process.argv.indexOf('--scale');
+const scale = scaleAt >= 0 ? Number(process.argv[scaleAt + 1]) : 1;
+const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--scale');
 const dirs = [positional[0], positional[1] ?? path.join(root, 'out/src/lint')];
 const pyFiles = (dir) =>
   !fs.existsSync(dir)
@@ -33,7 +36,7 @@ for (const dir of dirs) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 let seed = 7;
 const rand = (n) => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
-for (let round = 0; round < (giantOnly ? 0 : 400); round++) {
+for (let round = 0; round < (giantOnly ? 0 : Math.round(400 * scale)); round++) {
   const at = rand(big.length);
   for (const b of round % 2 === 0 ? builds : [...builds].reverse()) {
     const ch = b.text[at] === 'x' ? 'y' : 'x';
@@ -70,6 +73,6 @@ function giantAB(label, text, edits) {
   const lines = text.split('\n').length;
   console.log(`${label} (${lines} lines): ${runs.map((r) => `${path.relative(process.cwd(), r.b.dir) || r.b.dir} ${median(r.times).toFixed(2)} ms`).join(' | ')} (median of ${runs[0].times.length} digit edits, goal <= 3 ms)`);
 }
-giantAB('one class of methods', giantClass(corpus, 1500), 110);
-giantAB('one class of methods', giantClass(corpus, 6000), 60);
-giantAB('one def main()', giantMain(corpus, 1500), 110);
+giantAB('one class of methods', giantClass(corpus, 1500), Math.round(110 * scale));
+giantAB('one class of methods', giantClass(corpus, 6000), Math.round(60 * scale));
+giantAB('one def main()', giantMain(corpus, 1500), Math.round(110 * scale));

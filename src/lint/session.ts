@@ -40,14 +40,17 @@ export class AnalysisSession {
   private readonly interned = new Map<string, string>();
   private internCounter = 0;
   /** The index reads of the computes running now (innermost last): see `collect`. */
-  private readonly frames: IndexRead[][] = [];
+  private readonly frames: OpenFrame[] = [];
+  /** Each frame's reads flattened without repeats (see `flatten`), computed once per frame. */
+  private readonly flattened = new WeakMap<Reads, Reads>();
   private readonly nodeIds = new WeakMap<SyntaxNode, number>();
   private nodeCounter = 0;
 
-  /** Records that a running compute read `read` (IndexDef.get calls it; nothing else should). */
-  noteRead(read: IndexRead): void {
+  /** Records that a running compute read `key` of `index` and got `list` (IndexDef.get calls it; nothing else should). */
+  noteRead(index: Peekable, key: string, list: readonly unknown[]): void {
     const frames = this.frames;
-    if (frames.length > 0) frames[frames.length - 1].push(read);
+    // Three pushes, no object per read: an index is read thousands of times per lint.
+    if (frames.length > 0) frames[frames.length - 1].flat.push(index, key, list);
   }
 
   /**
@@ -57,8 +60,10 @@ export class AnalysisSession {
    * index carries that dependency through any number of memo layers: a per-reader memo
    * (NodeMemo.getTracked) sees every key behind its value, not only those its own code asked for.
    */
-  collect<V>(compute: () => V): { value: V; reads: readonly IndexRead[] } {
-    const frame: IndexRead[] = [];
+  collect<V>(compute: () => V, flatten = false): { value: V; reads: Reads } {
+    // One version only: no entry is ever checked against a later one, so reads need not be kept.
+    if (this.oneShot) return { value: compute(), reads: NO_READS };
+    const frame: OpenFrame = { flat: [], kids: [] };
     this.frames.push(frame);
     let value: V;
     try {
@@ -66,9 +71,41 @@ export class AnalysisSession {
     } finally {
       this.frames.pop();
     }
-    const reads = frame.length === 0 ? NO_READS : dedupe(frame);
+    let reads: Reads = frame.flat.length === 0 && frame.kids.length === 0 ? NO_READS : frame;
+    // An entry kept across versions holds its reads flat: a tree of the frames it reused would keep every
+    // version's frames alive as long as the entry.
+    if (flatten) reads = this.flatten(reads);
     this.replay(reads);
     return { value, reads };
+  }
+
+  /** `reads` with the reads of every entry it reused, without repeats (same key of the same index), as one frame. */
+  flatten(reads: Reads): Reads {
+    if (reads === NO_READS || (reads.kids.length === 0 && reads.flat.length === 3)) return reads;
+    let out = this.flattened.get(reads);
+    if (out !== undefined) return out;
+    const seen = new Map<unknown, Set<string>>();
+    const flat: unknown[] = [];
+    const visited = new Set<Reads>();
+    const stack: Reads[] = [reads];
+    while (stack.length > 0) {
+      const r = stack.pop()!;
+      if (visited.has(r)) continue;
+      visited.add(r);
+      const own = r.flat;
+      for (let i = 0; i < own.length; i += 3) {
+        let keys = seen.get(own[i]);
+        if (keys === undefined) seen.set(own[i], (keys = new Set()));
+        const key = own[i + 1] as string;
+        if (keys.has(key)) continue;
+        keys.add(key);
+        flat.push(own[i], key, own[i + 2]);
+      }
+      for (const k of r.kids) stack.push(k);
+    }
+    out = flat.length === 0 ? NO_READS : { flat, kids: NO_KIDS };
+    this.flattened.set(reads, out);
+    return out;
   }
 
   /**
@@ -76,7 +113,7 @@ export class AnalysisSession {
    * a signature of the value in their deps (VersionMemo's `signed`), not by the index keys behind it.
    */
   sealed<V>(compute: () => V): V {
-    this.frames.push([]);
+    this.frames.push({ flat: [], kids: [] });
     try {
       return compute();
     } finally {
@@ -85,11 +122,12 @@ export class AnalysisSession {
   }
 
   /** Counts `reads` (those of a memo entry that was reused) as reads of the compute running now. */
-  replay(reads: readonly IndexRead[]): void {
+  replay(reads: Reads): void {
     const frames = this.frames;
-    if (reads.length === 0 || frames.length === 0) return;
-    const top = frames[frames.length - 1];
-    for (const r of reads) top.push(r);
+    // By reference: the reader's frame points at the entry's reads (flattened only when it is kept).
+    if (reads === NO_READS || frames.length === 0) return;
+    const kids = frames[frames.length - 1].kids;
+    if (kids[kids.length - 1] !== reads) kids.push(reads);
   }
 
   /**
@@ -97,7 +135,7 @@ export class AnalysisSession {
    * every definition): a per-reader memo holding it is valid for this version only (see getTracked).
    */
   noteWholeFileRead(file: SourceFile): void {
-    this.noteRead({ index: WHOLE_FILE, key: '', list: file.root.children });
+    this.noteRead(WHOLE_FILE, '', file.root.children);
   }
 
   /** A number naming one node object in this session (identity, not content: a reused node keeps it). */
@@ -206,7 +244,7 @@ export class VersionMemo<V> {
 /** A memo's value and the index reads behind it (replayed into the reader's frame when reused). */
 interface Entry<V> {
   readonly value: V;
-  readonly reads: readonly IndexRead[];
+  readonly reads: Reads;
 }
 
 interface NodeEntry<V> extends Entry<V> {
@@ -232,7 +270,7 @@ export class NodeMemo<V> {
       session.replay(hit.reads);
       return hit.value;
     }
-    const { value, reads } = session.collect(() => compute(node));
+    const { value, reads } = session.collect(() => compute(node), true);
     store.byNode.set(node, { deps, value, reads });
     return value;
   }
@@ -253,7 +291,7 @@ export class NodeMemo<V> {
       session.replay(hit.reads);
       return hit.value;
     }
-    const { value, reads } = session.collect(() => compute(node));
+    const { value, reads } = session.collect(() => compute(node), true);
     store.byNode.set(node, { deps, value, reads });
     return value;
   }
@@ -271,12 +309,23 @@ interface Peekable {
   peek(file: SourceFile, key: string): readonly unknown[];
 }
 
-/** One index key a compute read and the list it got: the entry stays valid while the key has that list. */
-export interface IndexRead {
-  readonly index: Peekable;
-  readonly key: string;
-  readonly list: readonly unknown[];
+/**
+ * The index reads behind a value: its compute's own, as (index, key, list) triples, and the reads of the
+ * memo entries it reused. An entry stays valid (NodeMemo.getTracked) while every key has the same list.
+ */
+export interface Reads {
+  readonly flat: readonly unknown[];
+  readonly kids: readonly Reads[];
 }
+
+/** A running compute's reads (see AnalysisSession.collect). */
+interface OpenFrame {
+  readonly flat: unknown[];
+  readonly kids: Reads[];
+}
+
+const NO_KIDS: readonly Reads[] = Object.freeze([]);
+const NO_READS: Reads = Object.freeze({ flat: Object.freeze([]), kids: NO_KIDS });
 
 /**
  * The pseudo-index of a whole-file scan: its one list is the version's statements array, new in every
@@ -284,26 +333,11 @@ export interface IndexRead {
  */
 const WHOLE_FILE: Peekable = Object.freeze({ peek: (file: SourceFile): readonly unknown[] => file.root.children });
 
-const NO_READS: readonly IndexRead[] = Object.freeze([]);
-
-/** The reads without repeats (a compute asks the same key many times), in first-read order. */
-function dedupe(reads: readonly IndexRead[]): readonly IndexRead[] {
-  if (reads.length === 1) return reads;
-  const seen = new Map<Peekable, Set<string>>();
-  const out: IndexRead[] = [];
-  for (const r of reads) {
-    let keys = seen.get(r.index);
-    if (keys === undefined) seen.set(r.index, (keys = new Set()));
-    if (keys.has(r.key)) continue;
-    keys.add(r.key);
-    out.push(r);
-  }
-  return out;
-}
-
 /** Whether every read key still has the list the compute got (identity: see MergedIndex). */
-function readsHold(file: SourceFile, reads: readonly IndexRead[]): boolean {
-  for (const r of reads) if (r.index.peek(file, r.key) !== r.list) return false;
+function readsHold(file: SourceFile, reads: Reads): boolean {
+  // Kept entries hold their reads flattened (AnalysisSession.collect with `flatten`).
+  const flat = reads.flat;
+  for (let i = 0; i < flat.length; i += 3) if ((flat[i] as Peekable).peek(file, flat[i + 1] as string) !== flat[i + 2]) return false;
   return true;
 }
 
@@ -322,7 +356,7 @@ export class KeyMemo<V> {
 
   get<const K extends readonly unknown[]>(file: SourceFile, key: K, compute: (...key: NoInfer<K>) => V): V {
     const session = file.session;
-    const store = session.store(this, () => ({ kind: 'key', entries: [] as { key: readonly unknown[]; value: V; reads: readonly IndexRead[] }[] }));
+    const store = session.store(this, () => ({ kind: 'key', entries: [] as { key: readonly unknown[]; value: V; reads: Reads }[] }));
     const entries = store.entries;
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i];
@@ -331,7 +365,7 @@ export class KeyMemo<V> {
       session.replay(e.reads);
       return e.value;
     }
-    const { value, reads } = session.collect(() => compute(...key));
+    const { value, reads } = session.collect(() => compute(...key), true);
     entries.unshift({ key, value, reads });
     if (entries.length > this.capacity) entries.pop();
     return value;
@@ -370,7 +404,7 @@ export class ModuleCodeMemo<V> {
 
   private lookup(file: SourceFile, deps: string, tracked: boolean, compute: (file: SourceFile) => V): V {
     const session = file.session;
-    const store = session.store(this, () => ({ kind: 'module', entries: [] as { code: readonly SyntaxNode[]; deps: string; value: V; reads: readonly IndexRead[] }[] }));
+    const store = session.store(this, () => ({ kind: 'module', entries: [] as { code: readonly SyntaxNode[]; deps: string; value: V; reads: Reads }[] }));
     const entries = store.entries;
     const code = moduleCode(file);
     for (let i = 0; i < entries.length; i++) {
@@ -381,7 +415,7 @@ export class ModuleCodeMemo<V> {
       session.replay(e.reads);
       return e.value;
     }
-    const { value, reads } = session.collect(() => compute(file));
+    const { value, reads } = session.collect(() => compute(file), true);
     entries.unshift({ code, deps, value, reads });
     if (entries.length > 4) entries.pop();
     return value;
@@ -403,7 +437,7 @@ export class IndexDef<V> {
   /** The values of `key` in document order (recorded as a read of the compute running now). */
   get(file: SourceFile, key: string): readonly V[] {
     const list = this.index(file).get(file, key);
-    file.session.noteRead({ index: this, key, list });
+    file.session.noteRead(this, key, list);
     return list;
   }
 

@@ -273,7 +273,10 @@ function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxN
   const def = enclosingFunction(holder);
   const cls = def === null ? null : classOf(def);
   const clsName = cls === null ? null : childByField(cls, 'name');
-  if (key === undefined || def === null || clsName === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  if (key === undefined || def === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  const passed = splatKeywordArguments(file, def, file.textOf(holder), key);
+  if (passed !== null) return passed;
+  if (clsName === null) return null;
   const own = new Set(methodNames(file, cls!));
   const isInstance = (obj: SyntaxNode): boolean => {
     if (obj.type === 'call') return file.textOf(childByField(obj, 'function') ?? obj) === file.textOf(clsName);
@@ -287,6 +290,32 @@ function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxN
     const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
     const arg = keywordArgument(file, call, key);
     if (obj !== null && arg !== null && isInstance(obj)) out.push(arg);
+  }
+  return out.length > 0 ? out : null;
+}
+
+/**
+ * `def train(**kwargs): data_loader = kwargs['data_loader']` called as `train(..., data_loader=train_loader)`:
+ * what the file's calls of that function (by its bare name, or `self.train(...)` in its class) pass for
+ * keyword `key`. Null when `holder` is not the function's `**` parameter, there is no such call, or a call
+ * may pass it through a splat of its own.
+ */
+function splatKeywordArguments(file: SourceFile, def: SyntaxNode, holder: string, key: string): SyntaxNode[] | null {
+  const params = childByField(def, 'parameters');
+  const defName = childByField(def, 'name');
+  if (defName === null || !(params?.children ?? []).some((p) => p.type === 'dictionary_splat_pattern' && file.textOf(p).replace(/^\*\*\s*/, '') === holder)) return null;
+  if (parameterNames(file, def).includes(key)) return null; // a named parameter takes that keyword
+  const own = classOf(def) !== null;
+  const out: SyntaxNode[] = [];
+  for (const call of callsNamed(file, file.textOf(defName))) {
+    const fn = childByField(call, 'function');
+    if (own ? fn?.type !== 'attribute' || localCallee(file, call) !== def : fn?.type !== 'identifier' || localCallee(file, call) !== def) continue;
+    const arg = keywordArgument(file, call, key);
+    if (arg === null) {
+      if ((argumentNodes(call) ?? []).some((a) => a.type === 'dictionary_splat')) return null;
+      continue;
+    }
+    out.push(arg);
   }
   return out.length > 0 ? out : null;
 }

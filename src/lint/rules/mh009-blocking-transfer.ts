@@ -949,6 +949,8 @@ interface Transfer {
   readonly cuda: boolean | null;
   /** The loader the copied batch comes from. */
   readonly loader: Loader;
+  /** Given `non_blocking=` (or `async=`): not a case 1 copy, still a case 2 one. */
+  readonly nonBlocking: boolean;
   /** `utils.py:17`: the copy is made there, by the imported helper `call` runs (the finding is on the call, without a fix). */
   readonly copiedIn?: string;
 }
@@ -1242,7 +1244,10 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     const loader = root?.loader ?? viaComprehension;
     if (loader === null || loader === undefined) return;
     const args = argumentNodes(n);
-    if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n)) return;
+    if (args === null || hasSplat(n)) return;
+    // `non_blocking=` (any value; `async=True` before Python 3.7) settles case 1, not case 2: from pageable
+    // memory the copy is staged synchronously all the same.
+    const nonBlocking = keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n);
     const positional = positionalArguments(n);
     let cuda: boolean | null;
     if (method === 'type') {
@@ -1264,7 +1269,7 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     }
     // The whole batch (a name bound to it, or `next(it)` itself) may be a dict or BatchEncoding: no autofix.
     const wholeBatch = root === null ? false : root.name === null ? receiver.type === 'call' : receiver.type === 'identifier' && whole.has(root.name);
-    out.push({ call: n, wholeBatch, cuda, loader });
+    out.push({ call: n, wholeBatch, cuda, loader, nonBlocking });
   };
   postOrder(body, visit);
 }
@@ -1335,7 +1340,7 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
   const foreign: Transfer[] = [];
   walkTransfers(defFile, body, null, inner, innerWhole, foreign, depth + 1);
   for (const t of foreign) {
-    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
+    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, nonBlocking: t.nonBlocking, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
   }
 }
 
@@ -1669,7 +1674,7 @@ export const blockingTransfer: Rule = {
     for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
     for (const { transfers, trains } of steps) {
       for (const t of transfers) {
-        if (t.loader.pinned !== 'yes' || copiesReported.has(t.call)) continue;
+        if (t.loader.pinned !== 'yes' || t.nonBlocking || copiesReported.has(t.call)) continue;
         copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
         // A loader of another module: say where, since the verdict depends on that file.

@@ -237,12 +237,20 @@ export function childrenByField(node: SyntaxNode, field: string): SyntaxNode[] {
   return node.children.filter((c) => c.field === field);
 }
 
+/**
+ * Comments and `\` line continuations are named "extra" nodes the grammar allows anywhere: they are not
+ * elements of the node (`a, b = DataLoader(...), \<newline> DataLoader(...)` has two values, not three).
+ */
+function isExtra(c: SyntaxNode): boolean {
+  return c.type === 'comment' || c.type === 'line_continuation';
+}
+
 export function namedChildren(node: SyntaxNode): SyntaxNode[] {
-  return node.children.filter((c) => c.named && c.type !== 'comment');
+  return node.children.filter((c) => c.named && !isExtra(c));
 }
 
 export function firstNamedChild(node: SyntaxNode): SyntaxNode | null {
-  for (const c of node.children) if (c.named && c.type !== 'comment') return c;
+  for (const c of node.children) if (c.named && !isExtra(c)) return c;
   return null;
 }
 

@@ -296,7 +296,10 @@ function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxN
   const def = enclosingFunction(holder);
   const cls = def === null ? null : classOf(def);
   const clsName = cls === null ? null : childByField(cls, 'name');
-  if (key === undefined || def === null || clsName === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  if (key === undefined || def === null || !holdsKeywords(file, def, file.textOf(holder))) return null;
+  const passed = splatKeywordArguments(file, def, file.textOf(holder), key);
+  if (passed !== null) return passed;
+  if (clsName === null) return null;
   const own = new Set(methodNames(file, cls!));
   const isInstance = (obj: SyntaxNode): boolean => {
     if (obj.type === 'call') return file.textOf(childByField(obj, 'function') ?? obj) === file.textOf(clsName);
@@ -310,6 +313,32 @@ function forwardedKeyword(file: SourceFile, holder: SyntaxNode, keyNode: SyntaxN
     const fn = childByField(call, 'function');
     const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
     if (obj !== null && isInstance(obj)) out.push(value);
+  }
+  return out.length > 0 ? out : null;
+}
+
+/**
+ * `def train(**kwargs): data_loader = kwargs['data_loader']` called as `train(..., data_loader=train_loader)`:
+ * what the file's calls of that function (by its bare name, or `self.train(...)` in its class) pass for
+ * keyword `key`. Null when `holder` is not the function's `**` parameter, there is no such call, or a call
+ * may pass it through a splat of its own.
+ */
+function splatKeywordArguments(file: SourceFile, def: SyntaxNode, holder: string, key: string): SyntaxNode[] | null {
+  const params = childByField(def, 'parameters');
+  const defName = childByField(def, 'name');
+  if (defName === null || !(params?.children ?? []).some((p) => p.type === 'dictionary_splat_pattern' && file.textOf(p).replace(/^\*\*\s*/, '') === holder)) return null;
+  if (parameterNames(file, def).includes(key)) return null; // a named parameter takes that keyword
+  const own = classOf(def) !== null;
+  const out: SyntaxNode[] = [];
+  for (const call of callsNamed(file, file.textOf(defName))) {
+    const fn = childByField(call, 'function');
+    if (own ? fn?.type !== 'attribute' || localCallee(file, call) !== def : fn?.type !== 'identifier' || localCallee(file, call) !== def) continue;
+    const arg = keywordArgument(file, call, key);
+    if (arg === null) {
+      if ((argumentNodes(call) ?? []).some((a) => a.type === 'dictionary_splat')) return null;
+      continue;
+    }
+    out.push(arg);
   }
   return out.length > 0 ? out : null;
 }
@@ -960,6 +989,8 @@ interface Transfer {
   readonly cuda: boolean | null;
   /** The loader the copied batch comes from. */
   readonly loader: Loader;
+  /** Given `non_blocking=` (or `async=`): not a case 1 copy, still a case 2 one. */
+  readonly nonBlocking: boolean;
   /** `utils.py:17`: the copy is made there, by the imported helper `call` runs (the finding is on the call, without a fix). */
   readonly copiedIn?: string;
 }
@@ -1254,7 +1285,10 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     const loader = root?.loader ?? viaComprehension;
     if (loader === null || loader === undefined) return;
     const args = argumentNodes(n);
-    if (args === null || hasSplat(n) || keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n)) return;
+    if (args === null || hasSplat(n)) return;
+    // `non_blocking=` (any value; `async=True` before Python 3.7) settles case 1, not case 2: from pageable
+    // memory the copy is staged synchronously all the same.
+    const nonBlocking = keywordArgument(file, n, 'non_blocking') !== null || hasAsyncFlag(file, n);
     const positional = positionalArguments(n);
     let cuda: boolean | null;
     if (method === 'type') {
@@ -1276,7 +1310,7 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     }
     // The whole batch (a name bound to it, or `next(it)` itself) may be a dict or BatchEncoding: no autofix.
     const wholeBatch = root === null ? false : root.name === null ? receiver.type === 'call' : receiver.type === 'identifier' && whole.has(root.name);
-    out.push({ call: n, wholeBatch, cuda, loader });
+    out.push({ call: n, wholeBatch, cuda, loader, nonBlocking });
   };
   postOrder(body, visit);
 }
@@ -1347,7 +1381,7 @@ function followHelper(file: SourceFile, call: SyntaxNode, names: ReadonlyMap<str
   const foreign: Transfer[] = [];
   walkTransfers(defFile, body, null, inner, innerWhole, foreign, depth + 1);
   for (const t of foreign) {
-    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
+    out.push({ call, wholeBatch: true, cuda: t.cuda, loader: t.loader, nonBlocking: t.nonBlocking, copiedIn: `${imported.module.display}:${defFile.lineOf(t.call.start) + 1}` });
   }
 }
 
@@ -1746,7 +1780,7 @@ export const blockingTransfer: Rule = {
     for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
     for (const { transfers, trains } of steps) {
       for (const t of transfers) {
-        if (t.loader.pinned !== 'yes' || copiesReported.has(t.call)) continue;
+        if (t.loader.pinned !== 'yes' || t.nonBlocking || copiesReported.has(t.call)) continue;
         copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
         // A loader of another module: say where, since the verdict depends on that file.

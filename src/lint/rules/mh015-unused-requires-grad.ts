@@ -179,6 +179,9 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
   let child = use;
   for (let p = use.parent; p !== null; child = p, p = p.parent) {
     if (p.type === 'return_statement' || p.type === 'yield' || p.type === 'global_statement' || p.type === 'nonlocal_statement') return 'escapes';
+    // `for p in (w, b): p -= lr * p.grad`, `for p in params`: the loop variable carries the tensor on,
+    // and only names are followed, so what the loop does with it (manual SGD) is not seen.
+    if ((p.type === 'for_statement' || p.type === 'for_in_clause') && child.field === 'right') return 'escapes';
     if (p.type === 'call') {
       // `z.to(device)`: the receiver of a method call; what the call's result becomes decides (keep climbing).
       if (child.field !== 'arguments') continue;

@@ -5,8 +5,8 @@
 import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Fix, Rule, RuleFinding } from '../types';
 import { positionalArguments } from '../analysis/context';
-import { backwardTargets, callsByScope, forwardReceiver, keyOf, nameWords, scopeOf } from '../analysis/models';
-import { calleeMethod } from '../analysis/imports';
+import { backwardTargets, callsByScope, forwardReceiver, keyOf, nameWords, scopeOf, type ScopeCalls } from '../analysis/models';
+import { gradToggles, gradTogglesSignature } from '../analysis/grad-toggles';
 import { traceForwards } from '../analysis/backprop';
 import { flowOf, flowSignature, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
@@ -92,37 +92,33 @@ function networkCallsFeeding(file: SourceFile, flow: ScopeFlow, roots: readonly 
 }
 
 /** The generator forward passes whose output reaches `input` with history. */
-function generatorOutputsIn(file: SourceFile, flow: ScopeFlow, input: SyntaxNode): SyntaxNode[] {
+function generatorOutputsIn(file: SourceFile, calls: ReadonlyMap<SyntaxNode, ScopeCalls>, flow: ScopeFlow, input: SyntaxNode): SyntaxNode[] {
   const found = networkCallsFeeding(file, flow, [input]);
-  return [...found].filter((g) => roleOf(networkOf(file, g) ?? '') === 'G' && !gradOffAt(file, g) && !frozenBefore(file, scopeOf(g) ?? g, g));
+  return [...found].filter((g) => roleOf(networkOf(file, g) ?? '') === 'G' && !gradOffAt(file, g) && !generatorFrozen(file, calls, scopeOf(g) ?? g, g));
 }
-
-const TOGGLE = /requires_grad|toggle_grad|^freeze|^unfreeze/i;
 
 /**
- * The generator's parameters are switched off before its forward in this scope (StyleGAN's
- * `requires_grad(generator, False)`, `set_requires_grad(netG, False)`, `netG.requires_grad_(False)`):
- * then its output has no history and the D step cannot backpropagate into it.
+ * The generator's parameters may be switched off when its forward runs, so its output may have no
+ * history and the D step cannot backpropagate into it. Positive evidence is required before flagging:
+ * - a toggle of that generator earlier in the same scope decides (the last one wins; a flag whose value
+ *   the file does not show is not evidence of history), as StyleGAN's `requires_grad(generator, False)`;
+ * - without one, a freeze of that generator anywhere else in a training step of the file (later in the
+ *   same loop, i.e. the previous iteration's, or in the G-step method that runs before this D step)
+ *   may be what is in effect here: the file manages G's gradients by hand, so no finding.
  */
-function frozenBefore(file: SourceFile, scope: SyntaxNode, forward: SyntaxNode): boolean {
+function generatorFrozen(file: SourceFile, calls: ReadonlyMap<SyntaxNode, ScopeCalls>, scope: SyntaxNode, forward: SyntaxNode): boolean {
   const receiver = networkOf(file, forward);
-  const calls = file.nodesOfType('call');
-  let frozen = false;
-  for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < forward.start; i++) {
-    const call = calls[i];
-    const method = calleeMethod(file, call) ?? '';
-    if (!TOGGLE.test(method)) continue;
-    const fn = childByField(call, 'function');
-    const args = positionalArguments(call);
-    const target = method === 'requires_grad_' && fn?.type === 'attribute' ? childByField(fn, 'object') : (args[0] ?? null);
-    if (keyOf(file, target) !== receiver) continue;
-    const text = file.textOf(childByField(call, 'arguments') ?? call);
-    frozen = /^freeze/i.test(method) || (!/^unfreeze/i.test(method) && /\bFalse\b/.test(text));
-  }
-  return frozen;
+  const toggles = gradToggles(file).filter((t) => t.target === receiver);
+  const before = toggles.filter((t) => t.node.end <= forward.start && scopeOf(t.node) === scope);
+  if (before.length > 0) return before[before.length - 1].off !== false;
+  return toggles.some((t) => {
+    if (t.off === false) return false;
+    const where = scopeOf(t.node);
+    return where === scope || (where !== null && (calls.get(where)?.backwards.length ?? 0) > 0);
+  });
 }
 
-function checkScope(file: SourceFile, scope: SyntaxNode, backwards: readonly SyntaxNode[]): RuleFinding[] {
+function checkScope(file: SourceFile, calls: ReadonlyMap<SyntaxNode, ScopeCalls>, scope: SyntaxNode, backwards: readonly SyntaxNode[]): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const reported = new Set<SyntaxNode>();
   const flow = flowOf(file, scope);
@@ -135,7 +131,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode, backwards: readonly Syn
       if (receiver === null || roleOf(receiver) !== 'D' || reported.has(d) || gradOffAt(file, d)) continue;
       const input = positionalArguments(d)[0];
       if (input === undefined || PENALTY_INPUT.test(file.textOf(input))) continue;
-      const generators = generatorOutputsIn(file, flow, input);
+      const generators = generatorOutputsIn(file, calls, flow, input);
       if (generators.length === 0) continue;
       reported.add(d);
       const g = networkOf(file, generators[0]) ?? 'the generator';
@@ -220,8 +216,8 @@ export const ganDStepNoDetach: Rule = {
       return c !== undefined && c.backwards.length > 0 && (c.forwards.length >= 2 || functionNetworks(file).size > 0);
     };
     if (![...calls.keys()].some(applies)) return [];
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), functionNetworksSignature(file)]);
-    return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope, calls.get(scope)!.backwards), undefined, applies);
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), functionNetworksSignature(file), gradTogglesSignature(file)]);
+    return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, calls, scope, calls.get(scope)!.backwards), undefined, applies);
   },
 };
 

@@ -14,7 +14,7 @@ import { parameterNames } from '../analysis/parameters';
 import { functionsNamed } from '../analysis/values';
 import { callsNamed } from '../analysis/calls';
 import { isTestFunction } from './mh001-missing-no-grad';
-import { isModelKey } from '../analysis/models';
+import { forwardReceiver, isModelKey, keyOf } from '../analysis/models';
 import { VersionMemo } from '../session';
 import type { Rule, RuleFinding } from '../types';
 
@@ -146,6 +146,27 @@ function namesOf(file: SourceFile, scope: SyntaxNode): ScopeNames {
   });
 }
 
+/** Builtins that read or pass on a tensor without touching its gradient. */
+const PLAIN_BUILTINS = new Set(['print', 'len', 'float', 'int', 'bool', 'str', 'repr', 'format', 'abs', 'min', 'max', 'sum', 'round', 'isinstance', 'type', 'id', 'list', 'tuple', 'zip', 'enumerate', 'range', 'Variable', 'Tensor']);
+/** Losses and metrics: their output carries the graph on, as a forward pass's does. */
+const LOSS_CALLEE = /crit|loss|metric|distance|dist$/i;
+
+/**
+ * A call that takes the tensor and only computes with it, so the tensor's story continues in the call's
+ * result: a torch op, a builtin, a forward pass of a module of the file (`G(z)`, `self.net(x)`), a loss.
+ * Anything else is code this file does not show, and cannot be called unused with confidence.
+ */
+function flowsThrough(file: SourceFile, call: SyntaxNode, name: string): boolean {
+  if (name.startsWith('torch.') || PLAIN_BUILTINS.has(name) || /(^|\.)Variable$/.test(name)) return true;
+  if (forwardReceiver(file, call) !== null) return true;
+  const fn = childByField(call, 'function');
+  if (fn === null) return false;
+  const key = keyOf(file, fn);
+  if (key !== null && isModelKey(file, key)) return true;
+  const last = fn.type === 'attribute' ? file.textOf(childByField(fn, 'attribute') ?? fn) : file.textOf(fn);
+  return LOSS_CALLEE.test(last);
+}
+
 /** What one use of the tensor's name says. `aliases` collects names that hold it too (`params = [z]`). */
 function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdict | null {
   // `z.grad`, `z.register_hook(...)`
@@ -159,6 +180,9 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
   let child = use;
   for (let p = use.parent; p !== null; child = p, p = p.parent) {
     if (p.type === 'return_statement' || p.type === 'yield' || p.type === 'global_statement' || p.type === 'nonlocal_statement') return 'escapes';
+    // `for p in (w, b): p -= lr * p.grad`, `for p in params`: the loop variable carries the tensor on,
+    // and only names are followed, so what the loop does with it (manual SGD) is not seen.
+    if ((p.type === 'for_statement' || p.type === 'for_in_clause') && child.field === 'right') return 'escapes';
     if (p.type === 'call') {
       // `z.to(device)`: the receiver of a method call; what the call's result becomes decides (keep climbing).
       if (child.field !== 'arguments') continue;
@@ -171,6 +195,9 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
       if (name === 'setattr' || method === 'append' || method === 'extend' || method === 'add' || method === 'insert' || method === 'update' || method === 'setdefault') return 'escapes';
       const fn = childByField(p, 'function');
       if (fn !== null && fn.type === 'identifier' && functionsNamed(file, file.textOf(fn)).length > 0) return 'escapes';
+      // The tensor itself handed to code this file does not show (`project(z, generator)` imported from
+      // another module, `attacker.perturb(x)`): that code may optimize it or read its gradient.
+      if ((use.parent === child || (use.parent?.type === 'keyword_argument' && use.parent.parent === child)) && !flowsThrough(file, p, name)) return 'escapes';
       // An argument of any other call (a forward pass, arithmetic helpers): the tensor flows on; keep
       // climbing, since the call itself may sit in a container or a return.
       continue;

@@ -18,10 +18,8 @@ import importlib.machinery
 import importlib.util
 import os
 import shlex
-import subprocess
 import sys
 import sysconfig
-import tempfile
 from types import ModuleType
 from typing import List, Optional, Tuple
 
@@ -83,36 +81,13 @@ def build(target: str) -> None:
     if sys.implementation.name != "cpython":
         raise RuntimeError("not CPython (%s)" % sys.implementation.name)
     compile_command(target)  # raises before anything is written where the headers or Python.h are missing
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
-    handle, partial = tempfile.mkstemp(dir=folder, prefix=".build-", suffix=".so")
-    os.close(handle)
-    try:
-        command = compile_command(partial)
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S)
-        if done.returncode != 0:
-            text = done.stdout.decode("utf-8", "replace").strip().splitlines()
-            raise RuntimeError("%s failed: %s" % (command[0], " | ".join(text[-5:]) or done.returncode))
-        os.replace(partial, target)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError("%s took over %d s" % (command[0], BUILD_TIMEOUT_S))
-    except OSError as error:
-        raise RuntimeError("%s: %s" % (command[0], error))
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
+    ctrace.compile_atomically(target, compile_command, timeout_s=BUILD_TIMEOUT_S)
 
 
 def _import(path: str) -> ModuleType:
     import torch  # noqa: F401 - libc10/libtorch_cpu loaded before the hook that links them
 
-    loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
-    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
-    if spec is None:
-        raise ImportError("cannot load %s" % path)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return ctrace.import_extension(MODULE, path)
 
 
 def load() -> Tuple[Optional[ModuleType], str]:

@@ -24,7 +24,7 @@ import sys
 import sysconfig
 import tempfile
 from types import ModuleType
-from typing import Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # One extension from three sources sharing _ctrace.h: the line tracer (_ctrace.c), the dispatch mode's per-op
@@ -71,17 +71,28 @@ def build(target: str) -> None:
     include = sysconfig.get_paths().get("include") or ""
     if not os.path.exists(os.path.join(include, "Python.h")):
         raise RuntimeError("no Python.h in %s (Debian: apt-get install python3-dev)" % (include or "?"))
+    compile_atomically(target, lambda partial: _compiler() + ["-shared", "-fPIC", "-O2", "-Wall", "-I" + include]
+                       + list(SOURCES) + ["-o", partial], timeout_s=120)
+
+
+def compile_atomically(target: str, command_for: Callable[[str], List[str]], timeout_s: int) -> None:
+    """Runs `command_for(partial)` to write a temporary file next to `target`, then renames it over `target`
+    (concurrent first uses each write their own file; the last rename wins, all of them the same build).
+    Raises RuntimeError with the compiler's last lines, or on a timeout; never leaves the partial file."""
     folder = os.path.dirname(target)
     os.makedirs(folder, exist_ok=True)
     handle, partial = tempfile.mkstemp(dir=folder, prefix=".build-", suffix=".so")
     os.close(handle)
-    command = _compiler() + ["-shared", "-fPIC", "-O2", "-Wall", "-I" + include] + list(SOURCES) + ["-o", partial]
+    command: List[str] = ["compiler"]
     try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        command = command_for(partial)
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s)
         if done.returncode != 0:
             text = done.stdout.decode("utf-8", "replace").strip().splitlines()
             raise RuntimeError("%s failed: %s" % (command[0], " | ".join(text[-5:]) or done.returncode))
         os.replace(partial, target)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("%s took over %d s" % (command[0], timeout_s))
     except OSError as error:
         raise RuntimeError("%s: %s" % (command[0], error))
     finally:
@@ -89,14 +100,19 @@ def build(target: str) -> None:
             os.unlink(partial)
 
 
-def _import(path: str) -> ModuleType:
-    loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
-    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+def import_extension(module: str, path: str) -> ModuleType:
+    """Loads the extension module `module` from the file `path` (not from sys.path: the cache is keyed)."""
+    loader = importlib.machinery.ExtensionFileLoader(module, path)
+    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
     if spec is None:
         raise ImportError("cannot load %s" % path)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    extension = importlib.util.module_from_spec(spec)
+    loader.exec_module(extension)
+    return extension
+
+
+def _import(path: str) -> ModuleType:
+    return import_extension(MODULE, path)
 
 
 def load() -> Tuple[Optional[ModuleType], str]:

@@ -1768,6 +1768,13 @@ export const blockingTransfer: Rule = {
     const signature = importSignature(file);
     if (project === null && !unitsOf(file).some((unit) => constructsLoader(file, unit, signature, aliases))) return findings;
     const unpinnedReported = new Set<SyntaxNode>();
+    /** One finding per unpinned loader construction, whichever loop (here or in another module) found it first. */
+    const reportUnpinned = (call: SyntaxNode, message: string): void => {
+      if (unpinnedReported.has(call)) return;
+      unpinnedReported.add(call);
+      const fn = childByField(call, 'function');
+      findings.push({ start: fn?.start ?? call.start, end: call.end, message: message + dropInNote(file, call) });
+    };
     // A helper's copy is found from every loop that passes it a batch: reported once.
     const copiesReported = new Set<SyntaxNode>();
     const steps: { transfers: readonly Transfer[]; trains: () => boolean }[] = [];
@@ -1802,48 +1809,30 @@ export const blockingTransfer: Rule = {
       const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true && t.loader.side !== true);
       if (unpinned.length === 0 || !trains()) continue;
       for (const call of unpinned.flatMap((t) => t.loader.calls)) {
-        if (unpinnedReported.has(call)) continue;
-        unpinnedReported.add(call);
-        const fn = childByField(call, 'function');
-        findings.push({
-          start: fn?.start ?? call.start,
-          end: call.end,
-          message:
-            'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
-            'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).' +
-            dropInNote(file, call),
-        });
+        reportUnpinned(
+          call,
+          'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +
+            'through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the `.to()` calls).',
+        );
       }
     }
     for (const { loader, where } of handedLoaders(file)) {
       for (const call of loader.calls) {
-        if (unpinnedReported.has(call)) continue;
-        unpinnedReported.add(call);
-        const fn = childByField(call, 'function');
-        findings.push({
-          start: fn?.start ?? call.start,
-          end: call.end,
-          message:
-            `The training loop this DataLoader is handed to (in ${where}) copies its batches to CUDA, but it does not pin memory: ` +
+        reportUnpinned(
+          call,
+          `The training loop this DataLoader is handed to (in ${where}) copies its batches to CUDA, but it does not pin memory: ` +
             'each copy is staged through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` on the ' +
-            'copies there).' +
-            dropInNote(file, call),
-        });
+            'copies there).',
+        );
       }
     }
     for (const { call, where } of exportedLoaders(file)) {
-      if (unpinnedReported.has(call)) continue;
-      unpinnedReported.add(call);
-      const fn = childByField(call, 'function');
-      findings.push({
-        start: fn?.start ?? call.start,
-        end: call.end,
-        message:
-          `A training loop of a module that imports this DataLoader (in ${where}) copies its batches to CUDA, but it does not pin ` +
+      reportUnpinned(
+        call,
+        `A training loop of a module that imports this DataLoader (in ${where}) copies its batches to CUDA, but it does not pin ` +
           'memory: each copy is staged through pageable host memory and blocks. Pass `pin_memory=True` (and `non_blocking=True` ' +
-          'on the copies there).' +
-          dropInNote(file, call),
-      });
+          'on the copies there).',
+      );
     }
     return findings;
   },

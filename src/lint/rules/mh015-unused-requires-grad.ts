@@ -163,6 +163,12 @@ function flowsThrough(file: SourceFile, call: SyntaxNode, name: string): boolean
   if (fn === null) return false;
   const key = keyOf(file, fn);
   if (key !== null && isModelKey(file, key)) return true;
+  // A network handed to the enclosing function and called on the tensor (`def step(G, D, opt):` ... `G(z)`):
+  // a forward pass, as in most GAN steps; imported functions and other objects' methods stay unseen code.
+  if (fn.type === 'identifier') {
+    const scope = enclosingFunction(call);
+    if (scope !== null && parameterNames(file, scope).includes(file.textOf(fn))) return true;
+  }
   const last = fn.type === 'attribute' ? file.textOf(childByField(fn, 'attribute') ?? fn) : file.textOf(fn);
   return LOSS_CALLEE.test(last);
 }

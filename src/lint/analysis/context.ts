@@ -1,5 +1,5 @@
 // Where a node runs: inside which loop, function, and whether autograd is recording there.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { qualifiedName } from './imports';
 
 const FUNCTION_TYPES = new Set(['function_definition', 'lambda', 'class_definition']);
@@ -126,3 +126,24 @@ export function positionalArguments(call: SyntaxNode): SyntaxNode[] {
   return args.children.filter((c) => c.named && c.type !== 'keyword_argument' && c.type !== 'comment' && c.type !== 'list_splat' && c.type !== 'dictionary_splat');
 }
 
+/**
+ * The calls that enclosing `with CALL as name:` statements bind to `ident`'s name, innermost first
+ * (`with open(path) as f`, Opacus's `with BatchMemoryManager(...) as loader`). With `stopAt`, the walk ends
+ * at the first enclosing node of those types (a `with` outside a function binds another variable).
+ */
+export function withAliasCalls(file: SourceFile, ident: SyntaxNode, stopAt?: ReadonlySet<string>): SyntaxNode[] {
+  const name = file.textOf(ident);
+  const calls: SyntaxNode[] = [];
+  for (let p = ident.parent; p !== null && !(stopAt?.has(p.type) ?? false); p = p.parent) {
+    if (p.type !== 'with_statement') continue;
+    const clause = p.children.find((c) => c.type === 'with_clause');
+    for (const item of clause?.children ?? []) {
+      const value = item.type === 'with_item' ? childByField(item, 'value') : null;
+      if (value?.type !== 'as_pattern') continue;
+      const alias = childByField(value, 'alias');
+      const expr = firstNamedChild(value);
+      if (alias !== null && file.textOf(alias).trim() === name && expr?.type === 'call') calls.push(expr);
+    }
+  }
+  return calls;
+}

@@ -6,7 +6,7 @@
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
-import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments } from '../analysis/context';
+import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
@@ -267,21 +267,9 @@ function libraryRewrap(file: SourceFile, call: SyntaxNode, target: { index: numb
  * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it, else null.
  */
 function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode | null {
-  const text = file.textOf(name);
-  for (let p = name.parent; p !== null && !SCOPES.has(p.type); p = p.parent) {
-    if (p.type !== 'with_statement') continue;
-    const clause = p.children.find((c) => c.type === 'with_clause');
-    for (const item of clause?.children ?? []) {
-      const value = item.type === 'with_item' ? childByField(item, 'value') : null;
-      if (value?.type !== 'as_pattern') continue;
-      const alias = childByField(value, 'alias');
-      const expr = firstNamedChild(value);
-      if (alias === null || file.textOf(alias).trim() !== text || expr?.type !== 'call') continue;
-      if (!/(^|\.)BatchMemoryManager$/.test(calleeName(file, expr) ?? '')) return null;
-      return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
-    }
-  }
-  return null;
+  const [expr] = withAliasCalls(file, name, SCOPES);
+  if (expr === undefined || !/(^|\.)BatchMemoryManager$/.test(calleeName(file, expr) ?? '')) return null;
+  return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
 }
 
 /**

@@ -13,7 +13,7 @@
 // lists (a path, a line, an id per sample: a few MB per worker for typical datasets) from 8 visible workers.
 import { childByField, firstNamedChild, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { enclosingFunction, positionalArguments } from '../analysis/context';
+import { enclosingFunction, positionalArguments, withAliasCalls } from '../analysis/context';
 import { datasetFacts, loadersOf, type DatasetClass } from '../analysis/datasets';
 import { positionalParameters } from '../analysis/parameters';
 import { functionsNamed, returnsOf, valuesOf } from '../analysis/values';
@@ -172,19 +172,7 @@ function elementIsRecord(file: SourceFile, element: SyntaxNode, loopVar: SyntaxN
 
 /** `with open(...) as f` binding this identifier in its function. */
 function fileObjectNamed(file: SourceFile, ident: SyntaxNode): boolean {
-  const name = file.textOf(ident);
-  for (let p = ident.parent; p !== null; p = p.parent) {
-    if (p.type !== 'with_statement') continue;
-    const clause = p.children.find((c) => c.type === 'with_clause');
-    for (const item of clause?.children ?? []) {
-      const value = item.type === 'with_item' ? childByField(item, 'value') : null;
-      if (value?.type !== 'as_pattern') continue;
-      const target = childByField(value, 'alias');
-      const expr = firstNamedChild(value);
-      if (target !== null && file.textOf(target).trim() === name && expr?.type === 'call' && /^(open|io\.open|codecs\.open|gzip\.open)$/.test(calleeName(file, expr) ?? '')) return true;
-    }
-  }
-  return false;
+  return withAliasCalls(file, ident).some((expr) => /^(open|io\.open|codecs\.open|gzip\.open)$/.test(calleeName(file, expr) ?? ''));
 }
 
 /**

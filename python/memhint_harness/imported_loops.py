@@ -15,7 +15,7 @@ import ast
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .loops import Loop, LoopFinder
+from .loops import Loop, LoopFinder, called_names
 
 # Imports are followed this deep from the script and at most this many files are parsed: the search runs
 # before the user's code and must stay cheap on large projects.
@@ -62,28 +62,16 @@ def imported_files(tree: ast.AST, filename: str, search_path: Sequence[str]) -> 
     return found
 
 
-def _called_names(tree: ast.AST) -> Set[str]:
-    names: Set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute):
-                names.add(func.attr)
-            elif isinstance(func, ast.Name):
-                names.add(func.id)
-    return names
-
-
 def _function_calls(tree: ast.AST) -> Dict[str, Set[str]]:
     """Per function name (methods by their bare name), the names its body calls."""
     calls: Dict[str, Set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            calls.setdefault(node.name, set()).update(_called_names(ast.Module(body=node.body, type_ignores=[])))
+            calls.setdefault(node.name, set()).update(called_names(node.body))
     return calls
 
 
-def training_loops_in_imports(script: str, tree: ast.AST, search_path: Sequence[str],
+def training_loops_in_imports(script: str, tree: ast.Module, search_path: Sequence[str],
                               is_user: Callable[[str], bool]) -> List[Loop]:
     """The training loops of the user's modules that `script` imports and (statically) calls into, nearest
     import first. Each Loop's `file` names its module."""
@@ -110,7 +98,7 @@ def training_loops_in_imports(script: str, tree: ast.AST, search_path: Sequence[
         frontier = following
     if not files:
         return []
-    called = _called_names(tree)
+    called = called_names(tree.body)
     per_file_calls = [_function_calls(finder.tree) for _, finder in files]
     changed = True
     while changed:  # functions of these files that the script's calls reach, to a fixed point

@@ -49,22 +49,24 @@ def _is_backward(name: str) -> bool:
     return name == "backward" or name.endswith("_backward")
 
 
-def _own_nodes(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+def _own_nodes(statements: list[ast.stmt], nested: bool = False) -> Iterator[ast.AST]:
     """Nodes executed by these statements, not descending into nested function, lambda or class bodies
-    (defining them runs nothing)."""
+    (defining them runs nothing); with `nested`, every node of the statements, those bodies included."""
     stack: list[ast.AST] = list(statements)
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            if not nested and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue
             stack.append(child)
 
 
-def _reach_of(statements: list[ast.stmt]) -> _Reach:
+def _reach_of(statements: list[ast.stmt], nested: bool = False) -> _Reach:
+    """What the statements' calls reach directly: backward(), a .step(), and the names they call (an
+    attribute call by its attribute: `self.fit()` calls `fit`). `nested`: calls in nested bodies count too."""
     reach = _Reach()
-    for node in _own_nodes(statements):
+    for node in _own_nodes(statements, nested):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -80,6 +82,12 @@ def _reach_of(statements: list[ast.stmt]) -> _Reach:
             reach.backward = True
         reach.calls.add(name)
     return reach
+
+
+def called_names(statements: list[ast.stmt]) -> set[str]:
+    """The names the statements call, nested function and class bodies included (a static call graph over
+    files whose functions may all run: imported_loops.py)."""
+    return _reach_of(statements, nested=True).calls
 
 
 def _loops_in(statements: list[ast.stmt]) -> list[LoopNode]:

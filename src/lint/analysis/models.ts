@@ -7,18 +7,11 @@ import { importSignature, intern, unitsOf, walkSplittingFunctions, type Function
 import { KeyMemo, NodeMemo, VersionMemo } from '../session';
 import { differentiatesWeights } from './weight-gradients';
 import { beforeInReverseWalk, subtreeNodesOfType } from './scope-nodes';
+import { keyOf } from './keys';
+import { nodeGradToggles, type GradToggle } from './grad-toggle-sites';
 
-/** `self.model`, `model`, `model.encoder`: the dotted text of an identifier/attribute chain, or null. */
-export function keyOf(file: SourceFile, node: SyntaxNode | null): string | null {
-  if (node === null) return null;
-  if (node.type === 'identifier') return file.textOf(node);
-  if (node.type !== 'attribute') return null;
-  const object = childByField(node, 'object');
-  const attr = childByField(node, 'attribute');
-  if (object === null || attr === null) return null;
-  const base = keyOf(file, object);
-  return base === null ? null : `${base}.${file.textOf(attr)}`;
-}
+// keyOf and frozenTarget live in keys.ts (the toggle walk needs them without the model facts); re-exported for the rules.
+export { keyOf, frozenTarget } from './keys';
 
 function lastSegment(key: string): string {
   const i = key.lastIndexOf('.');
@@ -120,6 +113,9 @@ interface UnitModelData {
   /** (name, bases, whether it defines `forward(self, ...)`). */
   readonly classes: readonly (readonly [string, string, boolean])[];
   readonly markers: readonly string[];
+  /** Every `requires_grad` switch of the statement, in walk order (grad-toggles.ts sorts the file's). */
+  readonly toggles: readonly GradToggle[];
+  /** The networks its literal switches turn off / on (see GradToggle.literal). */
   readonly frozen: readonly string[];
   readonly unfrozen: readonly string[];
   readonly functions: readonly string[];
@@ -173,8 +169,7 @@ function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
 interface ModelParts {
   readonly classes: [string, string, boolean][];
   readonly markers: string[];
-  readonly frozen: string[];
-  readonly unfrozen: string[];
+  readonly toggles: GradToggle[];
   readonly functions: string[];
   readonly candidates: { key: string; rhs: SyntaxNode; head: string }[];
   readonly optimized: string[];
@@ -186,21 +181,28 @@ const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
-    const { classes, markers, frozen, unfrozen, functions, candidates, optimized } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
+    const { classes, markers, toggles, functions, candidates, optimized } = walkSplittingFunctions(file, functionModelParts, '', unit, modelWalk(file));
+    const frozen = toggles.filter((t) => t.literal && t.off === true).map((t) => t.target);
+    // `noise.requires_grad_()` counts as unfrozen too: harmless, only keys that are also frozen are read.
+    const unfrozen = toggles.filter((t) => t.literal && t.off === false).map((t) => t.target);
     const token = intern(file, JSON.stringify([classes, markers, frozen, unfrozen, functions, candidates.map((c) => [c.key, file.textOf(c.rhs), c.head]), optimized]));
-    return { classes, markers, frozen, unfrozen, functions, candidates, optimized, token };
+    return { classes, markers, toggles, frozen, unfrozen, functions, candidates, optimized, token };
   });
+}
+
+/** The `requires_grad` switches of one top-level statement, in walk order (from the model facts' cached walk). */
+export function unitGradToggles(file: SourceFile, unit: SyntaxNode): readonly GradToggle[] {
+  return unitModelData(file, unit).toggles;
 }
 
 function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
   return {
     order: 'reverse',
-    fresh: () => ({ classes: [], markers: [], frozen: [], unfrozen: [], functions: [], candidates: [], optimized: [] }),
+    fresh: () => ({ classes: [], markers: [], toggles: [], functions: [], candidates: [], optimized: [] }),
     merge: (acc, part) => {
       for (const c of part.classes) acc.classes.push(c);
       for (const m of part.markers) acc.markers.push(m);
-      for (const f of part.frozen) acc.frozen.push(f);
-      for (const f of part.unfrozen) acc.unfrozen.push(f);
+      for (const t of part.toggles) acc.toggles.push(t);
       for (const f of part.functions) acc.functions.push(f);
       for (const c of part.candidates) acc.candidates.push(c);
       for (const o of part.optimized) acc.optimized.push(o);
@@ -213,6 +215,7 @@ function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
         const name = childByField(n, 'name');
         if (name !== null) acc.functions.push(file.textOf(name));
       } else if (n.type === 'call') {
+        for (const t of nodeGradToggles(file, n)) acc.toggles.push(t);
         const fn = childByField(n, 'function');
         if (fn?.type !== 'attribute') return;
         const attr = childByField(fn, 'attribute');
@@ -223,24 +226,11 @@ function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
         } else if (method === 'parameters' && builtForOptimizer(file, n)) {
           const key = keyOf(file, childByField(fn, 'object'));
           if (key !== null && key !== 'self') acc.optimized.push(key);
-        } else if (method === 'requires_grad_') {
-          const args = file.textOf(childByField(n, 'arguments') ?? n);
-          const off = /^\(\s*(requires_grad\s*=\s*)?False\s*\)$/.test(args);
-          const on = /^\(\s*((requires_grad\s*=\s*)?True)?\s*\)$/.test(args);
-          // `noise.requires_grad_()` lands here too: harmless, only keys that are also frozen are read.
-          const key = off || on ? frozenTarget(file, childByField(fn, 'object')) : null;
-          if (key !== null) (off ? acc.frozen : acc.unfrozen).push(key);
         }
       } else if (n.type === 'assignment') {
+        for (const t of nodeGradToggles(file, n)) acc.toggles.push(t);
         const left = childByField(n, 'left');
         const right = childByField(n, 'right');
-        if (left?.type === 'attribute' && right !== null && (file.textOf(right) === 'False' || file.textOf(right) === 'True')) {
-          const attr = childByField(left, 'attribute');
-          if (attr !== null && file.textOf(attr) === 'requires_grad') {
-            const key = frozenTarget(file, childByField(left, 'object'));
-            if (key !== null) (file.textOf(right) === 'False' ? acc.frozen : acc.unfrozen).push(key);
-          }
-        }
         // `self.eval_net, self.target_net = Net(), Net()`: pair the targets with the values.
         if ((left?.type === 'pattern_list' || left?.type === 'tuple_pattern') && (right?.type === 'expression_list' || right?.type === 'tuple')) {
           const targets = left.children.filter((c) => c.named);
@@ -383,32 +373,6 @@ export function modelSignature(file: SourceFile): string {
 }
 
 const signatureByFacts = new KeyMemo<string>('models.signature', 4);
-
-/** `model` for `model.requires_grad_(False)`; `model` for `p` in `for p in model.parameters(): p...`. */
-/** The module a `requires_grad_(False)` receiver / `.requires_grad = False` object freezes (`p` over `X.parameters()` freezes X). */
-export function frozenTarget(file: SourceFile, object: SyntaxNode | null): string | null {
-  if (object === null) return null;
-  if (object.type === 'identifier') {
-    // A loop variable over `X.parameters()`: freezing it freezes X.
-    const name = file.textOf(object);
-    for (let p = object.parent; p !== null; p = p.parent) {
-      if (p.type === 'function_definition') break;
-      if (p.type !== 'for_statement') continue;
-      const left = childByField(p, 'left');
-      const right = childByField(p, 'right');
-      if (left === null || right === null || !new RegExp(`\\b${name}\\b`).test(file.textOf(left))) continue;
-      let it: SyntaxNode | null = right;
-      if (it.type === 'call' && /^(enumerate|list|tuple)$/.test(file.textOf(childByField(it, 'function') ?? it))) it = positionalArguments(it)[0] ?? null;
-      if (it?.type !== 'call') return null;
-      const fn = childByField(it, 'function');
-      if (fn?.type !== 'attribute') return null;
-      const attr = childByField(fn, 'attribute');
-      if (attr === null || !/^(parameters|named_parameters)$/.test(file.textOf(attr))) return null;
-      return keyOf(file, childByField(fn, 'object'));
-    }
-  }
-  return keyOf(file, object);
-}
 
 function isModelKeyByName(key: string): boolean {
   const dot = key.lastIndexOf('.');

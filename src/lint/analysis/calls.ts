@@ -95,46 +95,74 @@ export interface KeywordCall {
   readonly value: SyntaxNode;
 }
 
-const keywordCalls = new VersionMemo<ReadonlyMap<string, readonly KeywordCall[]>>('calls.byKeyword');
-
 /**
  * The calls callsMatching lists (in its order) whose keywordArgument(file, call, keyword) is not null,
- * with that value. Grouped once per version for every keyword: a rule asking per subscript or `.get`
- * scanned every call of the file each time, quadratic in a long file.
+ * with that value: an index read of one key (per-statement parts, each split per function body), so a
+ * per-reader memo holding the answer is reused while that keyword's calls are unchanged, and an edit in
+ * one method of a giant class regroups that method's calls only (a per-version grouping of every call of
+ * the file was 5% of a re-lint of a 6k-line class).
  */
 export function callsWithKeyword(file: SourceFile, keyword: string): readonly KeywordCall[] {
-  // Every statement's calls, as callsMatching: a per-reader memo holding the answer holds for this version only.
-  file.session.noteWholeFileRead(file);
-  return keywordCalls.get(file, groupByKeyword).get(keyword) ?? [];
+  return withKeyword.get(file, keyword);
 }
 
-function groupByKeyword(file: SourceFile): ReadonlyMap<string, readonly KeywordCall[]> {
-  const byCall: { call: SyntaxNode; method: string }[] = [];
-  for (const unit of file.root.children) for (const [method, list] of unitGroups(file, unit)) for (const call of list) byCall.push({ call, method });
-  // Stable, as callsMatching's: calls sharing a start (`f(a)(b)`) keep their grouped order.
-  byCall.sort((a, b) => a.call.start - b.call.start);
-  const out = new Map<string, KeywordCall[]>();
-  const seen = new Set<string>();
-  for (const { call, method } of byCall) {
-    const args = childByField(call, 'arguments');
-    if (args === null) continue;
-    seen.clear();
-    for (const a of args.children) {
-      if (a.type !== 'keyword_argument') continue;
-      const key = childByField(a, 'name');
-      if (key === null) continue;
-      // keywordArgument answers with the first keyword of a name, even when it has no value.
-      const name = file.textOf(key);
-      if (seen.has(name)) continue;
-      seen.add(name);
-      const value = childByField(a, 'value');
-      if (value === null) continue;
-      const list = out.get(name);
-      if (list === undefined) out.set(name, [{ call, method, value }]);
-      else list.push({ call, method, value });
-    }
-  }
-  return out;
+/** One statement's calls by keyword, in the order callsMatching gives them (see keywordPart). */
+const withKeyword = new IndexDef<KeywordCall>('calls.withKeyword', keywordPart);
+
+/** Each function body's calls by keyword (in the walk's document order), so an edit regroups that body only. */
+const keywordsByFunction = new NodeMemo<KeywordGroups>('calls.withKeyword.function');
+
+type KeywordGroups = Map<string, KeywordCall[]>;
+
+/**
+ * One statement's part: its calls by keyword (keywordArgument answers with the first keyword of a name,
+ * even one without a value, which then lists nothing), ordered as callsMatching orders the statement's
+ * calls: by start, and calls sharing a start (`a.b(x).c(y)`) by their callee group's place in the
+ * statement's groups (unitGroups), then in document order. The walk gives document order; the stable
+ * sort below adds the group tie-break.
+ */
+function keywordPart(file: SourceFile, unit: SyntaxNode): ReadonlyMap<string, readonly KeywordCall[]> {
+  const groups = walkSplittingFunctions(file, keywordsByFunction, '', unit, keywordWalk(file));
+  if (groups.size === 0) return groups;
+  const groupIndex = new Map<string, number>();
+  for (const method of unitGroups(file, unit).keys()) groupIndex.set(method, groupIndex.size);
+  for (const list of groups.values()) list.sort((a, b) => a.call.start - b.call.start || groupIndex.get(a.method)! - groupIndex.get(b.method)!);
+  return groups;
+}
+
+function keywordWalk(file: SourceFile): FunctionSplitWalk<KeywordGroups> {
+  return {
+    order: 'document',
+    types: CALL_TYPES,
+    fresh: () => new Map(),
+    merge: (acc, part) => {
+      for (const [keyword, calls] of part) {
+        const list = acc.get(keyword);
+        if (list === undefined) acc.set(keyword, [...calls]);
+        else for (const c of calls) list.push(c);
+      }
+    },
+    visit: (call, acc) => {
+      if (call.type !== 'call') return;
+      const method = calleeMethod(file, call);
+      const args = childByField(call, 'arguments');
+      if (method === null || args === null) return;
+      const seen = new Set<string>();
+      for (const a of args.children) {
+        if (a.type !== 'keyword_argument') continue;
+        const key = childByField(a, 'name');
+        if (key === null) continue;
+        const name = file.textOf(key);
+        if (seen.has(name)) continue;
+        seen.add(name);
+        const value = childByField(a, 'value');
+        if (value === null) continue;
+        const list = acc.get(name);
+        if (list === undefined) acc.set(name, [{ call, method, value }]);
+        else list.push({ call, method, value });
+      }
+    },
+  };
 }
 
 /** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */

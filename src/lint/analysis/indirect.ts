@@ -500,7 +500,7 @@ function calleesByScope(file: SourceFile): ReadonlyMap<SyntaxNode, readonly Synt
 const calleesMemo = new VersionMemo<ReadonlyMap<SyntaxNode, readonly SyntaxNode[]>>('indirect.callees');
 
 /**
- * The texts (as tokens) of the functions that reach a forward pass among those `scope` can run through
+ * The texts (as tokens) of the functions that may reach a forward pass among those `scope` can run through
  * calls of this file, at any depth, and those enclosing it (a closure reads its outer function): the
  * part of what one scope's helper results depend on beyond resolutionSignature, so it changes only when an edit
  * touches a function the scope reaches (or the scope itself).
@@ -527,8 +527,12 @@ export function helperTextsSignature(file: SourceFile, scope: SyntaxNode): strin
         stack.push(callee);
       }
     }
+    // The functions that may have a frame (frameOf non-null): near a forward pass and training nothing. A
+    // superset of those with one, so the signature changes at least whenever theirs would; framing each
+    // of them here ran computeFrame for every function near a forward pass on every version (the largest
+    // self time of a re-lint), where a scope whose signature holds needs no frame at all.
     const mayReach = mayReachForward(file);
-    const reaching = [...seen].filter((fn) => fn.type === 'function_definition' && (fn === scope || !isEnclosing(fn, scope)) && mayReach.has(fn) && frameOf(file, fn, MAX_HELPER_DEPTH - 1) !== null);
+    const reaching = [...seen].filter((fn) => fn.type === 'function_definition' && (fn === scope || !isEnclosing(fn, scope)) && mayReach.has(fn) && !reachesGradients(file, fn));
     // Document order (only the relative order: the tokens hold no offsets).
     reaching.sort((a, b) => a.start - b.start);
     const own = reaching.map((fn) => functionToken(file, fn)).join(',');

@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import { getLinter } from './harness';
 import { NodeMemo, VersionMemo } from '../../../src/lint/session';
-import { callsNamed } from '../../../src/lint/analysis/calls';
+import { callsNamed, callsWithKeyword } from '../../../src/lint/analysis/calls';
 import type { SourceFile, SyntaxNode } from '../../../src/lint/syntax';
 
 const TEXT = [
@@ -95,6 +95,37 @@ describe('index reads: per-key dependencies instead of index stamps', () => {
       doc.update([{ rangeOffset: TEXT.indexOf('+ 1') + 2, rangeLength: 1, text: '2' }]);
       ask();
       assert.equal(computes, 2);
+    } finally {
+      doc.dispose();
+    }
+  });
+
+  it('calls by keyword: one index key per keyword, in callsMatching order, kept while that keyword\'s calls are unchanged', async () => {
+    // `x.to(device=1).cuda(device=2)`: both calls start at `x`; callsMatching orders calls sharing a start by
+    // their callee group's first appearance in the statement (`to`, on the line before), not document order
+    // (the enclosing `cuda` call first).
+    const text = [
+      'class Trainer:',
+      '    def setup(self, x):',
+      '        y = x.to(device=0)',
+      '        return x.to(device=1).cuda(device=2)',
+      '',
+      '    def log(self, x):',
+      '        print(x, end=3)',
+      '',
+    ].join('\n');
+    const doc = (await getLinter()).open(text);
+    try {
+      const view = (): string[] => callsWithKeyword(doc.source, 'device').map((k) => `${k.method}=${doc.source.textOf(k.value)}`);
+      assert.deepEqual(view(), ['to=0', 'to=1', 'cuda=2']);
+      const devices = callsWithKeyword(doc.source, 'device');
+      const ends = callsWithKeyword(doc.source, 'end');
+      doc.update([{ rangeOffset: doc.source.text.indexOf('end=3') + 4, rangeLength: 1, text: '4' }]);
+      assert.equal(callsWithKeyword(doc.source, 'device'), devices, 'an edit in another method keeps the list');
+      assert.notEqual(callsWithKeyword(doc.source, 'end'), ends);
+      assert.equal(doc.source.textOf(callsWithKeyword(doc.source, 'end')[0].value), '4');
+      doc.update([{ rangeOffset: doc.source.text.indexOf('device=0') + 7, rangeLength: 1, text: '5' }]);
+      assert.deepEqual(view(), ['to=5', 'to=1', 'cuda=2']);
     } finally {
       doc.dispose();
     }

@@ -11,6 +11,7 @@ import { calleeMethod } from './imports';
 import { keyOf } from './models';
 import { nodesInScope } from './scope-nodes';
 import { valuesOf } from './values';
+import { importerHandedClass } from './importer-handed-models';
 import { VersionMemo } from '../session';
 
 export interface ImportedForward {
@@ -40,20 +41,35 @@ export function importedMethodForwardCalls(file: SourceFile, scope: SyntaxNode):
     if (object === null || attr === null || key === null || key === 'self' || key.startsWith('self.')) continue;
     const method = file.textOf(attr);
     if (NOT_FORWARD.test(method)) continue;
-    const cls = importedClassOf(file, object);
+    // A parameter of a function only other modules call (`def evaluate(model, dataset)` of utils.py, called
+    // from main.py): the class of the model those modules hand it, unless every such call runs under no_grad.
+    const direct = importedClassOf(file, object);
+    const handedIn = direct === null ? importerHandedClass(file, object) : null;
+    const cls = direct ?? handedIn;
     if (cls === null) continue;
     const def = forwardingMethod(cls.module.file, cls.node, method);
     if (def === null) continue;
-    out.push({ call, receiver: `${key}.${method}`, definedIn: `\`${cls.name}.${method}\` in ${cls.module.display}:${cls.module.file.lineOf(def.start) + 1}` });
+    const handed = handedIn === null ? '' : `, on the model ${handedIn.handedAt} hands in,`;
+    out.push({ call, receiver: `${key}.${method}`, definedIn: `\`${cls.name}.${method}\` in ${cls.module.display}:${cls.module.file.lineOf(def.start) + 1}${handed}` });
   }
   return out;
 }
 
 /** The class of another module of the project every value of `object` is an instance of, or null. */
-export function importedClassOf(file: SourceFile, object: SyntaxNode): { module: ProjectModule; node: SyntaxNode; name: string } | null {
+export function importedClassOf(file: SourceFile, object: SyntaxNode): ImportedClass | null {
   const values = valuesOf(file, object);
-  if (values === null) return null;
-  let found: { module: ProjectModule; node: SyntaxNode; name: string } | null = null;
+  return values === null ? null : classOfValues(file, object, values);
+}
+
+export interface ImportedClass {
+  readonly module: ProjectModule;
+  readonly node: SyntaxNode;
+  readonly name: string;
+}
+
+/** The class of another module of the project every one of `values` (what `object` may hold in `file`) is an instance of, or null. */
+export function classOfValues(file: SourceFile, object: SyntaxNode, values: readonly SyntaxNode[]): ImportedClass | null {
+  let found: ImportedClass | null = null;
   for (const value of values) {
     const v = constructorOf(file, value);
     if (v.type !== 'call') return null;

@@ -428,7 +428,31 @@ function importedLoader(file: SourceFile, call: SyntaxNode, index: number | null
   const foreign = returned.module.file;
   const l = loaderOfAll(foreign, returned.values, depth + 1);
   if (l === null) return null;
-  return foreignLoader(l, foreign, returned.module.display, returned.where, returned.module.path);
+  const configured = l.pinned === 'unknown' ? callerConfiguredPinned(file, call, foreign, l) : null;
+  return foreignLoader(configured === null ? l : { ...l, pinned: configured }, foreign, returned.module.display, returned.where, returned.module.path);
+}
+
+/**
+ * A factory of another module that builds its loader from what the caller hands it (`def load_training(root,
+ * bs, kwargs): return DataLoader(data, bs, **kwargs)`, called with `kwargs = {'num_workers': 1, 'pin_memory':
+ * True} if args.cuda else {}`; or `pin_memory=pin` with `pin` a parameter): the factory alone cannot say
+ * whether it pins, the caller's argument does. Null unless every construction sits in the function `call`
+ * runs and each reads such a parameter to a verdict.
+ */
+function callerConfiguredPinned(file: SourceFile, call: SyntaxNode, foreign: SourceFile, l: Loader): Pinned | null {
+  const resolved = importedCallee(file, call);
+  const callee = handedCallee(file, call);
+  if (resolved === null || resolved.node === null || callee === null || l.calls.length === 0) return null;
+  const def = resolved.node;
+  const handed: HandedArgument = (node) => {
+    const binding = bindingOf(foreign, node);
+    if (binding?.kind !== 'parameter' || binding.def !== def) return null;
+    const value = callee.argumentFor(node);
+    return value === null ? null : { file, value };
+  };
+  const states = l.calls.map((c) => (enclosingFunction(c) === def ? pinnedOf(foreign, c, handed) : 'unknown'));
+  const state = combine(states);
+  return state === 'unknown' ? null : state;
 }
 
 /**
@@ -517,16 +541,28 @@ function pinnedWhenCuda(file: SourceFile, node: SyntaxNode, depth = 0): boolean 
   return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'True' || pinnedWhenCuda(file, v, depth + 1));
 }
 
-function pinnedOf(file: SourceFile, call: SyntaxNode): Pinned {
+/**
+ * A caller's argument for a parameter of the function a construction sits in (`def load_training(root, bs,
+ * kwargs): DataLoader(data, **kwargs)` called as `load_training(root, bs, kwargs)` from another module): the
+ * caller's file and its expression for the parameter `node` names, or null when `node` is no such parameter.
+ */
+type HandedArgument = (node: SyntaxNode) => { file: SourceFile; value: SyntaxNode } | null;
+
+function pinnedOf(file: SourceFile, call: SyntaxNode, handed?: HandedArgument): Pinned {
   const pin = keywordArgument(file, call, 'pin_memory');
-  if (pin !== null) return isTrue(file, pin) || pinnedWhenCuda(file, pin) ? 'yes' : isFalse(file, pin) ? 'no' : 'unknown';
+  if (pin !== null) {
+    const h = handed?.(pin);
+    const [f, v] = h === null || h === undefined ? [file, pin] : [h.file, h.value];
+    return isTrue(f, v) || pinnedWhenCuda(f, v) ? 'yes' : isFalse(f, v) ? 'no' : 'unknown';
+  }
   const args = argumentNodes(call);
   if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
   if (positionalArguments(call).length >= 8) return 'unknown'; // pin_memory is the 8th positional parameter
   let state: Pinned = 'no';
   for (const splat of args.filter((a) => a.type === 'dictionary_splat')) {
     const inner = splat.children.find((c) => c.named);
-    const s = inner === undefined ? 'unknown' : dictPinned(file, inner, 0);
+    const h = inner === undefined ? null : (handed?.(inner) ?? null);
+    const s = inner === undefined ? 'unknown' : h !== null ? dictPinned(h.file, h.value, 0) : dictPinned(file, inner, 0);
     if (s === 'unknown') return 'unknown';
     if (s === 'yes') state = 'yes';
   }

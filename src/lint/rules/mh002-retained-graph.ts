@@ -230,6 +230,58 @@ function isOverwrittenSlot(file: SourceFile, sink: Sink): boolean {
   return !file.textOf(sink.value).includes(file.textOf(sink.target));
 }
 
+/**
+ * `outs.clear()` (or `del outs[:]`, `outs[:] = []`) as a statement of the loop body itself, not under an
+ * `if`: the container is emptied on every iteration, so like a container created inside the loop it holds
+ * at most one iteration's values, never a growing chain of graphs. A clear every k steps (in a branch)
+ * still keeps k steps' graphs and their activations, and stays reported.
+ */
+function emptiedEveryIteration(file: SourceFile, sink: Sink, key: string): boolean {
+  const loop = enclosingLoops(sink.node)[0];
+  const body = loop === undefined ? null : childByField(loop, 'body');
+  if (body === null) return false;
+  const statements = [...namedChildren(body)];
+  for (let i = 0; i < statements.length; i++) {
+    const s = statements[i];
+    // `with timer():` / `with torch.no_grad():` bodies run whenever the statement does.
+    if (s.type === 'with_statement') {
+      const inner = childByField(s, 'body');
+      if (inner !== null) statements.push(...namedChildren(inner));
+      continue;
+    }
+    if (isEmptying(file, s, key)) return true;
+  }
+  return false;
+}
+
+const WHOLE_SLICE = /^\[\s*:\s*\]$/;
+
+function isEmptying(file: SourceFile, statement: SyntaxNode, key: string): boolean {
+  const n = statement.type === 'expression_statement' ? namedChildren(statement)[0] : statement;
+  if (n === undefined) return false;
+  if (n.type === 'call') {
+    const fn = childByField(n, 'function');
+    const args = childByField(n, 'arguments');
+    return fn?.type === 'attribute' && file.textOf(childByField(fn, 'attribute') ?? fn) === 'clear' && keyOf(file, childByField(fn, 'object')) === key && (args === null || namedChildren(args).length === 0);
+  }
+  // `del outs[:]`
+  if (n.type === 'delete_statement') return namedChildren(n).flatMap((t) => (t.type === 'expression_list' ? namedChildren(t) : [t])).some((t) => isWholeSlice(file, t, key));
+  // `outs[:] = []`
+  if (n.type === 'assignment') {
+    const left = childByField(n, 'left');
+    const right = childByField(n, 'right');
+    return left !== null && right?.type === 'list' && namedChildren(right).length === 0 && isWholeSlice(file, left, key);
+  }
+  return false;
+}
+
+/** `outs[:]`: the whole of container `key`. */
+function isWholeSlice(file: SourceFile, n: SyntaxNode, key: string): boolean {
+  if (n.type !== 'subscript') return false;
+  const value = childByField(n, 'value');
+  return value !== null && keyOf(file, value) === key && WHOLE_SLICE.test(file.textOf(n).slice(value.end - n.start).replace(/\s+/g, ''));
+}
+
 /** The expression calls something (`step(x)[0]`, `model(x) * w`), not only names and indexes values. */
 function hasCall(expr: SyntaxNode): boolean {
   const stack = [expr];
@@ -312,6 +364,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const containers = comprehensionContainers(file, sink.node, key) ?? [key];
     if (!containers.some((k) => persists(flow, sink, k) && !isConsumedByBackward(file, scope, k) && !handedToTraining(file, scope, k))) continue;
     if (isOverwrittenSlot(file, sink)) continue;
+    if ((sink.kind === 'append' || sink.kind === 'store') && containers.every((k) => emptiedEveryIteration(file, sink, k))) continue;
     if (loopBuildsNoGraph(file, flow, sink)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;

@@ -1777,6 +1777,30 @@ function importsFromHere(other: SourceFile, name: string, path: string): boolean
   });
 }
 
+/** A name or call that builds token-id data: `tokenizer`, `tokenized_datasets`, `tokenize_fn`, `DataCollatorWithPadding`. */
+const TOKEN_SOURCE = /\btokeni[sz]\w*|\bDataCollator\w*/i;
+
+/**
+ * Case 2 only: the loader's batches are token ids, because its dataset or its `collate_fn` is built with a
+ * tokenizer (`PreprocessedIterableDataset(data, tokenizer, ...)`, `tokenized["train"]`,
+ * `collate_fn=DataCollatorWithPadding(tokenizer)`), directly or through the names they are assigned from
+ * (two hops, every assignment). A step's copy is then batch x sequence integers (32 x 512 int64 is 128 KB),
+ * against the megabytes of an image or feature batch: staging it through pageable memory costs microseconds
+ * beside a language model's step, and pinning buys next to nothing (the labelled corpus judges such loaders
+ * not worth a finding). Case 1 is unchanged: a loader that already pins should also not block.
+ */
+function yieldsTokenIds(file: SourceFile, call: SyntaxNode): boolean {
+  const sources = [keywordArgument(file, call, 'dataset') ?? positionalArguments(call)[0], keywordArgument(file, call, 'collate_fn')];
+  return sources.some((s) => s !== null && s !== undefined && buildsTokens(file, s, 0));
+}
+
+function buildsTokens(file: SourceFile, expr: SyntaxNode, depth: number): boolean {
+  if (TOKEN_SOURCE.test(file.textOf(expr))) return true;
+  if (depth >= 2 || (expr.type !== 'identifier' && expr.type !== 'attribute')) return false;
+  const values = valuesOf(file, expr);
+  return values !== null && values.length > 0 && values.every((v) => buildsTokens(file, v, depth + 1));
+}
+
 export const blockingTransfer: Rule = {
   code: 'MH009',
   name: 'blocking-transfer',
@@ -1832,7 +1856,7 @@ export const blockingTransfer: Rule = {
       // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
       const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true && t.loader.side !== true);
       if (unpinned.length === 0 || !trains()) continue;
-      for (const call of unpinned.flatMap((t) => t.loader.calls)) {
+      for (const call of unpinned.flatMap((t) => t.loader.calls).filter((c) => !yieldsTokenIds(file, c))) {
         reportUnpinned(
           call,
           'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +

@@ -1017,6 +1017,11 @@ DispatchCore_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
         return NULL;
     if (disabled)
         return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    /* The earlier ops' graph nodes are tagged before this op runs (DispatchMode.__torch_dispatch__ says why). */
+    if (PyList_GET_SIZE(self->pending) > 0 && flush_pending(self) < 0) {
+        bookkeeping_failed(self);
+        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    }
     PyObject *op = PyObject_GetAttr(func, s_op);
     if (op == NULL)
         return NULL;

@@ -21,7 +21,7 @@ import shlex
 import sys
 import sysconfig
 from types import ModuleType
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from . import ctrace
 
@@ -30,9 +30,6 @@ SOURCE = os.path.join(_HERE, "_callochook.cpp")
 MODULE = "memhint_allochook"
 # A cold build under load takes 5-25 s (torch's headers are large); a hung compiler must not hang the run.
 BUILD_TIMEOUT_S = 180
-
-_loaded: Optional[Tuple[Optional[ModuleType], str]] = None  # (module or None, why not)
-
 
 def _torch_paths() -> Tuple[str, str]:
     """(include folder, library folder) of the imported torch; raises RuntimeError where there are none."""
@@ -90,25 +87,8 @@ def _import(path: str) -> ModuleType:
     return ctrace.import_extension(MODULE, path)
 
 
-def load() -> Tuple[Optional[ModuleType], str]:
-    """(the hook module, "") or (None, why not). Decided once per process."""
-    global _loaded
-    if _loaded is not None:
-        return _loaded
-    choice = os.environ.get("MEMHINT_ALLOCHOOK", "")
-    if choice == "0":
-        _loaded = (None, "MEMHINT_ALLOCHOOK=0")
-        return _loaded
-    try:
-        path = binary_path()
-        if not os.path.exists(path):
-            build(path)
-        _loaded = (_import(path), "")
-    except Exception as error:  # noqa: BLE001 - any failure means the dispatch path, said by the caller
-        if choice == "1":
-            raise RuntimeError("MEMHINT_ALLOCHOOK=1 but the allocation hook is unavailable: %s" % error)
-        _loaded = (None, str(error) or type(error).__name__)
-    return _loaded
+# (the hook module, "") or (None, why not). Decided once per process (ctrace.OnceLoader).
+load = ctrace.OnceLoader("MEMHINT_ALLOCHOOK", "allocation hook", binary_path, build, _import)
 
 
 def main(argv=None) -> int:

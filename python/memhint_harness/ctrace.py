@@ -34,9 +34,6 @@ SOURCES = tuple(os.path.join(_HERE, name) for name in ("_ctrace.c", "_cdispatch.
 HEADERS = (os.path.join(_HERE, "_ctrace.h"),)
 MODULE = "memhint_ctrace"
 
-_loaded: Optional[Tuple[Optional[ModuleType], str]] = None  # (module or None, why not)
-
-
 def cache_dir() -> str:
     explicit = os.environ.get("MEMHINT_CTRACE_CACHE")
     if explicit:
@@ -115,25 +112,39 @@ def _import(path: str) -> ModuleType:
     return import_extension(MODULE, path)
 
 
-def load() -> Tuple[Optional[ModuleType], str]:
-    """(the C module, "") or (None, why the Python tracer runs). Decided once per process."""
-    global _loaded
-    if _loaded is not None:
-        return _loaded
-    choice = os.environ.get("MEMHINT_CTRACE", "")
-    if choice == "0":
-        _loaded = (None, "MEMHINT_CTRACE=0")
-        return _loaded
-    try:
-        path = binary_path()
-        if not os.path.exists(path):
-            build(path)
-        _loaded = (_import(path), "")
-    except Exception as error:  # noqa: BLE001 - any failure means the Python tracer, said in the report
-        if choice == "1":
-            raise RuntimeError("MEMHINT_CTRACE=1 but the C tracer is unavailable: %s" % error)
-        _loaded = (None, str(error) or type(error).__name__)
-    return _loaded
+class OnceLoader:
+    """An extension chosen once per process by an environment variable: "0" refuses it, "1" makes a failed
+    build or import an error, anything else builds it where missing and, on any failure, says why (the
+    caller then runs its fallback). Shared by the C tracer (MEMHINT_CTRACE) and the allocation hook
+    (MEMHINT_ALLOCHOOK), which differ only in the variable, the binary's path, the build and the import."""
+
+    def __init__(self, variable: str, label: str, path: Callable[[], str], build_to: Callable[[str], None],
+                 import_from: Callable[[str], ModuleType]):
+        self.variable, self.label = variable, label
+        self.path, self.build_to, self.import_from = path, build_to, import_from
+        self.loaded: Optional[Tuple[Optional[ModuleType], str]] = None  # (module or None, why not)
+
+    def __call__(self) -> Tuple[Optional[ModuleType], str]:
+        if self.loaded is not None:
+            return self.loaded
+        choice = os.environ.get(self.variable, "")
+        if choice == "0":
+            self.loaded = (None, "%s=0" % self.variable)
+            return self.loaded
+        try:
+            path = self.path()
+            if not os.path.exists(path):
+                self.build_to(path)
+            self.loaded = (self.import_from(path), "")
+        except Exception as error:  # noqa: BLE001 - any failure means the caller's fallback, said by it
+            if choice == "1":
+                raise RuntimeError("%s=1 but the %s is unavailable: %s" % (self.variable, self.label, error))
+            self.loaded = (None, str(error) or type(error).__name__)
+        return self.loaded
+
+
+# (the C module, "") or (None, why the Python tracer runs). Decided once per process.
+load = OnceLoader("MEMHINT_CTRACE", "C tracer", binary_path, build, _import)
 
 
 def main(argv=None) -> int:

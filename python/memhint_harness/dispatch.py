@@ -172,6 +172,21 @@ class DispatchMode(FastDispatchMode):
         tracker = self.tracker
         if tracker.disabled:
             return op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
+        if tracker.pending:
+            # The earlier ops' outputs get their graph nodes tagged before this op runs, not at the next
+            # allocation: an in-place op (`relu_(bn(h))`, `relu(out + identity)` with ReLU(inplace=True))
+            # replaces its input's grad_fn, and the node it replaces (the batch norm's), read only afterwards,
+            # stayed untagged - its backward allocations fell on the backward() line (issue #17's comparison
+            # with the allocator's events; test/fixtures/profiler/inplace_rebase.py).
+            trace = _gettrace() if tracer is None and _SWITCH_TRACE else None
+            if trace is not None:
+                _settrace(None)
+            try:
+                tracker.autograd.flush_pending()
+            except Exception:  # tracker.guard, inlined
+                tracker.fail()
+            if trace is not None and not tracker.disabled:
+                _settrace(trace)
         try:
             # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
             out = op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)

@@ -212,6 +212,18 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.equal(relu?.self.allocated, 0);
   });
 
+  it('charges the backward of a node an in-place op replaced in the same line to that line', async () => {
+    // `relu_(w * 2)`: relu_ replaces the product's grad_fn before the line ends; MulBackward's allocation
+    // fell on the backward() line when its node was tagged only after the in-place op (issue #17).
+    const script = path.join(FIXTURES, 'inplace_rebase.py');
+    const report = ok(await runProfile(options({ script, function: 'step' })));
+    const made = report.lines.find((l) => l.code.startsWith('h = torch.relu_(w * 2)'));
+    const backward = report.lines.find((l) => l.code.startsWith('loss.backward()'));
+    assert.equal(made?.backward.allocated, 3 * 2 * 4_000_000);
+    assert.equal(made?.backward.allocations, 3 * 2);
+    assert.ok((backward?.self.allocated ?? 0) < 100, `backward() self ${backward?.self.allocated}`);
+  });
+
   it('sees the ops of a dispatch mode the user stacks on memhint\'s, and the mode sees them too', async () => {
     const script = path.join(FIXTURES, 'user_mode.py');
     const report = ok(await runProfile(options({ script, function: 'step' })));
@@ -325,6 +337,7 @@ describe('profiler harness (real torch, cpu)', function () {
       ['saved_lines.py', 'step'],
       ['storage_ops.py', 'step'],
       ['inplace_backward.py', 'step'],
+      ['inplace_rebase.py', 'step'],
       ['linear_adam.py', 'train_step'],
     ] as const) {
       it(`gives identical per-line figures on ${name}, and the report says which tracer ran`, async () => {

@@ -137,11 +137,6 @@ function groupByKeyword(file: SourceFile): ReadonlyMap<string, readonly KeywordC
   return out;
 }
 
-/** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */
-export function callsIndexStamp(file: SourceFile): string {
-  return named.stamp(file);
-}
-
 const namedByFunction = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly SyntaxNode[]>>('calls.namedByFunction');
 
 /**

@@ -165,11 +165,6 @@ function keywordWalk(file: SourceFile): FunctionSplitWalk<KeywordGroups> {
   };
 }
 
-/** Changes whenever callsNamed may answer differently for some name (see IndexDef.stamp). */
-export function callsIndexStamp(file: SourceFile): string {
-  return named.stamp(file);
-}
-
 const namedByFunction = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly SyntaxNode[]>>('calls.namedByFunction');
 
 /**

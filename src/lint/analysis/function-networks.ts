@@ -10,9 +10,8 @@ import { keywordArgument, positionalArguments } from './context';
 import { calleeName, importBindings } from './imports';
 import { callsMatching } from './calls';
 import { VersionMemo } from '../session';
+import { isTorchOptimizerName } from './vocabulary';
 
-/** torch.optim classes (by their last name: `optim.Adam`, `torch.optim.Adam`, `Adam`). */
-const OPTIMIZERS = /(^|\.)(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS)$/;
 /** How far `params = G_params + D_params` / `G_params = [W, b]` chains are followed. */
 const MAX_DEPTH = 4;
 
@@ -43,9 +42,9 @@ function compute(file: SourceFile): ReadonlySet<string> {
   // Only the calls whose callee's last name (or the import it aliases) is an optimizer's, from the
   // per-statement call groups: a scan of every call of the file ran on every version.
   const imports = importBindings(file);
-  const maybeOptimizer = (method: string): boolean => OPTIMIZERS.test(method) || OPTIMIZERS.test(imports.get(method)?.qualified ?? '');
+  const maybeOptimizer = (method: string): boolean => isTorchOptimizerName(method) || isTorchOptimizerName(imports.get(method)?.qualified ?? '');
   for (const call of callsMatching(file, maybeOptimizer)) {
-    if (!OPTIMIZERS.test(calleeName(file, call) ?? '')) continue;
+    if (!isTorchOptimizerName(calleeName(file, call) ?? '')) continue;
     const params = positionalArguments(call)[0] ?? keywordArgument(file, call, 'params');
     if (params !== null && params !== undefined) collectTensors(file, params, bindings, trained, 0);
   }

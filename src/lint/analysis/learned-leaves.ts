@@ -7,9 +7,8 @@ import { calleeName, importSignature } from './imports';
 import { keyOf } from './models';
 import { NodeMemo, VersionMemo } from '../session';
 import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
+import { isTorchOptimizerName } from './vocabulary';
 
-/** torch.optim classes (by their last name: `optim.Adam`, `torch.optim.Adam`, `Adam`). */
-const OPTIMIZERS = /(^|\.)(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS)$/;
 /** Calls that create a leaf tensor when asked to require grad. */
 const PARAMETER = /(^|\.)Parameter$/;
 
@@ -88,7 +87,7 @@ function leafWalk(file: SourceFile): FunctionSplitWalk<LeafParts> {
 
 /** `optim.Adam([self.log_alpha], lr=lr)`: a call that builds a torch optimizer (from the leaves it is handed). */
 export function buildsOptimizer(file: SourceFile, call: SyntaxNode): boolean {
-  return call.type === 'call' && OPTIMIZERS.test(calleeName(file, call) ?? '');
+  return call.type === 'call' && isTorchOptimizerName(calleeName(file, call) ?? '');
 }
 
 function createsLeaf(file: SourceFile, call: SyntaxNode): boolean {

@@ -9,6 +9,7 @@ import { differentiatesWeights } from './weight-gradients';
 import { beforeInReverseWalk, subtreeNodesOfType } from './scope-nodes';
 import { keyOf } from './keys';
 import { nodeGradToggles, type GradToggle } from './grad-toggle-sites';
+import { isOptimizerClass } from './vocabulary';
 
 // keyOf and frozenTarget live in keys.ts (the toggle walk needs them without the model facts); re-exported for the rules.
 export { keyOf, frozenTarget } from './keys';
@@ -141,8 +142,6 @@ function callHead(file: SourceFile, call: SyntaxNode): string | null {
   return file.textOf(fn).split('.')[0];
 }
 
-/** torch.optim's optimizers and the common fused/third-party ones, by their last name. */
-const OPTIMIZER_CLASS = /^(Adam|AdamW|Adamax|SparseAdam|NAdam|RAdam|SGD|RMSprop|Adagrad|Adadelta|ASGD|Rprop|LBFGS|Adafactor|Lamb|LAMB|FusedAdam|FusedLAMB|Lion)$/;
 const OPTIMIZER_FACTORY = /^(optimizer|optimizer_class|optimizer_cls|optim_cls|(make|build|get|create)_optimizer)$/i;
 /** Expressions a `.parameters()` may sit in on its way into an optimizer's arguments. */
 const PARAMETER_CONTAINERS = new Set(['argument_list', 'list', 'tuple', 'binary_operator', 'parenthesized_expression', 'list_comprehension', 'generator_expression', 'for_in_clause', 'dictionary', 'pair', 'keyword_argument', 'list_splat', 'call']);
@@ -159,7 +158,7 @@ function builtForOptimizer(file: SourceFile, call: SyntaxNode): boolean {
     const last = fn === null ? '' : file.textOf(fn.type === 'attribute' ? (childByField(fn, 'attribute') ?? fn) : fn);
     // `optimizer = torch.optim.Adam` ... `optimizer(chain(G.parameters(), ...))` (DiscoGAN), `build_optimizer(model.parameters())`:
     // a callee named as an optimizer (or its factory) takes the parameters it is given to train them.
-    if (OPTIMIZER_CLASS.test(last) || OPTIMIZER_FACTORY.test(last)) return true;
+    if (isOptimizerClass(last) || OPTIMIZER_FACTORY.test(last)) return true;
     if (!/^(list|tuple|chain|filter)$/.test(last)) return false;
   }
   return false;

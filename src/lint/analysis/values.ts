@@ -50,11 +50,6 @@ function facts(file: SourceFile): Facts {
   return cache.get(file, (f) => new Facts(f));
 }
 
-/** Changes whenever a name's targets or functions may differ (see IndexDef.stamp): deps of a memo that asked. */
-export function valuesIndexStamp(file: SourceFile): string {
-  return `${targetIndex.stamp(file)}.${functionIndex.stamp(file)}`;
-}
-
 /** Function definitions named `name` anywhere in the file, in document order. */
 export function functionsNamed(file: SourceFile, name: string): readonly SyntaxNode[] {
   return functionIndex.get(file, name);

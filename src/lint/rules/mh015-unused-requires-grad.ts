@@ -15,6 +15,7 @@ import { functionsNamed } from '../analysis/values';
 import { callsNamed } from '../analysis/calls';
 import { isTestFunction } from './mh001-missing-no-grad';
 import { forwardReceiver, isModelKey, keyOf } from '../analysis/models';
+import { looksLikeOptimizer } from '../analysis/vocabulary';
 import { VersionMemo } from '../session';
 import type { Rule, RuleFinding } from '../types';
 
@@ -22,7 +23,6 @@ const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 /** Receivers' attributes that show the code uses (or inspects) the tensor's gradient. */
 const GRAD_ATTRIBUTES = new Set(['grad', 'register_hook', 'retain_grad', 'requires_grad', 'grad_fn', 'is_leaf', 'register_post_accumulate_grad_hook']);
 const GRADIENT_CONSUMERS = /^(torch\.(autograd|func|optim)\.|functorch\.)|(^|\.)(grad|vjp|jvp|jacobian|hessian|gradcheck|gradgradcheck|jacrev|jacfwd|Parameter|ParameterList|ParameterDict|register_parameter)$/;
-const OPTIMIZER = /optim|^(SGD|Adam\w*|AdamW|RMSprop|LBFGS|Adagrad|Adadelta|Adamax|NAdam|RAdam|ASGD|Rprop|SparseAdam|Lion|LARS|LAMB|Adafactor|Lamb)$/i;
 const CONTAINERS = new Set(['list', 'tuple', 'dictionary', 'set', 'pair', 'expression_list', 'parenthesized_expression', 'list_splat', 'dictionary_splat']);
 const MAX_ALIASES = 8;
 /** Tracing, export and graph capture take sample inputs whose requires_grad must match the real ones'. */
@@ -194,7 +194,7 @@ function useVerdict(file: SourceFile, use: SyntaxNode, aliases: string[]): Verdi
       if (child.field !== 'arguments') continue;
       const name = calleeName(file, p) ?? '';
       const method = calleeMethod(file, p) ?? '';
-      if (GRADIENT_CONSUMERS.test(name) || OPTIMIZER.test(method) || OPTIMIZER.test(name)) return 'used';
+      if (GRADIENT_CONSUMERS.test(name) || looksLikeOptimizer(method) || looksLikeOptimizer(name)) return 'used';
       if (SAMPLE_INPUT_CONSUMERS.test(name)) return 'escapes';
       // `f((h,))`, `f([z])`: handed over in a container to a call that is not a torch op (`torch.cat((z, c))` is one).
       if (!name.startsWith('torch.')) for (let q = use.parent; q !== null && q !== child; q = q.parent) if (q.type === 'tuple' || q.type === 'list' || q.type === 'dictionary' || q.type === 'set') return 'escapes';

@@ -9,6 +9,7 @@ import { enclosingClass } from './models';
 import { keywordArgument, positionalArguments } from './context';
 import { parameterNames, positionalParameters } from './parameters';
 import { returnsOf } from './values';
+import { returnOffCallPath } from './flag-returns';
 
 export interface ImportedReturns {
   /** The module the function is defined in: `values` are nodes of `module.file`, not of the caller's file. */
@@ -34,6 +35,8 @@ export function importedReturns(file: SourceFile, call: SyntaxNode, index: numbe
   if (resolved === null || resolved.kind !== 'function' || resolved.node === null) return null;
   const values: SyntaxNode[] = [];
   for (const ret of returnsOf(resolved.node)) {
+    // A return on the branch this call's flag rules out (`if test: return loader`) is not what it gets.
+    if (index !== null && returnOffCallPath(resolved.module.file, resolved.node, ret, file, call)) continue;
     const value = firstNamedChild(ret);
     if (value === null) return null;
     if (index === null) {

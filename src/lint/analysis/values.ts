@@ -9,6 +9,7 @@ import { parameterNames, positionalParameters } from './parameters';
 import { enclosingFunction, enclosingFunctions, keywordArgument, positionalArguments } from './context';
 import { IndexDef, NodeMemo, VersionMemo } from '../session';
 import { walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
+import { returnOffCallPath } from './flag-returns';
 
 const MAX_DEPTH = 6;
 
@@ -243,6 +244,8 @@ function rhsOf(file: SourceFile, f: Facts, t: Target, depth: number): SyntaxNode
   if (defs.length !== 1) return null;
   const out: SyntaxNode[] = [];
   for (const ret of returnsOf(defs[0])) {
+    // `return loader` under `if test:` beside `return train_loader, valid_loader`: not this call's path.
+    if (returnOffCallPath(file, defs[0], ret, file, right)) continue;
     const value = firstNamedChild(ret);
     const parts = value === null ? null : elements(value);
     if (parts === null || parts[t.index] === undefined) return null;

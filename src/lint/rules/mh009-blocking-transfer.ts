@@ -1779,15 +1779,19 @@ function importsFromHere(other: SourceFile, name: string, path: string): boolean
 
 /** A name or call that builds token-id data: `tokenizer`, `tokenized_datasets`, `tokenize_fn`, `DataCollatorWithPadding`. */
 const TOKEN_SOURCE = /\btokeni[sz]\w*|\bDataCollator\w*/i;
+/** Words of sizeable per-sample data: an image-text or audio-text dataset is not a token-id one. */
+const DENSE_DATA = /image|img|pixel|transform|ToTensor|\bPIL\b|cv2|audio|wav|\bmel|spectrogram|video|frame|feature/i;
 
 /**
  * Case 2 only: the loader's batches are token ids, because its dataset or its `collate_fn` is built with a
  * tokenizer (`PreprocessedIterableDataset(data, tokenizer, ...)`, `tokenized["train"]`,
- * `collate_fn=DataCollatorWithPadding(tokenizer)`), directly or through the names they are assigned from
- * (two hops, every assignment). A step's copy is then batch x sequence integers (32 x 512 int64 is 128 KB),
- * against the megabytes of an image or feature batch: staging it through pageable memory costs microseconds
- * beside a language model's step, and pinning buys next to nothing (the labelled corpus judges such loaders
- * not worth a finding). Case 1 is unchanged: a loader that already pins should also not block.
+ * `collate_fn=DataCollatorWithPadding(tokenizer)`), or is an instance (or a method of an instance) of a class
+ * of this file that tokenizes (`SentimentDataset` holding `self.tokenizer`), directly or through the names
+ * they are assigned from (two hops, every assignment), and nothing there names images, audio, video or
+ * features. A step's copy is then batch x sequence integers (32 x 512 int64 is 128 KB), against the megabytes
+ * of an image or feature batch: staging it through pageable memory costs microseconds beside a language
+ * model's step, and pinning buys next to nothing (the labelled corpus judges such loaders not worth a
+ * finding). Case 1 is unchanged: a loader that already pins should also not block.
  */
 function yieldsTokenIds(file: SourceFile, call: SyntaxNode): boolean {
   const sources = [keywordArgument(file, call, 'dataset') ?? positionalArguments(call)[0], keywordArgument(file, call, 'collate_fn')];
@@ -1795,10 +1799,32 @@ function yieldsTokenIds(file: SourceFile, call: SyntaxNode): boolean {
 }
 
 function buildsTokens(file: SourceFile, expr: SyntaxNode, depth: number): boolean {
-  if (TOKEN_SOURCE.test(file.textOf(expr))) return true;
-  if (depth >= 2 || (expr.type !== 'identifier' && expr.type !== 'attribute')) return false;
+  const text = file.textOf(expr);
+  if (DENSE_DATA.test(text)) return false;
+  if (TOKEN_SOURCE.test(text)) return true;
+  if (depth >= 2) return false;
+  if (expr.type === 'call') {
+    const fn = childByField(expr, 'function');
+    return fn?.type === 'identifier' && classTokenizes(file, file.textOf(fn));
+  }
+  // `collate_fn=train_dataset.collate_fn`: a method of a tokenizing dataset.
+  if (expr.type === 'attribute') {
+    const object = childByField(expr, 'object');
+    if (object !== null && buildsTokens(file, object, depth + 1)) return true;
+  }
+  if (expr.type !== 'identifier' && expr.type !== 'attribute') return false;
   const values = valuesOf(file, expr);
   return values !== null && values.length > 0 && values.every((v) => buildsTokens(file, v, depth + 1));
+}
+
+/** A class of this file named `name` whose body uses a tokenizer and names no dense data (images, audio, features). */
+function classTokenizes(file: SourceFile, name: string): boolean {
+  return file.nodesOfType('class_definition').some((cls) => {
+    const id = childByField(cls, 'name');
+    if (id === null || file.textOf(id) !== name) return false;
+    const body = file.textOf(cls);
+    return TOKEN_SOURCE.test(body) && !DENSE_DATA.test(body);
+  });
 }
 
 export const blockingTransfer: Rule = {

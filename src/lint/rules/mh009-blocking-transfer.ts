@@ -17,6 +17,7 @@ import { NodeMemo, VersionMemo } from '../session';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import { handedCallee, importedCallee } from '../analysis/handed-arguments';
+import { constructionArguments } from '../analysis/importer-constructions';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -219,11 +220,13 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
   if (values === null) {
-    if (v.type !== 'identifier') return importedNameLoader(file, v, depth);
+    if (v.type !== 'identifier') return importedNameLoader(file, v, depth) ?? constructedLoader(file, v, depth);
     const managed = managedLoaderArgument(file, v);
     return managed !== null ? loaderOf(file, managed, depth + 1) : (boundLoader(file, v, depth) ?? importedNameLoader(file, v, depth));
   }
-  return loaderOfAll(file, values, depth + 1);
+  // `self.loader` kept from an `__init__` parameter that nothing in this file passes: the class's constructions
+  // (also in the modules that import it) say what it holds.
+  return loaderOfAll(file, values, depth + 1) ?? (v.type === 'attribute' ? constructedLoader(file, v, depth) : null);
 }
 
 /** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */
@@ -234,6 +237,24 @@ function importedNameLoader(file: SourceFile, name: SyntaxNode, depth: number): 
   const foreign = resolved.module.file;
   const l = loaderOf(foreign, resolved.node!, depth + 1);
   return l === null ? null : foreignLoader(l, foreign, resolved.module.display, resolved.where, resolved.module.path);
+}
+
+/**
+ * `self.dataloader` of a runner class whose `__init__` (or its base class's) keeps a parameter: the loaders its
+ * constructions pass, in this file and in the modules that import the class or a factory of this file
+ * returning it (importer-constructions.ts).
+ */
+function constructedLoader(file: SourceFile, attr: SyntaxNode, depth: number): Loader | null {
+  if (depth > MAX_DEPTH) return null;
+  const sites = constructionArguments(file, attr);
+  if (sites === null) return null;
+  const loaders: Loader[] = [];
+  for (const site of sites) {
+    const l = loaderOf(site.file, site.value, depth + 1);
+    if (l === null) return null;
+    loaders.push(site.module === null ? l : foreignLoader(l, site.file, site.module.display, site.module.display, site.module.path));
+  }
+  return merge(loaders);
 }
 
 /**

@@ -1,0 +1,170 @@
+// What the constructions of a class hand the `__init__` parameter that one of its attributes keeps: a runner
+// class of running.py whose `train_epoch` loops over `self.dataloader`, kept by (its base class's) `__init__`
+// from its `dataloader` parameter, built in main.py as `runner_class(model, train_loader, device, ...)` with
+// `runner_class` the third element `pipeline_factory(config)` of running.py returns. Within running.py the
+// attribute's value is unknown; the constructions, here and in the modules that import the class (or a factory
+// of this file that returns it in a tuple), say what it is.
+import { resolveImport } from '../project/resolve';
+import type { ProjectModule } from '../project/types';
+import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { callsNamed } from './calls';
+import { classMethods, keywordArgument, positionalArguments } from './context';
+import { enclosingClass } from './models';
+import { parameterNames, positionalParameters } from './parameters';
+import { bindingOf, returnsOf } from './values';
+
+export interface ConstructionArgument {
+  /** The file of the construction (this one, or an importer's). */
+  readonly file: SourceFile;
+  /** The importer's module; null for a construction in this file. */
+  readonly module: ProjectModule | null;
+  /** What the construction passes for the kept parameter. */
+  readonly value: SyntaxNode;
+}
+
+/** Base classes followed up to the one whose `__init__` keeps the attribute. */
+const MAX_BASES = 3;
+
+/**
+ * The arguments every construction of the class of the method `self.X` (`attr`) appears in passes for the
+ * parameter its `__init__` keeps as `self.X`; null when `attr` is no such attribute, when a construction cannot
+ * be read (splats, an omitted argument), or when there is none.
+ */
+export function constructionArguments(file: SourceFile, attr: SyntaxNode): ConstructionArgument[] | null {
+  const obj = attr.type === 'attribute' ? childByField(attr, 'object') : null;
+  const name = attr.type === 'attribute' ? childByField(attr, 'attribute') : null;
+  if (obj === null || name === null || file.textOf(obj) !== 'self') return null;
+  let method: SyntaxNode | null = attr.parent;
+  while (method !== null && method.type !== 'function_definition') method = method.parent;
+  const cls = method === null ? null : enclosingClass(method);
+  const clsName = cls === null ? null : childByField(cls, 'name');
+  if (cls === null || clsName === null || cls.parent?.type !== 'module') return null;
+  // Base classes and factories are found from the file's top-level statements, outside the indexes.
+  file.session.noteWholeFileRead(file);
+  const kept = keepingInit(file, cls, file.textOf(name));
+  if (kept === null) return null;
+  const index = positionalParameters(file, kept.init).indexOf(kept.param) - 1; // after `self`
+  const argOf = (f: SourceFile, call: SyntaxNode): SyntaxNode | null | undefined => {
+    const args = childByField(call, 'arguments');
+    if (args === null || args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return undefined;
+    return keywordArgument(f, call, kept.param) ?? (index < 0 ? null : (positionalArguments(call)[index] ?? null));
+  };
+  const out: ConstructionArgument[] = [];
+  const add = (f: SourceFile, module: ProjectModule | null, call: SyntaxNode): boolean => {
+    const value = argOf(f, call);
+    if (value === undefined || value === null) return false;
+    out.push({ file: f, module, value });
+    return true;
+  };
+  const cName = file.textOf(clsName);
+  for (const call of callsNamed(file, cName)) {
+    if (childByField(call, 'function')?.type === 'identifier' && !add(file, null, call)) return null;
+  }
+  const ctx = file.session.project;
+  if (ctx !== null) {
+    const read = new Set<string>([ctx.path]);
+    for (const importer of ctx.lookup.importersOf(ctx.path, cName)) {
+      read.add(importer.path);
+      for (const call of callsNamed(importer.file, cName)) {
+        const fn = childByField(call, 'function');
+        if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
+        const resolved = resolveImport(importer.file, importer.file.textOf(fn).replace(/\s+/g, ''));
+        if (resolved?.node !== cls || resolved.module.path !== ctx.path) continue;
+        if (!add(importer.file, importer, call)) return null;
+      }
+    }
+    for (const [factory, at] of factoriesReturning(file, cName)) {
+      for (const importer of ctx.lookup.importersOf(ctx.path, factory)) {
+        for (const call of factoryMadeCalls(importer.file, factory, at, ctx.path)) if (!add(importer.file, importer, call)) return null;
+      }
+    }
+  }
+  return out.length === 0 ? null : out;
+}
+
+/** The `__init__` (of `cls` or a base class of this file it forwards its arguments to) that keeps `self.X = param`. */
+function keepingInit(file: SourceFile, cls: SyntaxNode, attr: string): { init: SyntaxNode; param: string } | null {
+  let k: SyntaxNode | null = cls;
+  for (let hop = 0; k !== null && hop <= MAX_BASES; hop++) {
+    const init = classMethods(k).find((m) => file.textOf(childByField(m, 'name') ?? m) === '__init__');
+    if (init !== undefined) {
+      const params = parameterNames(file, init);
+      for (const a of file.nodesOfType('assignment')) {
+        if (a.start < init.start || a.end > init.end) continue;
+        const left = childByField(a, 'left');
+        const right = childByField(a, 'right');
+        if (left?.type === 'attribute' && file.textOf(left).replace(/\s+/g, '') === `self.${attr}` && right?.type === 'identifier' && params.includes(file.textOf(right))) {
+          return { init, param: file.textOf(right) };
+        }
+      }
+      // `def __init__(self, *args, **kwargs): super().__init__(*args, **kwargs)`: the base's parameters, unchanged.
+      if (!forwardsEverything(file, init)) return null;
+    }
+    k = baseClassOf(file, k);
+  }
+  return null;
+}
+
+function forwardsEverything(file: SourceFile, init: SyntaxNode): boolean {
+  const params = childByField(init, 'parameters');
+  const kinds = namedChildren(params ?? init).map((p) => p.type);
+  if (params === null || kinds.length !== 3 || kinds[1] !== 'list_splat_pattern' || kinds[2] !== 'dictionary_splat_pattern') return false;
+  return /\bsuper\s*\([^)]*\)\s*\.\s*__init__\s*\(\s*\*\s*\w+\s*,\s*\*\*\s*\w+\s*\)/.test(file.textOf(init));
+}
+
+/** The single base class of `cls` when it is a top-level class of this file. */
+function baseClassOf(file: SourceFile, cls: SyntaxNode): SyntaxNode | null {
+  const bases = namedChildren(childByField(cls, 'superclasses') ?? cls).filter((b) => b.type === 'identifier');
+  if (bases.length !== 1) return null;
+  const wanted = file.textOf(bases[0]);
+  for (const unit of file.root.children) {
+    if (unit.type === 'class_definition' && file.textOf(childByField(unit, 'name') ?? unit) === wanted) return unit;
+  }
+  return null;
+}
+
+/** Top-level functions of this file whose every return is a tuple and some return's element `index` names the class. */
+function factoriesReturning(file: SourceFile, cName: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const unit of file.root.children) {
+    if (unit.type !== 'function_definition') continue;
+    const rets = returnsOf(unit).map((r) => tupleElements(firstNamedChild(r)));
+    if (rets.length === 0 || rets.some((r) => r === null)) continue;
+    for (const parts of rets) {
+      const at = parts!.findIndex((p) => p.type === 'identifier' && file.textOf(p) === cName);
+      if (at >= 0) out.set(file.textOf(childByField(unit, 'name') ?? unit), at);
+    }
+  }
+  return out;
+}
+
+function tupleElements(node: SyntaxNode | null): SyntaxNode[] | null {
+  let n = node;
+  while (n !== null && n.type === 'parenthesized_expression') n = firstNamedChild(n);
+  return n !== null && (n.type === 'tuple' || n.type === 'expression_list') ? namedChildren(n) : null;
+}
+
+/**
+ * Calls in `other` of a name unpacked from a call of this file's factory (`_, _, runner_class =
+ * pipeline_factory(config)` then `runner_class(model, loader, ...)`), position `at` of the returned tuple.
+ */
+function factoryMadeCalls(other: SourceFile, factory: string, at: number, path: string): SyntaxNode[] {
+  const out: SyntaxNode[] = [];
+  for (const call of other.nodesOfType('call')) {
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'identifier') continue;
+    const binding = bindingOf(other, fn);
+    if (binding?.kind !== 'assigned' || binding.sources.length === 0) continue;
+    const fromFactory = binding.sources.every(({ right, index }) => {
+      if (index !== at || right.type !== 'call') return false;
+      const callee = childByField(right, 'function');
+      if (callee === null || (callee.type !== 'identifier' && callee.type !== 'attribute')) return false;
+      const text = other.textOf(callee).replace(/\s+/g, '');
+      if (text !== factory && !text.endsWith(`.${factory}`)) return false;
+      const resolved = resolveImport(other, text);
+      return resolved?.kind === 'function' && resolved.module.path === path;
+    });
+    if (fromFactory) out.push(call);
+  }
+  return out;
+}

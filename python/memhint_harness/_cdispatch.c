@@ -1017,10 +1017,19 @@ DispatchCore_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
         return NULL;
     if (disabled)
         return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
-    /* The earlier ops' graph nodes are tagged before this op runs (DispatchMode.__torch_dispatch__ says why). */
-    if (PyList_GET_SIZE(self->pending) > 0 && flush_pending(self) < 0) {
-        bookkeeping_failed(self);
-        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    /* The earlier ops' graph nodes are tagged before an op on one of their outputs runs
+       (DispatchMode.__torch_dispatch__ says why). */
+    if (PyList_GET_SIZE(self->pending) > 0 && PyTuple_GET_SIZE(args[2]) > 0) {
+        PyObject *first = PyTuple_GET_ITEM(args[2], 0);
+        int hit = 0;
+        for (Py_ssize_t i = 0; !hit && i < PyList_GET_SIZE(self->pending); i++) {
+            PyObject *entry = PyList_GET_ITEM(self->pending, i);
+            hit = PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) > 0 && PyTuple_GET_ITEM(entry, 0) == first;
+        }
+        if (hit && flush_pending(self) < 0) {
+            bookkeeping_failed(self);
+            return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+        }
     }
     PyObject *op = PyObject_GetAttr(func, s_op);
     if (op == NULL)

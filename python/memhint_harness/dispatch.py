@@ -28,6 +28,14 @@ _gettrace = sys.gettrace
 _get_ident = threading.get_ident
 _is_grad_enabled = torch.is_grad_enabled
 _settrace = settrace  # linetrace.settrace: restores the C tracer as such
+
+
+def _is_pending(pending, tensor) -> bool:
+    """Whether `tensor` is the output of an earlier op still waiting for its graph node's tag."""
+    for entry in pending:
+        if entry[0] is tensor:
+            return True
+    return False
 _call_traced, _Untraced, _CTracer = _untraced_caller()
 _DispatchCore = _dispatch_core()
 _Tensor = torch.Tensor
@@ -172,12 +180,15 @@ class DispatchMode(FastDispatchMode):
         tracker = self.tracker
         if tracker.disabled:
             return op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
-        if tracker.pending:
-            # The earlier ops' outputs get their graph nodes tagged before this op runs, not at the next
-            # allocation: an in-place op (`relu_(bn(h))`, `relu(out + identity)` with ReLU(inplace=True))
-            # replaces its input's grad_fn, and the node it replaces (the batch norm's), read only afterwards,
-            # stayed untagged - its backward allocations fell on the backward() line (issue #17's comparison
-            # with the allocator's events; test/fixtures/profiler/inplace_rebase.py).
+        if tracker.pending and args and _is_pending(tracker.pending, args[0]):
+            # The earlier ops' outputs get their graph nodes tagged before an op on one of them runs, not
+            # at the next allocation: an in-place op (`relu_(bn(h))`, `relu(out + identity)` with
+            # ReLU(inplace=True)) replaces its input's grad_fn, and the node it replaces (the batch norm's),
+            # read only afterwards, stayed untagged - its backward allocations fell on the backward() line
+            # (issue #17's comparison with the allocator's events; test/fixtures/profiler/
+            # inplace_rebase.py). An in-place aten op mutates its first argument (`self`), and in-place
+            # on a view is an op on the view, itself a pending output: checking the first argument is
+            # enough, and costs a few identity tests per op instead of a flush per op.
             trace = _gettrace() if tracer is None and _SWITCH_TRACE else None
             if trace is not None:
                 _settrace(None)

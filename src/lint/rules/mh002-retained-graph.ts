@@ -319,6 +319,31 @@ function identifiersIn(file: SourceFile, node: SyntaxNode | null): Set<string> {
   return out;
 }
 
+/** numpy calls that turn their argument into an array (and so every element into a number). */
+const NUMPY_CONVERSION = /^numpy\.(array|asarray|mean|average|median|sum|std|var|max|min|stack|concatenate|save|savetxt)$/;
+
+/**
+ * The scope hands the container itself to numpy (`np.array(tr_loss)`, `np.save(path, np.array(losses))`,
+ * `np.mean(accs)`): numpy raises on a tensor that requires grad ("Can't call numpy() on Tensor that requires
+ * grad") and on a CUDA tensor, so in code that runs the container holds numbers (or detached CPU tensors),
+ * whatever the call that produced them looks like (`metrics, g = self.fast_net.forward(task)` with a
+ * `forward` of another file returning floats). An accumulator is judged by the containers it is stored in:
+ * `tloss += trl` then `tr_loss.append(tloss / n)` with `np.array(tr_loss)`.
+ */
+function convertedByNumpy(file: SourceFile, scope: SyntaxNode, key: string): boolean {
+  return nodesInScope(file, scope, CALL_TYPES).some(
+    (call) => NUMPY_CONVERSION.test(calleeName(file, call) ?? '') && positionalArgs(call).some((a) => keyOf(file, a) === key),
+  );
+}
+
+function storedOnlyIntoNumpy(file: SourceFile, scope: SyntaxNode, all: readonly Sink[], key: string): boolean {
+  const stores = all.filter((s) => s.kind !== 'accumulate' && s.kind !== 'meter' && identifiersIn(file, s.value).has(key));
+  return stores.length > 0 && stores.every((s) => {
+    const container = containerKey(file, s.target);
+    return container !== null && convertedByNumpy(file, scope, container);
+  });
+}
+
 const WHOLE_SLICE = /^\[\s*:\s*\]$/;
 
 function isEmptying(file: SourceFile, statement: SyntaxNode, key: string): boolean {
@@ -416,7 +441,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   // An update method that only steps optimizers can still derive a value from a learned leaf.
   const findings: RuleFinding[] = derivedFromLearnedLeaf(file, scope);
   if (!hasTaintSource(file, scope) && !callsGraphReturning(file, scope)) return findings; // nothing here can carry history
-  for (const sink of sinks(file, scope)) {
+  const allSinks = sinks(file, scope);
+  for (const sink of allSinks) {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
@@ -431,6 +457,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (isOverwrittenSlot(file, sink)) continue;
     if ((sink.kind === 'append' || sink.kind === 'store') && containers.every((k) => emptiedEveryIteration(file, sink, k))) continue;
     if (sink.kind !== 'meter' && containers.every((k) => piecesOfOneStep(file, flow, sink, k))) continue;
+    if (sink.kind === 'accumulate' ? storedOnlyIntoNumpy(file, scope, allSinks, key) : sink.kind !== 'meter' && containers.every((k) => convertedByNumpy(file, scope, k))) continue;
     if (loopBuildsNoGraph(file, flow, sink)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;

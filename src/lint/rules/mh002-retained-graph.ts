@@ -254,6 +254,96 @@ function emptiedEveryIteration(file: SourceFile, sink: Sink, key: string): boole
   return false;
 }
 
+/**
+ * `outputs = []` in the body of a step loop, filled by an inner loop over the pieces of that step's batch
+ * (`for data_chunk, target_chunk in zip(data_chunks, target_chunks)` with `data_chunks, target_chunks =
+ * subdivide_batch(config, data, targets)`, `for xb in x.chunk(4)`): the container is rebound every outer
+ * iteration and the inner loop runs over one batch, so it holds one step's pieces (gradient subdivision,
+ * micro-batches), never a chain of steps. An inner loop over anything else (a loader in an epoch loop:
+ * `for epoch ...: preds = []; for x, y in loader: preds.append(model(x))`) still grows over the epoch.
+ */
+function piecesOfOneStep(file: SourceFile, flow: ScopeFlow, sink: Sink, key: string): boolean {
+  const [inner, outer] = enclosingLoops(sink.node);
+  const outerBody = outer === undefined ? null : childByField(outer, 'body');
+  if (outerBody === null || inner.type !== 'for_statement') return false;
+  const rebinding = flow.reachingDefs(key, sink.node).filter((d: Def) => d.kind !== 'store' && d.kind !== 'aug');
+  if (rebinding.length === 0 || !rebinding.every((d) => contains(outerBody, d.stmt) && d.effective <= inner.start)) return false;
+  // The outer loop's batch: the names it binds, unless it counts (`for epoch in range(n)`: an epoch number is no batch).
+  const outerIterable = outer.type === 'for_statement' ? childByField(outer, 'right') : null;
+  const counts = outerIterable !== null && /^(enumerate\()?\s*(range|trange)\(/.test(file.textOf(outerIterable));
+  const batchNames = outerIterable !== null && !counts ? identifiersIn(file, childByField(outer, 'left')) : new Set<string>();
+  const iterable = childByField(inner, 'right');
+  return iterable !== null && isPiecesOf(file, flow, iterable, outerBody, batchNames, inner, 0);
+}
+
+const SPLITTING = /^(chunk|split|tensor_split|unbind)$/;
+
+function isPiecesOf(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, outerBody: SyntaxNode, batchNames: ReadonlySet<string>, at: SyntaxNode, depth: number): boolean {
+  if (depth > 2) return false;
+  if (expr.type === 'call') {
+    const fn = childByField(expr, 'function');
+    const name = fn === null ? '' : file.textOf(fn);
+    const args = positionalArgs(expr);
+    if (name === 'zip') return args.length > 0 && args.every((a) => isPiecesOf(file, flow, a, outerBody, batchNames, at, depth + 1));
+    if (name === 'enumerate') return args.length > 0 && isPiecesOf(file, flow, args[0], outerBody, batchNames, at, depth + 1);
+    const method = fn?.type === 'attribute' ? file.textOf(childByField(fn, 'attribute') ?? fn) : name.replace(/^torch\./, '');
+    return SPLITTING.test(method);
+  }
+  if (expr.type !== 'identifier') return false;
+  // A name the step computes from its own batch (`data_chunks = subdivide_batch(config, data, targets)`).
+  const defs = flow.reachingDefs(file.textOf(expr), at);
+  return (
+    defs.length > 0 &&
+    defs.every((d) => {
+      if (d.kind !== 'assign' || d.value === null || !contains(outerBody, d.stmt)) return false;
+      if (d.value.type === 'call' && isPiecesOf(file, flow, d.value, outerBody, batchNames, at, depth + 1)) return true;
+      // Positional names only: `tqdm(loader, desc=f"epoch {epoch}")` is no piece of a batch.
+      return d.value.type === 'call' && positionalArgs(d.value).some((a) => a.type === 'identifier' && batchNames.has(file.textOf(a)));
+    })
+  );
+}
+
+function positionalArgs(call: SyntaxNode): SyntaxNode[] {
+  const args = childByField(call, 'arguments');
+  return args === null ? [] : namedChildren(args).filter((a) => a.type !== 'keyword_argument' && a.type !== 'comment');
+}
+
+function identifiersIn(file: SourceFile, node: SyntaxNode | null): Set<string> {
+  const out = new Set<string>();
+  const stack = node === null ? [] : [node];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'identifier') out.add(file.textOf(n));
+    stack.push(...namedChildren(n));
+  }
+  return out;
+}
+
+/** numpy calls that turn their argument into an array (and so every element into a number). */
+const NUMPY_CONVERSION = /^numpy\.(array|asarray|mean|average|median|sum|std|var|max|min|stack|concatenate|save|savetxt)$/;
+
+/**
+ * The scope hands the container itself to numpy (`np.array(tr_loss)`, `np.save(path, np.array(losses))`,
+ * `np.mean(accs)`): numpy raises on a tensor that requires grad ("Can't call numpy() on Tensor that requires
+ * grad") and on a CUDA tensor, so in code that runs the container holds numbers (or detached CPU tensors),
+ * whatever the call that produced them looks like (`metrics, g = self.fast_net.forward(task)` with a
+ * `forward` of another file returning floats). An accumulator is judged by the containers it is stored in:
+ * `tloss += trl` then `tr_loss.append(tloss / n)` with `np.array(tr_loss)`.
+ */
+function convertedByNumpy(file: SourceFile, scope: SyntaxNode, key: string): boolean {
+  return nodesInScope(file, scope, CALL_TYPES).some(
+    (call) => NUMPY_CONVERSION.test(calleeName(file, call) ?? '') && positionalArgs(call).some((a) => keyOf(file, a) === key),
+  );
+}
+
+function storedOnlyIntoNumpy(file: SourceFile, scope: SyntaxNode, all: readonly Sink[], key: string): boolean {
+  const stores = all.filter((s) => s.kind !== 'accumulate' && s.kind !== 'meter' && identifiersIn(file, s.value).has(key));
+  return stores.length > 0 && stores.every((s) => {
+    const container = containerKey(file, s.target);
+    return container !== null && convertedByNumpy(file, scope, container);
+  });
+}
+
 const WHOLE_SLICE = /^\[\s*:\s*\]$/;
 
 function isEmptying(file: SourceFile, statement: SyntaxNode, key: string): boolean {
@@ -351,7 +441,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   // An update method that only steps optimizers can still derive a value from a learned leaf.
   const findings: RuleFinding[] = derivedFromLearnedLeaf(file, scope);
   if (!hasTaintSource(file, scope) && !callsGraphReturning(file, scope)) return findings; // nothing here can carry history
-  for (const sink of sinks(file, scope)) {
+  const allSinks = sinks(file, scope);
+  for (const sink of allSinks) {
     if (gradOffAt(file, sink.node)) continue;
     const flow = flowOf(file, scope);
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
@@ -365,6 +456,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (!containers.some((k) => persists(flow, sink, k) && !isConsumedByBackward(file, scope, k) && !handedToTraining(file, scope, k))) continue;
     if (isOverwrittenSlot(file, sink)) continue;
     if ((sink.kind === 'append' || sink.kind === 'store') && containers.every((k) => emptiedEveryIteration(file, sink, k))) continue;
+    if (sink.kind !== 'meter' && containers.every((k) => piecesOfOneStep(file, flow, sink, k))) continue;
+    if (sink.kind === 'accumulate' ? storedOnlyIntoNumpy(file, scope, allSinks, key) : sink.kind !== 'meter' && containers.every((k) => convertedByNumpy(file, scope, k))) continue;
     if (loopBuildsNoGraph(file, flow, sink)) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;

@@ -26,6 +26,7 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -68,6 +69,7 @@ struct OpFrame {
   uint64_t id;       // 0: an op a dispatch mode does not see (called from inside a backend kernel)
   size_t first;      // index of g_events at its start
   bool decomposes;   // its kernel is CompositeImplicitAutograd's: the ops it calls are seen as well
+  bool engine;       // not an op: the autograd engine's range around one node (see engine_range)
 };
 thread_local std::vector<OpFrame> t_ops;
 // Per operator overload (keyed by its name and overload strings, which live as long as the operator).
@@ -145,11 +147,34 @@ PyObject* node_reset(PyObject* /*self*/, PyObject* /*args*/) {
 // (CompositeImplicitAutograd) op, recursively: those are "visible" here. At a visible op's end, an
 // allocation made while it was the innermost visible op and freed before its end is dropped with its free,
 // when start(ops=True) asked for the dispatch path's view.
+//
+// The autograd engine wraps each node's evaluation (the node's formula and the addition of its results
+// into the next nodes' input buffers) in a FUNCTION-scope RecordFunction named
+// "autograd::engine::evaluate_function: <node>". It is no aten op, so no dispatch mode is called for it:
+// it must neither hide the ops inside it (a dispatch mode sees the formula's ops and the engine's
+// gradient sums) nor count as an op whose end drops what was allocated and freed within it (a node's
+// intermediate results, the addend a sum consumed). Such a frame is transparent: pushed only so that
+// op_end pops what op_start pushed.
+constexpr char kEngineRange[] = "autograd::engine::evaluate_function: ";
+
+bool engine_range(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  return name != nullptr && std::strncmp(name, kEngineRange, sizeof(kEngineRange) - 1) == 0;
+}
+
 std::unique_ptr<at::ObserverContext> op_start(const at::RecordFunction& fn) {
-  bool visible = t_ops.empty() || (t_ops.back().id != 0 && t_ops.back().decomposes);
+  if (engine_range(fn)) {
+    t_ops.push_back(OpFrame{0, 0, false, true});
+    return nullptr;
+  }
+  // The innermost op frame decides (engine ranges are skipped): at top level, or directly inside a
+  // composite op that a dispatch mode sees, this op is seen as well.
+  auto outer = t_ops.rbegin();
+  while (outer != t_ops.rend() && outer->engine) ++outer;
+  bool visible = outer == t_ops.rend() || (outer->id != 0 && outer->decomposes);
   bool composite = visible && decomposes(fn);
   std::lock_guard<std::mutex> guard(g_mutex);
-  t_ops.push_back(OpFrame{visible ? g_next_op++ : 0, g_events.size(), composite});
+  t_ops.push_back(OpFrame{visible ? g_next_op++ : 0, g_events.size(), composite, false});
   return nullptr;
 }
 

@@ -117,6 +117,53 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
     assert.ok(result.views.False.includes(40) && result.views.False.length > 1, JSON.stringify(result.views));
   });
 
+  it('with ops=True keeps the op outputs of backward nodes: the engine range around a node is no op', async () => {
+    // The autograd engine wraps each node's evaluation in a FUNCTION-scope RecordFunction
+    // ("autograd::engine::evaluate_function: ..."). Taken for an op, it hid the formula's ops and dropped
+    // what was allocated and freed inside it: SinBackward's results (cos(y) and its product with the
+    // gradient, freed when the engine sums it into y's gradient) were not reported at all, and of
+    // CosBackward's three (sin, neg, mul) only the last. A dispatch mode sees every one of them.
+    const code = [
+      'import json, torch',
+      'from memhint_harness import allochook',
+      'torch.set_num_threads(1)',
+      'hook, why = allochook.load()',
+      'if hook is None:',
+      '    print(json.dumps({"why": why})); raise SystemExit(0)',
+      'x = torch.randn(256, 256, requires_grad=True)',
+      'views = {}',
+      'for ops in (False, True):',
+      '    assert hook.start(ops)',
+      '    y = x * 2',
+      '    sin_node, _ = hook.take()',  // the next sequence number: y.sin()'s node, then y.cos()'s
+      '    z = (y.sin() + y.cos()).sum()',
+      '    hook.take()',
+      '    z.backward()',
+      '    hook.node_reset()',
+      '    _, events = hook.take()',
+      '    hook.stop()',
+      '    x.grad = None',
+      '    views[str(ops)] = {name: sorted(b for _, b, n, _ in events if b > 0 and n == node)',
+      '                       for name, node in (("sin", sin_node), ("cos", sin_node + 1))}',
+      'print(json.dumps({"views": views}))',
+    ].join('\n');
+    const run = await py(code, { MEMHINT_ALLOCHOOK: '' });
+    assert.equal(run.code, 0, run.stderr);
+    const result = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as {
+      why?: string;
+      views: Record<string, Record<string, number[]>>;
+    };
+    if (!headers) {
+      assert.match(result.why ?? '', /no C\+\+ headers/);
+      return;
+    }
+    const block = 256 * 256 * 4;
+    const expected = { sin: [block, block], cos: [block, block, block] };
+    // Every one is an op output, so both views agree.
+    assert.deepEqual(result.views.False, expected, JSON.stringify(result.views));
+    assert.deepEqual(result.views.True, expected, JSON.stringify(result.views));
+  });
+
   it('refuses to start while torch.profiler holds the memory-reporting slot', async function () {
     if (!headers) this.skip(); // no hook to start on a torch without headers: the test above checks the refusal
     const code = [

@@ -17,6 +17,7 @@ import { importedFunctionForwardCalls } from '../analysis/imported-function-forw
 import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
+import { anchorAtHelpers } from './mh001-helper-anchor';
 import { callSites, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -278,13 +279,32 @@ function check(file: SourceFile): RuleFinding[] {
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
   const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), project?.lookup.stamp ?? '']);
-  return checkScopes(
+  const findings = checkScopes(
     file,
     findingsCache,
     signature,
     (scope) => scopeFindings(file, scope),
     (scope) => helperTextsSignature(file, scope),
   );
+  return anchorAtHelpers(
+    file,
+    findings,
+    (fn) => decoratorFix(file, fn),
+    (scope, call) => evaluationCall(file, scope, call),
+  );
+}
+
+/**
+ * A call of `scope` that runs evaluation or inference with nothing backpropagating its output: the test
+ * checkScope applies to a candidate, for calls after the scope's first finding (anchorAtHelpers asks).
+ */
+function evaluationCall(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): boolean {
+  if (forwardsFeedingBackward(file, scope).has(call)) return false;
+  const helper = helperForward(file, call);
+  if (helper === null) return false;
+  const context = evalContext(file, scopeInfo(file, scope), call, helper.receiver);
+  if (context !== null) return context.kind !== 'name' && !backpropagatesAfter(file, scope, call);
+  return inferenceContext(file, scope, call) !== null;
 }
 
 const gradOffCalleesMemo = new VersionMemo<ReadonlySet<SyntaxNode>>('MH001.gradOffCallees');

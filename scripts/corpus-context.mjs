@@ -33,8 +33,10 @@ function gitDir(repo) {
 const git = (dir, ...a) => execFileSync('git', ['--git-dir', dir, ...a], { maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
 
 /** Module names a Python file imports (dotted, leading dots for relative ones), with the names imported from each. */
-function importsOf(text) {
+function importsOf(source) {
   const out = [];
+  // CRLF (and old-Mac CR) scripts: `.` stops at `\r`, so the line patterns below would match no import at all.
+  const text = source.replace(/\r\n?/g, '\n');
   // Joins parenthesised continuation lines so `from x import (a,\n b)` reads as one statement.
   const flat = text.replace(/\(([^()]*)\)/g, (m, inner) => (m.includes('\n') ? `(${inner.replace(/\n/g, ' ')})` : m));
   for (const line of flat.split('\n')) {

@@ -2,7 +2,7 @@
 // linter loaded in the same process and measured in alternating rounds (so machine load hits both):
 // node scripts/bench-relint-ab.mjs BASE_OUT_LINT_DIR [THIS_OUT_LINT_DIR]
 // The same then runs on files that are one giant top-level statement (a 1,500- and a 6,000-line class
-// of methods, a 1,500-line `def main():`; see giant-statements.mjs), replacing one digit per edit.
+// of methods, a 1,500- and a 6,000-line `def main():`; see giant-statements.mjs), replacing one digit per edit.
 import { createRequire } from 'node:module';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -76,3 +76,4 @@ function giantAB(label, text, edits) {
 giantAB('one class of methods', giantClass(corpus, 1500), Math.round(110 * scale));
 giantAB('one class of methods', giantClass(corpus, 6000), Math.round(60 * scale));
 giantAB('one def main()', giantMain(corpus, 1500), Math.round(110 * scale));
+giantAB('one def main()', giantMain(corpus, 6000), Math.round(50 * scale));

@@ -32,7 +32,7 @@ let counting = false;
 for (const cls of ['VersionMemo', 'NodeMemo', 'ModuleCodeMemo', 'KeyMemo']) {
   const proto = session[cls]?.prototype;
   if (proto === undefined) continue;
-  for (const method of ['get', 'keyed', 'getTracked']) {
+  for (const method of ['get', 'keyed', 'getTracked', 'getTrackedWithin']) {
     const original = proto[method];
     if (typeof original !== 'function') continue;
     proto[method] = function (...callArgs) {

@@ -249,7 +249,11 @@ interface Entry<V> {
 
 interface NodeEntry<V> extends Entry<V> {
   readonly deps: string;
+  /** getTrackedWithin: the statements of the anchoring body that the compute's index reads reached. */
+  readonly pieces?: readonly SyntaxNode[];
 }
+
+const NO_PIECES: readonly SyntaxNode[] = Object.freeze([]);
 
 /**
  * A memo of values computed from one node's subtree, kept on the node across versions: the document
@@ -284,15 +288,33 @@ export class NodeMemo<V> {
    * parents or whole-file scans (SourceFile.nodesOfType, the text) is not an index read.
    */
   getTracked(file: SourceFile, node: SyntaxNode, deps: string, compute: (node: SyntaxNode) => V): V {
+    return this.tracked(file, node, deps, null, compute);
+  }
+
+  /**
+   * Like `getTracked`, for a node whose `deps` name only one statement of a function's body (`body`, the
+   * block: see unitcache's enclosingPiece) rather than the whole function: what the compute reached in
+   * the body's other statements through its index reads (a value's assignment, a call, a nested def) is
+   * read where it sits, its parents up to the block included (the scope of an assignment, a `with`
+   * around a name), so the entry also holds those statements and is reused only while each of them is
+   * still a statement of this version's `body` (the document reuses a statement an edit did not touch).
+   * A compute must reach the body's other statements through the indexes only, never by walking the
+   * block. With `body` null this is `getTracked`.
+   */
+  getTrackedWithin(file: SourceFile, node: SyntaxNode, deps: string, body: SyntaxNode | null, compute: (node: SyntaxNode) => V): V {
+    return this.tracked(file, node, deps, body, compute);
+  }
+
+  private tracked(file: SourceFile, node: SyntaxNode, deps: string, body: SyntaxNode | null, compute: (node: SyntaxNode) => V): V {
     const session = file.session;
     const store = this.storeOf(session);
     const hit = store.byNode.get(node);
-    if (hit !== undefined && hit.deps === deps && readsHold(file, hit.reads)) {
+    if (hit !== undefined && hit.deps === deps && readsHold(file, hit.reads) && (hit.pieces ?? NO_PIECES).every((p) => p.parent === body)) {
       session.replay(hit.reads);
       return hit.value;
     }
     const { value, reads } = session.collect(() => compute(node), true);
-    store.byNode.set(node, { deps, value, reads });
+    store.byNode.set(node, body === null || session.oneShot ? { deps, value, reads } : { deps, value, reads, pieces: piecesReached(reads, body) });
     return value;
   }
 
@@ -339,6 +361,52 @@ function readsHold(file: SourceFile, reads: Reads): boolean {
   const flat = reads.flat;
   for (let i = 0; i < flat.length; i += 3) if ((flat[i] as Peekable).peek(file, flat[i + 1] as string) !== flat[i + 2]) return false;
   return true;
+}
+
+/**
+ * The statements of `body` (children of the block) holding a node of the lists that `reads` (flattened)
+ * got: an index value is a node or a record of nodes (an assignment target, a call with its keyword).
+ * Each node is walked up to `body` once; nodes outside it count for nothing here (their own statements
+ * are kept by identity in the lists).
+ */
+function piecesReached(reads: Reads, body: SyntaxNode): readonly SyntaxNode[] {
+  const flat = reads.flat;
+  if (flat.length === 0) return NO_PIECES;
+  const pieces = new Set<SyntaxNode>();
+  // Nodes already walked (their piece, or null outside `body`): lists of one key share many ancestors.
+  const seen = new Map<SyntaxNode, SyntaxNode | null>();
+  const pieceOf = (node: SyntaxNode): void => {
+    const path: SyntaxNode[] = [];
+    let found: SyntaxNode | null | undefined;
+    for (let n: SyntaxNode | null = node; n !== null; n = n.parent) {
+      found = seen.get(n);
+      if (found !== undefined) break;
+      if (n.parent === body) {
+        found = n;
+        break;
+      }
+      path.push(n);
+    }
+    found ??= null;
+    for (const n of path) seen.set(n, found);
+    if (found !== null) pieces.add(found);
+  };
+  for (let i = 2; i < flat.length; i += 3) {
+    const list = flat[i];
+    if (!Array.isArray(list)) continue;
+    for (const v of list) {
+      if (isNode(v)) pieceOf(v);
+      else if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) {
+        for (const f of Object.values(v as Record<string, unknown>)) if (isNode(f)) pieceOf(f);
+      }
+    }
+  }
+  return pieces.size === 0 ? NO_PIECES : [...pieces];
+}
+
+/** A mirror node (SyntaxNode), told apart from an index's plain records by its `children` array and `type`. */
+function isNode(v: unknown): v is SyntaxNode {
+  return typeof v === 'object' && v !== null && typeof (v as { type?: unknown }).type === 'string' && Array.isArray((v as { children?: unknown }).children) && 'parent' in v;
 }
 
 /**

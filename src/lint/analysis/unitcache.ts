@@ -36,6 +36,38 @@ export function enclosingPieceToken(file: SourceFile, node: SyntaxNode): string 
   return `@${file.session.nodeId(fn ?? piece)}`;
 }
 
+/**
+ * Where a per-reader memo on `node` is anchored inside its outermost function: the statement of that
+ * function's body on the path to `node` (`piece`), so that an edit elsewhere in a giant `def main():`
+ * leaves the memo's anchor alone. `token` (for `deps`) names the piece and the function's header: every
+ * child of the definition but its body (name, parameters, return type) and its decorators, by node
+ * identity (the document reuses a header an edit did not touch). While the token is equal, everything
+ * on the path from the function to `node` is unchanged except the function's body block, whose other
+ * statements a reader must declare (NodeMemo.getTrackedWithin checks the ones its index reads reached).
+ * `body` is that block; null when `node` is in no function body (a module-level statement, or the
+ * function's header), and then the token is enclosingPieceToken's.
+ */
+export function enclosingPiece(file: SourceFile, node: SyntaxNode): { readonly token: string; readonly body: SyntaxNode | null } {
+  let fn: SyntaxNode | null = null;
+  let piece: SyntaxNode | null = null;
+  // Walking up: `child` is p's child on the path, `grandchild` that child's (null at the start).
+  let grandchild: SyntaxNode | null = null;
+  let child = node;
+  for (let p = node.parent; p !== null && p.type !== 'module'; grandchild = child, child = p, p = p.parent) {
+    if (p.type !== 'function_definition') continue;
+    // The outermost function decides: each one met on the way up replaces the last.
+    fn = p;
+    piece = child.type === 'block' && child.field === 'body' ? grandchild : null;
+  }
+  if (fn === null || piece === null) return { token: enclosingPieceToken(file, node), body: null };
+  const session = file.session;
+  const ids: number[] = [session.nodeId(piece)];
+  for (const c of fn.children) if (c !== piece.parent) ids.push(session.nodeId(c));
+  const decorated = fn.parent?.type === 'decorated_definition' ? fn.parent : null;
+  if (decorated !== null) for (const c of decorated.children) if (c !== fn) ids.push(session.nodeId(c));
+  return { token: `@${ids.join('.')}`, body: piece.parent };
+}
+
 /** A short token for a long signature (interned in the file's session). */
 export function intern(file: SourceFile, signature: string): string {
   return file.session.intern(signature);

@@ -13,7 +13,7 @@ import { returnOffCallPath } from './flag-returns';
 
 const MAX_DEPTH = 6;
 
-interface Target {
+export interface Target {
   readonly assign: SyntaxNode;
   /** Position in an unpacking target (`a, b = ...`), or null for a plain target. */
   readonly index: number | null;
@@ -54,6 +54,14 @@ function facts(file: SourceFile): Facts {
 /** Function definitions named `name` anywhere in the file, in document order. */
 export function functionsNamed(file: SourceFile, name: string): readonly SyntaxNode[] {
   return functionIndex.get(file, name);
+}
+
+/**
+ * The assignments whose target is `name` (a plain name, a position of an unpacking, or an attribute's
+ * text without spaces), anywhere in the file, in document order: an index read (see IndexDef.get).
+ */
+export function assignedNames(file: SourceFile, name: string): readonly Target[] {
+  return targetIndex.get(file, name);
 }
 
 /** The return statements whose nearest function is `def` (as enclosingFunction sees it), in document order. */

@@ -8,11 +8,11 @@ import { childByField, firstNamedChild, namedChildren, type SourceFile, type Syn
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
-import { bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
-import { enclosingPieceToken, importSignature, intern, unitsOf } from '../analysis/unitcache';
+import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
@@ -1125,11 +1125,13 @@ function keptCudaDefault(file: SourceFile, name: SyntaxNode, depth: number): boo
   const value = dflt === undefined ? null : childByField(dflt, 'value');
   if (value === null || !isCudaDevice(file, value, depth + 1)) return false;
   const body = childByField(fn, 'body');
-  return !(body?.children ?? []).some((stmt) => {
-    const assign = stmt.type === 'expression_statement' ? firstNamedChild(stmt) : null;
-    const left = assign?.type === 'assignment' ? childByField(assign, 'left') : null;
-    const right = assign === null ? null : childByField(assign, 'right');
-    return left !== null && right !== null && file.textOf(left) === text && !new RegExp(`\\b${text}\\b`).test(file.textOf(right));
+  // The statements of the body that are `text = ...`: from the assignment targets by name (an index read,
+  // so a per-loop memo sees which statements it read), not a walk of the body's statements.
+  return !assignedNames(file, text).some(({ assign, index, left }) => {
+    const stmt = assign.parent;
+    if (index !== null || left.type !== 'identifier' || stmt?.type !== 'expression_statement' || stmt.parent !== body || firstNamedChild(stmt) !== assign) return false;
+    const right = childByField(assign, 'right');
+    return right !== null && !new RegExp(`\\b${text}\\b`).test(file.textOf(right));
   });
 }
 
@@ -1597,9 +1599,11 @@ const NO_RESULT: LoopResult = { found: null, transfers: [] };
 const copies = new NodeMemo<boolean>('MH009.copyInside');
 
 /**
- * Per for-loop results, kept while the loop is reused, its deps are equal (the imports, the outermost
- * function around it) and every index key it read (values of names, functions, calls by name) keeps its
- * list: NodeMemo.getTracked.
+ * Per for-loop results, kept while the loop is reused, its deps are equal (the imports; the statement of
+ * the outermost function's body around it and that function's header), every index key it read (values
+ * of names, functions, calls by name) keeps its list and every other statement of that body those lists
+ * reached is unchanged: NodeMemo.getTrackedWithin. So nothing here may read a function's body outside
+ * the indexes (keptCudaDefault reads the body's rebindings from the assignment targets, not its block).
  */
 const loopCache = new NodeMemo<LoopResult>('MH009.loop');
 
@@ -1607,7 +1611,11 @@ function loopResult(file: SourceFile, loop: SyntaxNode, body: SyntaxNode, signat
   // Cheap text test before any name resolution: the body must copy something (its text is the node's).
   const inside = copies.get(file, body, '', () => copyInside(file, body));
   if (!inside && !copyAcrossEnd(file, body) && !helperCopies.get(file, body, helperCopiesDeps(file, body, signature), () => callsCopyingHelper(file, body, 0))) return NO_RESULT;
-  return loopCache.getTracked(file, loop, `${signature}|${enclosingPieceToken(file, loop)}`, (): LoopResult => {
+  // Anchored on the statement of the outermost function's body that holds the loop, with that function's
+  // header: an edit elsewhere in a giant `def main():` keeps the entry unless it touches a statement the
+  // loop's index reads reached (NodeMemo.getTrackedWithin).
+  const piece = enclosingPiece(file, loop);
+  return loopCache.getTrackedWithin(file, loop, `${signature}|${piece.token}`, piece.body, (): LoopResult => {
     const found = loaderOfLoop(file, loop);
     // Without a loader in the header, only `next(it)` in the body can fetch batches.
     if (found === null && !file.text.slice(body.start, body.end).includes('next')) return NO_RESULT;

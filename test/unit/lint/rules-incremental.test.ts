@@ -331,3 +331,69 @@ describe('every rule: incremental re-lint after random edits matches a fresh lin
     }
   });
 });
+
+/**
+ * A fixture as a giant `def main():` (the shape of many long scripts): its leading imports stay at module
+ * level and every other line goes into main's body, indented, so its top-level statements become
+ * statements of main's body, whose per-loop memos are anchored per statement (unitcache's enclosingPiece).
+ */
+function asMain(text: string): string {
+  const lines = text.split('\n');
+  let head = 0;
+  while (head < lines.length && (/^(import|from)\s/.test(lines[head]) || lines[head].trim() === '' || lines[head].startsWith('#'))) head++;
+  const body = lines.slice(head).map((l) => (l === '' ? '' : `    ${l}`));
+  return [...lines.slice(0, head), 'def main(device="cuda", pin=True):', ...body, '    pass', ''].join('\n');
+}
+
+// The same snippets inside main's body (indented), and edits of main's header.
+const MAIN_SNIPPETS = [
+  ...SNIPPETS.filter((s) => !s.includes('import')).map((s) => s.replace(/\n(?=.)/g, '\n    ')),
+  '\n    device = "cpu"\n',
+  '\n    train_loader = DataLoader(ds, pin_memory=pin)\n',
+  '\n    def helper(loader):\n        return loader\n',
+  '\n    if use_tpu:\n        device = xla_device()\n',
+  '1',
+];
+
+describe('MH009 in a giant def main(): incremental re-lint after random edits matches a fresh lint', () => {
+  it('MH009 fixtures with their statements moved into def main()', async () => {
+    const linter = await getLinter();
+    const oracle = await getOracle();
+    const files = fixtureFiles().filter((f) => f.includes(`${path.sep}MH009${path.sep}`));
+    assert.ok(files.length > 10);
+    let withFindings = 0;
+    for (const file of files) {
+      let text = asMain(fs.readFileSync(file, 'utf8'));
+      if (oracle.lintText(text, defaultSettings).some((f) => f.code === 'MH009')) withFindings++;
+      const doc = linter.open(text);
+      const random = rng(text.length + 1);
+      try {
+        assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), `${path.basename(file)} before any edit`);
+        const mainAt = text.indexOf('def main(');
+        for (let step = 0; step < 10; step++) {
+          // Mostly inside main's body (after its header), now and then in the header itself.
+          let insertAt: number;
+          let snippet: string;
+          if (step % 5 === 4) {
+            insertAt = text.indexOf('pin=True', mainAt);
+            snippet = insertAt < 0 ? '' : step % 2 === 0 ? 'x' : 'n';
+            if (insertAt < 0) insertAt = mainAt;
+          } else {
+            const bodyStart = text.indexOf('\n', mainAt) + 1;
+            const at = bodyStart + Math.floor(random() * (text.length - bodyStart));
+            insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
+            snippet = MAIN_SNIPPETS[Math.floor(random() * MAIN_SNIPPETS.length)];
+          }
+          doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
+          text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
+          const settings = SETTINGS[step % SETTINGS.length];
+          assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+        }
+      } finally {
+        doc.dispose();
+      }
+    }
+    // The wrapping must keep the rule finding things, or the comparison says little.
+    assert.ok(withFindings > files.length / 3, `${withFindings} of ${files.length} wrapped fixtures have MH009 findings`);
+  });
+});

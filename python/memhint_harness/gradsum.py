@@ -40,12 +40,16 @@ from typing import Optional
 import torch
 
 _add = getattr(getattr(torch.ops.aten, "add", None), "Tensor", None)
+# torch >= 2 only (1.13 has neither, and needs no correction): looked up once, read per candidate sum.
+_tensor_use_count = getattr(torch.Tensor, "_use_count", None)
+_storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
+_current_node = getattr(torch._C, "_current_autograd_node", None)
 
 
 class EngineSums:
     """Recognises the engine's out-of-place gradient sums in a dispatch mode (see the module docstring)."""
 
-    __slots__ = ("op", "tensor_extra", "storage_extra", "entry_codes", "storage_use_count")
+    __slots__ = ("op", "tensor_extra", "storage_extra", "entry_codes")
 
     def __init__(self, tensor_extra: int, storage_extra: int):
         self.op = _add._op  # what the mode compares `func._op` with (OpOverload._op, a C function)
@@ -53,7 +57,6 @@ class EngineSums:
         self.tensor_extra = tensor_extra
         self.storage_extra = storage_extra
         self.entry_codes = _engine_entry_codes()
-        self.storage_use_count = torch._C._storage_Use_Count
 
     def would_be_in_place(self, args, kwargs) -> bool:
         """Whether this `aten.add.Tensor(old, new)` (called in backward, before it runs) is the engine's sum
@@ -69,16 +72,16 @@ class EngineSums:
             return False
         if old._is_zerotensor() or old.is_nested or not _non_overlapping_and_dense(old):
             return False
-        if old._use_count() != 1 + self.tensor_extra:
+        if _tensor_use_count(old) != 1 + self.tensor_extra:
             return False
-        storage = old.untyped_storage()
-        if self.storage_use_count(storage._cdata) != 1 + self.storage_extra:
+        storage = old.untyped_storage()  # pyright: ignore[reportAttributeAccessIssue] (torch 1.13 stubs)
+        if _storage_use_count(storage._cdata) != 1 + self.storage_extra:
             return False
         return self._called_by_cpp()
 
     def _called_by_cpp(self) -> bool:
         """Whether the op was called from C++ (the engine), not from Python code of a backward or a hook."""
-        frame = sys._getframe(2)  # 0: this, 1: the mode's __torch_dispatch__
+        frame = sys._getframe(1)  # the harness's own frames (the mode, the tracker) are skipped below
         while frame is not None and _is_harness_or_mode(frame.f_code.co_filename):
             frame = frame.f_back
         return frame is None or frame.f_code in self.entry_codes
@@ -121,7 +124,7 @@ def probe() -> Optional[EngineSums]:
     """Runs one engine sum without a mode and one under a pass-through mode (a few small tensors, about a
     millisecond): an EngineSums where the mode makes the engine's in-place sum out of place, else None
     (torch 1.13, or a torch that behaves the same either way). Run before memhint's mode is entered."""
-    if _add is None or not hasattr(torch.Tensor, "_use_count") or not hasattr(torch._C, "_storage_Use_Count"):
+    if None in (_add, _tensor_use_count, _storage_use_count, _current_node):
         return None
     try:
         from .dispatch import FastDispatchMode
@@ -132,10 +135,10 @@ def probe() -> Optional[EngineSums]:
 
         class _Counting(FastDispatchMode):  # the same dispatch path as memhint's mode: the same extra counts
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                if func._op is _add._op and torch._C._current_autograd_node() is not None and len(args) == 2:
+                if func._op is _add._op and _current_node() is not None and len(args) == 2:
                     old = args[0]
-                    seen.append((old.data_ptr(), old._use_count(),
-                                 torch._C._storage_Use_Count(old.untyped_storage()._cdata)))
+                    storage = old.untyped_storage()
+                    seen.append((old.data_ptr(), _tensor_use_count(old), _storage_use_count(storage._cdata)))
                 return func(*args, **(kwargs or {}))
 
         mode = _Counting()
@@ -165,10 +168,11 @@ def _sums_in_place(mode) -> bool:
         cos.grad_fn.register_hook(lambda inputs, outputs: contributions.append(inputs[0].data_ptr()))
         y.grad_fn.register_prehook(lambda outputs: arrived.append(outputs[0].data_ptr()))
         total = (sin + cos).sum()
+        backward = getattr(torch.autograd.backward, "__wrapped__", torch.autograd.backward)  # never memhint's patch
         if mode is None:
-            total.backward()
+            backward(total)
         else:
             with mode:
-                total.backward()
+                backward(total)
             mode.firsts = set(contributions)
     return len(arrived) == 1 and arrived[0] in contributions

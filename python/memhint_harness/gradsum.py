@@ -24,9 +24,8 @@ What decides "the engine's sum that would have been in place", per `aten.add.Ten
 - the caller is C++ (the engine or a C++ backward formula): the innermost Python frame is the engine's
   entry (`torch.autograd.backward`/`grad`, `_engine_run_backward`) or there is none (CUDA's device
   threads). A Python backward (`autograd.Function`) or hook adding two tensors is the user's own sum.
-A C++ backward formula that adds two same-shaped temporaries it owns alone passes the same tests; none of
-the zoo models' formulas does (scripts/alloc_node_compare.py: every backward `aten.add.Tensor` of the
-models is the engine's), and docs/profiler.md says so.
+A C++ backward formula that adds two same-shaped temporaries it owns alone passes the same tests (and is
+under-reported by a block); scripts/gradsum_truth.py finds none on the zoo models (docs/profiler.md).
 
 `probe()` also decides whether the correction applies at all: only where, without any mode, the engine
 sums in place and, with one, out of place (torch >= 2 on CPU; not 1.13). No module-level mutable state:

@@ -204,7 +204,10 @@ class DispatchMode(FastDispatchMode):
         if tracker.in_backward and tracker.engine_sums is not None and op is tracker.engine_sums.op:
             # The autograd engine's gradient sum, out of place only because a dispatch mode is active: its
             # result takes over the first gradient's record (gradsum.py). Judged before the op runs (use counts).
-            summed = tracker.guard(tracker.gradient_sum_source, args, kwargs)
+            try:
+                summed = tracker.gradient_sum_source(args, kwargs)
+            except Exception:  # noqa: BLE001 - a tensor the checks cannot read: reported as the op runs
+                summed = None
         try:
             # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
             out = op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)

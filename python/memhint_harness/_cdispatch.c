@@ -52,6 +52,8 @@ typedef struct {
     PyObject *tensor_type, *parameter_type, *rec_type, *untracked, *node_key, *module_key, *perf_counter,
         *is_grad_enabled;
     PyObject *accumulate_type;  /* the AccumulateGrad node type, once seen */
+    PyObject *sum_op;  /* aten.add.Tensor's _op where gradsum.py corrects the engine's sums (Python body in
+                          backward), else None */
     unsigned long main_thread;
     double t0;
 } DispatchCore;
@@ -1037,6 +1039,11 @@ DispatchCore_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf
     PyObject *watched = PyObject_GetAttr(self->tracker, s_watched_ops);
     int is_watched = watched == NULL ? -1 : PySequence_Contains(watched, op);
     Py_XDECREF(watched);
+    if (is_watched == 0 && op == self->sum_op) {
+        /* In backward, the engine's gradient sums are judged in Python (gradsum.py): 0 in forward. */
+        long long in_backward;
+        is_watched = attr_ll(self->tracker, s_in_backward, &in_backward) < 0 ? -1 : in_backward != 0;
+    }
     if (is_watched != 0) {
         Py_DECREF(op);
         return is_watched < 0 ? NULL : PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
@@ -1163,6 +1170,7 @@ DispatchCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     CONST(self->module_key, "MODULE_KEY");
     CONST(self->perf_counter, "perf_counter");
     CONST(self->is_grad_enabled, "is_grad_enabled");
+    CONST(self->sum_op, "sum_op");
 #undef CONST
     if (!err && (!PyDict_Check(self->live) || !PyDict_Check(self->young) || !PyDict_Check(self->young_handles)
                  || !PyDict_Check(self->old) || !PyDict_Check(self->old_handles) || !PyList_Check(self->pending)
@@ -1187,7 +1195,8 @@ DispatchCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     X(tracker) X(bound_to) X(slow) X(after) X(on_error) X(failed) X(detach) X(live) X(young) X(young_handles) X(old) \
     X(old_handles) X(pending) X(stack) X(timeline) X(lines) X(bw_pending) X(acc) X(expired) X(free_handle) X(storage_of) X(on_device) \
     X(collect_stack_accs) X(pop_returned) X(current_node) X(hook_for) X(tensor_type) X(parameter_type) \
-    X(rec_type) X(untracked) X(node_key) X(module_key) X(perf_counter) X(is_grad_enabled) X(accumulate_type)
+    X(rec_type) X(untracked) X(node_key) X(module_key) X(perf_counter) X(is_grad_enabled) X(accumulate_type) \
+    X(sum_op)
 
 static int
 DispatchCore_traverse(DispatchCore *self, visitproc visit, void *arg)

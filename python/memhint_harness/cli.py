@@ -307,6 +307,12 @@ def instrument(torch, options, device_type, channel, storage_api, user_files, tr
         tracker.modules = modules
     else:
         runner.notes.append(missing)
+    if device_type != "meta" and os.environ.get("MEMHINT_GRADSUM") != "0":
+        # Before backward() is patched and the mode entered: the probe runs one backward with and one without
+        # a mode of its own. "meta" (the predictor) keeps every sum as the mode sees it (not yet examined).
+        from .gradsum import probe
+
+        tracker.engine_sums = probe()
     _patch_backward(torch, tracker)
     _add_observers(torch, runner, tracker, user_files, device_type)
     return tracker, state, runner, DispatchMode(tracker)

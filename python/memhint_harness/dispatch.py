@@ -136,7 +136,9 @@ class DispatchMode(FastDispatchMode):
             return None
         consts = {"Tensor": torch.Tensor, "Parameter": torch.nn.Parameter, "StorageRec": StorageRec,
                   "UNTRACKED": UNTRACKED, "NODE_KEY": NODE_KEY, "MODULE_KEY": MODULE_KEY,
-                  "perf_counter": time.perf_counter, "is_grad_enabled": torch.is_grad_enabled}
+                  "perf_counter": time.perf_counter, "is_grad_enabled": torch.is_grad_enabled,
+                  # In backward, aten.add.Tensor goes to the Python body (the engine's gradient sums, gradsum.py).
+                  "sum_op": tracker.engine_sums.op if tracker.engine_sums is not None else None}
         return _DispatchCore(tracker, self._dispatch_body, self._after_op, self._op_failed, tracker.fail,
                              self._detach, consts)
 
@@ -198,6 +200,14 @@ class DispatchMode(FastDispatchMode):
                 tracker.fail()
             if trace is not None and not tracker.disabled:
                 _settrace(trace)
+        summed = None
+        if tracker.in_backward and tracker.engine_sums is not None and op is tracker.engine_sums.op:
+            # The autograd engine's gradient sum, out of place only because a dispatch mode is active: its
+            # result takes over the first gradient's record (gradsum.py). Judged before the op runs (use counts).
+            try:
+                summed = tracker.gradient_sum_source(args, kwargs)
+            except Exception:  # noqa: BLE001 - a tensor the checks cannot read: reported as the op runs
+                summed = None
         try:
             # Traced like any other code: a tensor subclass's __torch_dispatch__ in a user file runs here.
             out = op(*args, **(kwargs or {})) if tracer is None else _call_traced(tracer, op, args, kwargs)
@@ -207,6 +217,8 @@ class DispatchMode(FastDispatchMode):
             raise
         if not isinstance(out, (_Tensor, tuple, list)):
             return out  # sizes, scalars, None: nothing that can hold a storage (on_outputs would do nothing)
+        if summed is not None and tracker.guard(tracker.carry_over, summed, out):
+            return out
         if type(out) in PLAIN_TENSOR_TYPES and op not in tracker.watched_ops:
             # tracker.on_outputs' path for one plain tensor whose storage is live in the ledger at its
             # recorded size (a view, an in-place op, most ops of an optimizer step), inlined: only C functions

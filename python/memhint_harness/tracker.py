@@ -34,6 +34,7 @@ from .records import MODULE_KEY, NODE_KEY, UNTRACKED, Frame, LineAcc, StorageRec
 from .storage import PLAIN_TENSOR_TYPES, unwrap_subclass
 
 if TYPE_CHECKING:
+    from .gradsum import EngineSums
     from .modules import ModuleLedger
 
 _Tensor = torch.Tensor
@@ -97,6 +98,9 @@ class Tracker:
         # kernels.py: the C functions (OpOverload._op) of the ops whose OpOverload the dispatch mode passes to op_hook
         self.watched_ops: frozenset = frozenset()
         self.op_hook: Optional[Callable[[Any], Any]] = None
+        # gradsum.EngineSums where a dispatch mode makes the engine's in-place gradient sums out of place
+        # (torch >= 2): set by cli.instrument from gradsum.probe(); None: every sum is reported as it runs.
+        self.engine_sums: Optional[EngineSums] = None
         # Hot-path shortcuts: C functions and attribute names looked up once.
         self._expired = storage_api.expired_raw
         self._storage_of = storage_api.storage_of
@@ -394,6 +398,44 @@ class Tracker:
                 self._on_free(rec, -delta)
         if rec is not None:
             seen.append((tensor, rec))
+
+    def gradient_sum_source(self, args, kwargs):
+        """For an `aten.add.Tensor` in backward, before it runs: the record of the gradient it adds into,
+        where it is the engine's sum that the unprofiled program makes in place (gradsum.py); else None."""
+        if not self.engine_sums.would_be_in_place(args, kwargs) or not self._on_device(args[0]):
+            return None
+        storage = self._storage_of(args[0])
+        rec = self.live.get(storage._cdata)
+        if rec is None or rec.nbytes != storage.nbytes() or self._expired(rec.handle):
+            return None
+        return rec
+
+    def carry_over(self, rec, out):
+        """The engine's sum `out` would have been made in `rec`'s block: `rec` moves to out's storage, with
+        no allocation and no free (the first gradient's storage, which the engine drops right after the
+        sum, is no longer watched). Returns False, changing nothing, where `out` is not such a result."""
+        if type(out) is not _Tensor or not self._on_device(out):
+            return False
+        storage = self._storage_of(out)
+        cdata = storage._cdata
+        if cdata == rec.cdata or storage.nbytes() != rec.nbytes:
+            return False
+        self.poll(full=False)  # frees before the sum are charged first, as before an allocation
+        known = self.live.get(cdata)
+        if self.live.get(rec.cdata) is not rec or (known is not None and not self._expired(known.handle)):
+            return False
+        ledger = self.ledger
+        old_generation = rec.cdata in ledger.old
+        ledger.forget(rec)
+        if rec.handle is not None:
+            self._free_handle(rec.handle)
+        rec.cdata = cdata
+        rec.handle = self.api.weak_ref(storage)
+        rec.tensor_ref = None
+        ledger.remember(rec)
+        if old_generation:
+            ledger.set_generation(rec, True)
+        return True
 
     def on_saved(self, tensor):
         """autograd pack hook: marks a storage allocated in this step as saved for backward."""

@@ -224,6 +224,55 @@ describe('profiler harness (real torch, cpu)', function () {
     assert.ok((backward?.self.allocated ?? 0) < 100, `backward() self ${backward?.self.allocated}`);
   });
 
+  describe('the autograd engine\'s gradient sums, as the program makes them without a profiler (issue #17/#14)', () => {
+    // torch >= 2 adds a second gradient into the first one's block in place, but out of place while any
+    // dispatch mode is active (memhint's): one phantom block per sum. torch 1.13 sums out of place either
+    // way. Truth from scripts/gradsum_truth.py (no mode, the allocation hook): grad_sum.py's blocks are
+    // 1,000,000 bytes; the 8 (12) bytes are the loss scalars.
+    const script = path.join(FIXTURES, 'grad_sum.py');
+    const profile = async (fn: string) => ok(await runProfile(options({ script, function: fn })));
+    const inPlace = (report: ProfileReport) => !report.environment.torchVersion.startsWith('1.');
+    const perStep = (report: ProfileReport) => report.steps.map((s) => [s.allocated, s.peakLive - s.liveAtStart]);
+
+    it('counts no block for a sum of two gradients of one tensor, and no peak for it', async () => {
+      const report = await profile('squared');
+      const expected = inPlace(report) ? [5_000_008, 3_000_008] : [6_000_008, 4_000_008];
+      assert.deepEqual(perStep(report), [expected, expected, expected]);
+    });
+
+    it('charges the summed node\'s line only the blocks its formulas make', async () => {
+      const report = await profile('step');
+      const expected = inPlace(report) ? 10_000_008 : 11_000_008;
+      assert.deepEqual(report.steps.map((s) => s.allocated), [expected, expected, expected]);
+      if (inPlace(report)) {
+        // SinBackward0: cos(y), its product with the gradient; CosBackward0: sin(y), its negation, the product.
+        const line = lineOf(report, script, 'loss = (y.sin() + y.cos()).sum()');
+        assert.deepEqual([line.backward.allocated, line.backward.allocations], [3 * 5_000_000, 3 * 5]);
+      }
+    });
+
+    it('does the same for a weight used twice', async () => {
+      const report = await profile('shared_weight');
+      const expected = inPlace(report) ? 6_000_008 : 7_000_008;
+      assert.deepEqual(report.steps.map((s) => s.allocated), [expected, expected, expected]);
+    });
+
+    it('still counts the sums that run out of place without a profiler too', async () => {
+      // create_graph=True: grad mode is on in backward, the engine sums out of place on every torch.
+      const second = await profile('second_order');
+      assert.deepEqual(second.steps.map((s) => s.allocated), [11_000_012, 11_000_012, 11_000_012]);
+      // A backward written in Python: `doubled + grad` is the user's own sum, made with or without memhint.
+      const python = await profile('python_sum');
+      assert.deepEqual(python.steps.map((s) => s.allocated), [3_000_008, 3_000_008, 3_000_008]);
+      if (inPlace(python)) {
+        assert.equal(lineOf(python, script, 'return doubled + grad').self.allocated, 3 * 1_000_000);
+      }
+      // Gradient accumulation over 4 micro-steps: AccumulateGrad adds into .grad in place, mode or not.
+      const accumulated = await profile('accumulate');
+      assert.deepEqual(accumulated.steps.map((s) => s.allocated), [8_000_032, 8_000_032, 8_000_032]);
+    });
+  });
+
   it('sees the ops of a dispatch mode the user stacks on memhint\'s, and the mode sees them too', async () => {
     const script = path.join(FIXTURES, 'user_mode.py');
     const report = ok(await runProfile(options({ script, function: 'step' })));
@@ -338,6 +387,7 @@ describe('profiler harness (real torch, cpu)', function () {
       ['storage_ops.py', 'step'],
       ['inplace_backward.py', 'step'],
       ['inplace_rebase.py', 'step'],
+      ['grad_sum.py', 'squared'],
       ['linear_adam.py', 'train_step'],
     ] as const) {
       it(`gives identical per-line figures on ${name}, and the report says which tracer ran`, async () => {

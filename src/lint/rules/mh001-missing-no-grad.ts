@@ -119,7 +119,22 @@ function namedLikeEvaluation(file: SourceFile, fn: SyntaxNode): boolean {
 export function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
   const tokens = nameTokens(file.textOf(childByField(scope, 'name') ?? scope));
-  return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope));
+  // A test function returns nothing (pytest warns on a returned value): `def test(model, users)` that
+  // returns its metrics is an evaluation routine, whatever sanity `assert`s it makes on the way.
+  return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope)) && !returnsValue(scope);
+}
+
+/** A `return <value>` of the function itself (nested definitions are their own functions). */
+function returnsValue(fn: SyntaxNode): boolean {
+  const body = childByField(fn, 'body');
+  const stack = body === null ? [] : [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    if (n.type === 'return_statement' && namedChildren(n).some((c) => c.type !== 'comment')) return true;
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
 }
 
 function isTestSuite(file: SourceFile): boolean {

@@ -368,6 +368,8 @@ interface Candidate {
   readonly method: boolean;
   /** `\`SentenceVAE.inference\` in model.py:42`: the forward pass is in another module's method. */
   readonly definedIn?: string;
+  /** The call's result carries no history (an imported method that returns only detached values). */
+  readonly outputCut?: boolean;
 }
 
 function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
@@ -381,8 +383,8 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
     if (helper !== null) out.push({ call, receiver: helper.receiver, helper, method: false });
   }
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
-  for (const { call, receiver, definedIn } of importedMethodForwardCalls(file, scope)) {
-    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn });
+  for (const { call, receiver, definedIn, outputCut } of importedMethodForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn, outputCut });
   }
   // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
   // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
@@ -454,7 +456,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const { call, receiver, helper, method, definedIn } of forwards) {
+  for (const { call, receiver, helper, method, definedIn, outputCut } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
@@ -514,7 +516,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       findings.push(finding(file, scope, call, receiver, why, where, crossFile + inMethod(definedIn), helper));
       continue;
     }
-    const inference = inferenceContext(file, scope, call);
+    const inference = inferenceContext(file, scope, call, outputCut === true);
     if (inference === null) continue;
     // A rollout's history can also leave through the helper's own side effects (REINFORCE's
     // `policy.saved_log_probs.append(m.log_prob(a))` inside `select_action`).

@@ -21,7 +21,7 @@ export interface ImportedForward {
   /** `SentenceVAE.inference` in `model.py:42`: what the verdict rests on. */
   readonly definedIn: string;
   /** Every return of the method cuts the history (`return h.detach(), c.detach()`): its result carries none. */
-  readonly outputCut: boolean;
+  readonly outputCut?: boolean;
 }
 
 const CALLS = new Set(['call']);

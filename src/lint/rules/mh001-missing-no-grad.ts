@@ -119,9 +119,10 @@ function namedLikeEvaluation(file: SourceFile, fn: SyntaxNode): boolean {
 export function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
   const tokens = nameTokens(file.textOf(childByField(scope, 'name') ?? scope));
-  // A test function returns nothing (pytest warns on a returned value): `def test(model, users)` that
-  // returns its metrics is an evaluation routine, whatever sanity `assert`s it makes on the way.
-  return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope)) && !returnsValue(scope);
+  // Outside a test suite, an `assert` is the only sign of a test, and a test returns nothing (pytest warns
+  // on a returned value): `def test(model, users)` that returns its metrics is an evaluation routine,
+  // whatever sanity `assert`s it makes on the way. In a pytest/unittest file, `test*` functions are collected.
+  return tokens[0] === 'test' && (isTestSuite(file) || (hasAssert(scope) && !returnsValue(scope)));
 }
 
 /** A `return <value>` of the function itself (nested definitions are their own functions). */

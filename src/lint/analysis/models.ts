@@ -564,22 +564,12 @@ function computeForwardReceiver(file: SourceFile, call: SyntaxNode): string | nu
   const attr = childByField(fn, 'attribute');
   const object = childByField(fn, 'object');
   const objectKey = keyOf(file, object);
-  if (attr !== null && isForwardMethodName(file.textOf(attr))) {
+  if (attr !== null && /^forward(_\w+)?$/.test(file.textOf(attr))) {
     if (objectKey === 'self') return inModuleClass(file, call) ? 'self' : null;
     return objectKey !== null && isModelKey(file, objectKey) ? objectKey : null;
   }
   const key = keyOf(file, fn);
   return key !== null && !isConstructorCall(file, key) && isModelKey(file, key) ? key : null;
-}
-
-/**
- * A method named for running the module: `forward`, `forward_features`, and the `<what>_forward` methods
- * research code adds beside it (MAML's `net_forward(x, weights)`, few-shot `set_forward(x)`,
- * `discriminator_forward`). Hook registration (`register_forward_hook`) runs nothing.
- */
-function isForwardMethodName(name: string): boolean {
-  // `set_forward_loss` / `set_forward_adaptation` name a loss or a fitting routine built on the forward, not a forward.
-  return (/^forward(_\w+)?$/.test(name) || /^\w+_forward$/.test(name)) && !/hook|^(register|enable|disable|remove)_/.test(name);
 }
 
 /** Lightning runs validation/test/predict hooks under no_grad itself. */

@@ -4,7 +4,8 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { nodesInScope } from '../analysis/scope-nodes';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
@@ -384,6 +385,9 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
     if (helper !== null) out.push({ call, receiver: helper.receiver, helper, method: false });
   }
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
+  for (const { call, receiver } of namedForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: true });
+  }
   for (const { call, receiver, definedIn, outputCut } of importedMethodForwardCalls(file, scope)) {
     if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn, outputCut });
   }
@@ -395,6 +399,32 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }
+
+/** `<what>_forward`: a method named for running the module; hook registration runs nothing. */
+const NAMED_FORWARD = /^\w+_forward$/;
+const NOT_NAMED_FORWARD = /hook|^(register|enable|disable|remove)_/;
+
+/**
+ * `net.net_forward(x, weights)` (MAML's functional fast weights), `model.set_forward(x)` (few-shot
+ * learners): the `<what>_forward` methods research code adds beside `forward`, called on a model of the
+ * scope. Judged like a module method (its output is not followed by the flow analysis): reported only where
+ * every use of it is cut from the history, so a call whose output a loss may still take is left alone.
+ * Not `set_forward_loss`-style routines (a loss built on the forward) nor `register_forward_hook`.
+ */
+function namedForwardCalls(file: SourceFile, scope: SyntaxNode): { readonly call: SyntaxNode; readonly receiver: string }[] {
+  const out: { call: SyntaxNode; receiver: string }[] = [];
+  for (const call of nodesInScope(file, scope, CALL_NODES)) {
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'attribute' || scopeOf(call) !== scope) continue;
+    const name = file.textOf(childByField(fn, 'attribute') ?? fn);
+    if (!NAMED_FORWARD.test(name) || NOT_NAMED_FORWARD.test(name)) continue;
+    const key = keyOf(file, childByField(fn, 'object'));
+    if (key !== null && key !== 'self' && isModelKey(file, key)) out.push({ call, receiver: key });
+  }
+  return out;
+}
+
+const CALL_NODES = new Set(['call']);
 
 const STORING_METHODS = new Set(['append', 'extend', 'insert', 'add', 'appendleft', 'update', 'put', 'push']);
 

@@ -165,7 +165,7 @@ function splitSources(file: SourceFile): SplitSources {
 /** DataLoader's `num_workers` is its sixth positional parameter. */
 const NUM_WORKERS_POSITION = 5;
 
-function workersOf(file: SourceFile, call: SyntaxNode): { workers: LoaderUse['workers']; workersText: string | null; workersCount: number } {
+export function workersOf(file: SourceFile, call: SyntaxNode): { workers: LoaderUse['workers']; workersText: string | null; workersCount: number } {
   const args = childByField(call, 'arguments');
   const splat = args !== null && args.children.some((c) => c.type === 'dictionary_splat' || c.type === 'list_splat');
   const value = keywordArgument(file, call, 'num_workers') ?? positionalArguments(call)[NUM_WORKERS_POSITION] ?? null;

@@ -6,11 +6,11 @@
 // mentions no_grad / inference_mode, records a graph wherever it is called with autograd on.
 import { resolveImport } from '../project/resolve';
 import type { ProjectModule } from '../project/types';
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod } from './imports';
 import { keyOf } from './models';
 import { nodesInScope } from './scope-nodes';
-import { valuesOf } from './values';
+import { returnsOf, valuesOf } from './values';
 import { importerHandedClass } from './importer-handed-models';
 import { VersionMemo } from '../session';
 
@@ -20,6 +20,8 @@ export interface ImportedForward {
   readonly receiver: string;
   /** `SentenceVAE.inference` in `model.py:42`: what the verdict rests on. */
   readonly definedIn: string;
+  /** Every return of the method cuts the history (`return h.detach(), c.detach()`): its result carries none. */
+  readonly outputCut?: boolean;
 }
 
 const CALLS = new Set(['call']);
@@ -50,7 +52,7 @@ export function importedMethodForwardCalls(file: SourceFile, scope: SyntaxNode):
     const def = forwardingMethod(cls.module.file, cls.node, method);
     if (def === null) continue;
     const handed = handedIn === null ? '' : `, on the model ${handedIn.handedAt} hands in,`;
-    out.push({ call, receiver: `${key}.${method}`, definedIn: `\`${cls.name}.${method}\` in ${cls.module.display}:${cls.module.file.lineOf(def.start) + 1}${handed}` });
+    out.push({ call, receiver: `${key}.${method}`, definedIn: `\`${cls.name}.${method}\` in ${cls.module.display}:${cls.module.file.lineOf(def.start) + 1}${handed}`, outputCut: returnsCut(cls.module.file, def) });
   }
   return out;
 }
@@ -142,6 +144,25 @@ function classFacts(file: SourceFile, cls: SyntaxNode): ClassFacts {
  * has it: the class is an nn.Module subclass, the method calls `self(...)`, `self.forward(...)` or one of
  * the class's built attributes, and neither its decorators nor its body mention no_grad / inference_mode.
  */
+/** The history-cutting conversions a returned value may end in. */
+const CUTS = /\.(detach|item|tolist|numpy)\s*\(\s*\)$|\.data$/;
+
+/**
+ * The method returns something, and every returned value (or every element of a returned tuple) ends in a
+ * cut (`return h_1.detach(), c.detach()`, DGI's `embed`): whatever the caller does with the result, no
+ * backward can reach the graph the method recorded (it only raised the peak while the method ran).
+ */
+function returnsCut(file: SourceFile, def: SyntaxNode): boolean {
+  const returns = returnsOf(def);
+  if (returns.length === 0) return false;
+  return returns.every((r) => {
+    const value = namedChildren(r).find((c) => c.type !== 'comment');
+    if (value === undefined) return false;
+    const parts = value.type === 'expression_list' || value.type === 'tuple' ? namedChildren(value).filter((c) => c.type !== 'comment') : [value];
+    return parts.length > 0 && parts.every((p) => CUTS.test(file.textOf(p).replace(/\s+/g, '')));
+  });
+}
+
 function forwardingMethod(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNode | null {
   const facts = classFacts(file, cls);
   const member = facts.methods.get(name);

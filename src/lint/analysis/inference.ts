@@ -430,7 +430,13 @@ function differentiatesItself(file: SourceFile, fn: SyntaxNode): boolean {
  * The caller has already excluded grad-off code, forwards feeding a backward, and scopes that take
  * gradients with respect to inputs.
  */
-export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
+export function inferenceContext(
+  file: SourceFile,
+  scope: SyntaxNode,
+  call: SyntaxNode,
+  /** The call's result carries no history at all (a project method that returns only detached values). */
+  outputCut = false,
+): { readonly kind: InferenceKind; readonly region: SyntaxNode } | null {
   // A module's own `sample()` runs under whatever its caller does. A method that differentiates itself
   // (a meta-learner's `finetunning()` taking `autograd.grad`) cannot run under no_grad: its forwards after
   // a functional weight update are judged below (MAML's query-set evaluation), and only those.
@@ -469,12 +475,44 @@ export function inferenceContext(file: SourceFile, scope: SyntaxNode, call: Synt
   if (modelMethod && !(kind === 'after-step' && trainingLoop !== null && weightUpdateBefore(file, trainingLoop, region))) return null;
   // Nothing after it (in this scope / this iteration) may backpropagate or keep its history.
   const after = callsWithin(file, scope).filter((c) => c.start >= region.end && c.start < end);
+  // Features taken after a training loop with their history cut at once (`feats = model(x).detach()`,
+  // DGI's `model.embed(...)` that returns detached tensors), then a classifier trained on them (linear
+  // evaluation): the later backward cannot reach this forward's graph, which only raised the peak.
+  const cutAfterLoop = kind === 'after-training' && trainingLoopBefore(file, scope, region) && (outputCut || cutInStatement(file, region, call));
   if (after.some((c) => isStepOrBackward(file, c) || reach.callReaches(c))) {
-    if (kind !== 'after-step') return null;
+    if (kind !== 'after-step' && !cutAfterLoop) return null;
   }
+  if (cutAfterLoop) return { kind, region };
   const flow = flowOf(file, scope);
   if (historyEscapes(file, flow, scope, region.start, end, reach)) return null;
   return { kind, region };
+}
+
+/** A backward/optimizer step inside a loop of the scope that ends before `region`: a training loop ran first. */
+function trainingLoopBefore(file: SourceFile, scope: SyntaxNode, region: SyntaxNode): boolean {
+  return callsWithin(file, scope).some((c) => c.end <= region.start && isStepOrBackward(file, c) && enclosingLoops(c).some((l) => contains(scope, l) && l.end <= region.start));
+}
+
+/**
+ * The forward's statement binds nothing with its history: the value is cut in the statement itself
+ * (`feats = model(x).detach()`, `z = enc(x).cpu().numpy()`) and nothing in it stores or hands on the raw output.
+ */
+function cutInStatement(file: SourceFile, region: SyntaxNode, forward: SyntaxNode): boolean {
+  if (region.type !== 'expression_statement') return false;
+  if (derivedIn(file, region, forward).derived.size > 0) return false;
+  // The raw output must only be read through a cut: `model(x).detach()`, never `keep(model(x))`.
+  let n: SyntaxNode = forward;
+  for (;;) {
+    const parent = n.parent;
+    if (parent?.type === 'attribute' && parent.parent?.type === 'call' && HISTORY_CUTS.has(file.textOf(childByField(parent, 'attribute') ?? parent))) return true;
+    if (parent?.type === 'attribute' && file.textOf(childByField(parent, 'attribute') ?? parent) === 'data') return true;
+    // `model(x).cpu().detach()`: moves and views before the cut keep the history until the cut.
+    if (parent?.type === 'attribute' && parent.parent?.type === 'call' && /^(cpu|cuda|to|view|reshape|squeeze|unsqueeze|float|contiguous)$/.test(file.textOf(childByField(parent, 'attribute') ?? parent))) {
+      n = parent.parent;
+      continue;
+    }
+    return false;
+  }
 }
 
 /** Whether anything in this file calls the function (by name). */

@@ -4,7 +4,8 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { nodesInScope } from '../analysis/scope-nodes';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
@@ -119,7 +120,23 @@ function namedLikeEvaluation(file: SourceFile, fn: SyntaxNode): boolean {
 export function isTestFunction(file: SourceFile, scope: SyntaxNode): boolean {
   if (scope.type !== 'function_definition') return false;
   const tokens = nameTokens(file.textOf(childByField(scope, 'name') ?? scope));
-  return tokens[0] === 'test' && (isTestSuite(file) || hasAssert(scope));
+  // Outside a test suite, an `assert` is the only sign of a test, and a test returns nothing (pytest warns
+  // on a returned value): `def test(model, users)` that returns its metrics is an evaluation routine,
+  // whatever sanity `assert`s it makes on the way. In a pytest/unittest file, `test*` functions are collected.
+  return tokens[0] === 'test' && (isTestSuite(file) || (hasAssert(scope) && !returnsValue(scope)));
+}
+
+/** A `return <value>` of the function itself (nested definitions are their own functions). */
+function returnsValue(fn: SyntaxNode): boolean {
+  const body = childByField(fn, 'body');
+  const stack = body === null ? [] : [body];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') continue;
+    if (n.type === 'return_statement' && namedChildren(n).some((c) => c.type !== 'comment')) return true;
+    for (const c of n.children) stack.push(c);
+  }
+  return false;
 }
 
 function isTestSuite(file: SourceFile): boolean {
@@ -353,6 +370,8 @@ interface Candidate {
   readonly method: boolean;
   /** `\`SentenceVAE.inference\` in model.py:42`: the forward pass is in another module's method. */
   readonly definedIn?: string;
+  /** The call's result carries no history (an imported method that returns only detached values). */
+  readonly outputCut?: boolean;
 }
 
 function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
@@ -366,8 +385,11 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
     if (helper !== null) out.push({ call, receiver: helper.receiver, helper, method: false });
   }
   for (const { call, receiver } of methodForwardCalls(file, scope)) out.push({ call, receiver, helper: null, method: true });
-  for (const { call, receiver, definedIn } of importedMethodForwardCalls(file, scope)) {
-    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn });
+  for (const { call, receiver } of namedForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: true });
+  }
+  for (const { call, receiver, definedIn, outputCut } of importedMethodForwardCalls(file, scope)) {
+    if (!out.some((c) => c.call === call)) out.push({ call, receiver, helper: null, method: false, definedIn, outputCut });
   }
   // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
   // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
@@ -377,6 +399,32 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }
+
+/** `<what>_forward`: a method named for running the module; hook registration runs nothing. */
+const NAMED_FORWARD = /^\w+_forward$/;
+const NOT_NAMED_FORWARD = /hook|^(register|enable|disable|remove)_/;
+
+/**
+ * `net.net_forward(x, weights)` (MAML's functional fast weights), `model.set_forward(x)` (few-shot
+ * learners): the `<what>_forward` methods research code adds beside `forward`, called on a model of the
+ * scope. Judged like a module method (its output is not followed by the flow analysis): reported only where
+ * every use of it is cut from the history, so a call whose output a loss may still take is left alone.
+ * Not `set_forward_loss`-style routines (a loss built on the forward) nor `register_forward_hook`.
+ */
+function namedForwardCalls(file: SourceFile, scope: SyntaxNode): { readonly call: SyntaxNode; readonly receiver: string }[] {
+  const out: { call: SyntaxNode; receiver: string }[] = [];
+  for (const call of nodesInScope(file, scope, CALL_NODES)) {
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'attribute' || scopeOf(call) !== scope) continue;
+    const name = file.textOf(childByField(fn, 'attribute') ?? fn);
+    if (!NAMED_FORWARD.test(name) || NOT_NAMED_FORWARD.test(name)) continue;
+    const key = keyOf(file, childByField(fn, 'object'));
+    if (key !== null && key !== 'self' && isModelKey(file, key)) out.push({ call, receiver: key });
+  }
+  return out;
+}
+
+const CALL_NODES = new Set(['call']);
 
 const STORING_METHODS = new Set(['append', 'extend', 'insert', 'add', 'appendleft', 'update', 'put', 'push']);
 
@@ -439,7 +487,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const where = scope.type === 'function_definition' ? `\`${file.textOf(childByField(scope, 'name') ?? scope)}\`` : 'this code';
   const crossFile =
     scope.type === 'function_definition' && !calledInFile(file, scope) ? ' (Nothing in this file calls it: if its caller in another file runs it under no_grad, this is already fine.)' : '';
-  for (const { call, receiver, helper, method, definedIn } of forwards) {
+  for (const { call, receiver, helper, method, definedIn, outputCut } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
@@ -499,7 +547,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       findings.push(finding(file, scope, call, receiver, why, where, crossFile + inMethod(definedIn), helper));
       continue;
     }
-    const inference = inferenceContext(file, scope, call);
+    const inference = inferenceContext(file, scope, call, outputCut === true);
     if (inference === null) continue;
     // A rollout's history can also leave through the helper's own side effects (REINFORCE's
     // `policy.saved_log_probs.append(m.log_prob(a))` inside `select_action`).

@@ -417,6 +417,39 @@ function loopBuildsNoGraph(file: SourceFile, flow: ScopeFlow, sink: Sink): boole
   return true;
 }
 
+/**
+ * A local container (bound in this function) outlives only loops that run no forward pass: no model call,
+ * no function of the file returning a graph, no tensor made to require grad, no backward. What it stores
+ * are pieces of graphs built before those loops (RetinaNet's per-class `finalResult[0].extend(scores[idx])`
+ * over one forward's output; MAML's `fast_parameters = []` refilled each inner step from that step's
+ * gradients, one entry per parameter), never one graph per step. A loop the container outlives that runs
+ * a forward (the training loop around `per_class[i].append(out[:, i])`) still grows it; attributes,
+ * globals and parameters live across calls and are left to the other tests.
+ */
+function outlivesOnlyGraphFreeLoops(file: SourceFile, flow: ScopeFlow, sink: Sink, key: string): boolean {
+  if (key.includes('.')) return false;
+  const rebinding = flow.reachingDefs(key, sink.node).filter((d: Def) => d.kind !== 'store' && d.kind !== 'aug');
+  if (rebinding.length === 0 || rebinding.some((d) => d.kind === 'param' || d.kind === 'with')) return false;
+  const outlived = enclosingLoops(sink.node).filter((l) => contains(flow.scope, l) && rebinding.every((d) => !contains(l, d.stmt)));
+  if (outlived.length === 0) return false;
+  const graphReturning = new Set(graphReturningFunctions(file));
+  for (const [name, shape] of tupleReturningFunctions(file)) if (shape.includes(Taint.Tainted)) graphReturning.add(name);
+  return outlived.every((loop) => {
+    const body = childByField(loop, 'body');
+    if (body === null || /requires_grad|create_graph|backward/.test(file.textOf(body))) return false;
+    const stack = [body];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      for (const c of n.children) if (!LOOP_SCOPES.has(c.type)) stack.push(c);
+      if (n.type !== 'call') continue;
+      if (forwardReceiver(file, n) !== null) return false;
+      const fn = childByField(n, 'function');
+      if (fn?.type === 'identifier' && graphReturning.has(file.textOf(fn))) return false;
+    }
+    return true;
+  });
+}
+
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
@@ -459,6 +492,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (sink.kind !== 'meter' && containers.every((k) => piecesOfOneStep(file, flow, sink, k))) continue;
     if (sink.kind === 'accumulate' ? storedOnlyIntoNumpy(file, scope, allSinks, key) : sink.kind !== 'meter' && containers.every((k) => convertedByNumpy(file, scope, k))) continue;
     if (loopBuildsNoGraph(file, flow, sink)) continue;
+    if (sink.kind !== 'meter' && containers.every((k) => outlivesOnlyGraphFreeLoops(file, flow, sink, k))) continue;
     const valueText = file.textOf(sink.value);
     const short = valueText.length > 40 ? `${valueText.slice(0, 37)}...` : valueText;
     const leaves = taintedLeaves(flow, sink.value);

@@ -18,6 +18,7 @@ import { datasetFacts, loadersOf, type DatasetClass } from '../analysis/datasets
 import { positionalParameters } from '../analysis/parameters';
 import { functionsNamed, returnsOf, valuesOf } from '../analysis/values';
 import { callsNamed } from '../analysis/calls';
+import { importerLoaders, type ImporterLoader } from '../analysis/importer-loaders';
 import type { Rule, RuleFinding } from '../types';
 
 const MAX_DEPTH = 5;
@@ -281,7 +282,12 @@ const FLAT_MIN_WORKERS = 8;
 
 /** How the dataset reaches worker processes, for the message; null when the rule stays silent for it. */
 function workerReach(file: SourceFile, cls: DatasetClass, evidence: NonNullable<Evidence>): string | null {
-  const loaders = loadersOf(file, cls);
+  const own = loadersOf(file, cls);
+  // A dataset module: the loaders the importing modules build over this class decide (`num_workers=0`
+  // there reads the list in the main process only). Without the project, or when they show none, guess below.
+  const imported = own.length === 0 ? (importerLoaders(file, cls) ?? []) : [];
+  if (imported.length > 0) return importerReach(imported, evidence);
+  const loaders = own;
   const withWorkers = loaders.filter((l) => l.workers === 'yes').sort((x, y) => y.workersCount - x.workersCount)[0];
   if (withWorkers !== undefined && (evidence.records || withWorkers.workersCount >= FLAT_MIN_WORKERS)) {
     const workers = withWorkers.workersText === null ? '' : ` (\`num_workers\`: \`${withWorkers.workersText}\`)`;
@@ -292,6 +298,18 @@ function workerReach(file: SourceFile, cls: DatasetClass, evidence: NonNullable<
   if (!evidence.records || withWorkers !== undefined) return null;
   if (loaders.some((l) => l.workers === 'unknown')) return 'is loaded by a DataLoader whose worker count is set elsewhere (typically > 0)';
   if (loaders.length === 0 && !builtForTrainerWithoutWorkers(file)) return "is defined for DataLoaders built in another module (training loaders run worker processes nearly always)";
+  return null;
+}
+
+/** `workerReach` for the loaders that importing modules build: the same weighing, their module named. */
+function importerReach(loaders: readonly ImporterLoader[], evidence: NonNullable<Evidence>): string | null {
+  const withWorkers = loaders.filter((l) => l.workers === 'yes').sort((x, y) => y.workersCount - x.workersCount)[0];
+  if (withWorkers !== undefined && (evidence.records || withWorkers.workersCount >= FLAT_MIN_WORKERS)) {
+    const workers = withWorkers.workersText === null ? '' : ` (\`num_workers\`: \`${withWorkers.workersText}\`)`;
+    return `is loaded by a DataLoader with worker processes in ${withWorkers.module.display}${workers}`;
+  }
+  if (!evidence.records || withWorkers !== undefined) return null;
+  if (loaders.some((l) => l.workers === 'unknown')) return `is loaded by a DataLoader of ${loaders[0].module.display} whose worker count is set elsewhere (typically > 0)`;
   return null;
 }
 

@@ -15,7 +15,27 @@ import { forwardsFeedingBackward } from '../analysis/backprop';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
-const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
+const FROZEN_ROLE = new Set(['target', 'targ', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
+
+/**
+ * The teacher of a distillation pair named by single letters (`model_t` beside `model_s`, `net_t`/`net_s`,
+ * `t_net`/`s_net`, `modelT`/`modelS`): `t` alone says nothing, but next to an `s` counterpart in the same
+ * file it is the teacher, as in RepDistiller and the many distillation repositories written after it.
+ */
+function pairedTeacher(file: SourceFile, key: string): boolean {
+  const name = key.slice(key.lastIndexOf('.') + 1);
+  const student = /^([A-Za-z]\w*?)(_t|T)$/.exec(name) ?? null;
+  const counterparts: string[] = [];
+  if (student !== null) counterparts.push(student[1] + (student[2] === 'T' ? 'S' : '_s'));
+  const prefixed = /^(t|T)_([A-Za-z]\w*)$/.exec(name);
+  if (prefixed !== null) counterparts.push(`${prefixed[1] === 'T' ? 'S' : 's'}_${prefixed[2]}`);
+  return counterparts.some((c) => new RegExp(`(^|[^\\w])${c}($|[^\\w])`).test(file.text));
+}
+
+/** Named as a network the training keeps fixed. */
+function namedAsFixed(file: SourceFile, key: string): boolean {
+  return nameWords(key).some((t) => FROZEN_ROLE.has(t)) || pairedTeacher(file, key);
+}
 /** Constructors of feature networks used as fixed loss functions. */
 const FEATURE_NETWORK = /vgg|lpips|perceptual|inception|featureextractor/i;
 /** A class that freezes itself or runs its forward without grad. */
@@ -149,7 +169,7 @@ function check(file: SourceFile): RuleFinding[] {
   const loaded = loadedFromAnother(file);
   for (const key of loaded) {
     // Only networks named as fixed: an A3C worker's `lnet` loaded from the global net is trained through its output.
-    if (recording.has(key) || !nameWords(key).some((t) => FROZEN_ROLE.has(t))) continue;
+    if (recording.has(key) || !namedAsFixed(file, key)) continue;
     for (const call of callsNamed(file, key.slice(key.lastIndexOf('.') + 1))) {
       const scope = scopeOf(call);
       if (keyOf(file, childByField(call, 'function')) !== key || scope === null || !records(file, call, scope)) continue;
@@ -170,11 +190,11 @@ function check(file: SourceFile): RuleFinding[] {
     const use = forwards[0];
     if (c === undefined) {
       // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
-      if (nameWords(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      if (namedAsFixed(file, key) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
+    const named = namedAsFixed(file, key) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
     if (!named && !copies.has(key)) continue;
     // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
     if (!named && viaHelper.has(key)) continue;

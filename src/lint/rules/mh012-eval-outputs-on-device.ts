@@ -16,6 +16,7 @@ import { returnsOf } from '../analysis/values';
 import { onEvaluationPass } from '../analysis/phase-branches';
 import { inEvaluationBatchLoop } from '../analysis/eval-loops';
 import { usedAsDeviceBank } from '../analysis/device-banks';
+import { walksData } from '../analysis/data-loops';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -187,7 +188,7 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
   const created = flow.reachingDefs(key, container).filter((d) => d.kind === 'assign');
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
-    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
+    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop) && !walksData(file, loop)) continue;
     if (resetInLoop(file, key, loop, acc.at)) return null;
     return created.every((d) => !contains(loop, d.stmt) || seedsEmpty(file, key, loop, d.stmt)) && created.some((d) => !contains(loop, d.stmt)) ? loop : null;
   }
@@ -304,8 +305,12 @@ function check(file: SourceFile): RuleFinding[] {
   return findings.sort((a, b) => a.start - b.start);
 }
 
-/** Only scripts that put models on an accelerator. */
-const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(self\.)?device|accelerator|xla|\bmps\b/;
+/**
+ * Only scripts that put models on an accelerator. A device held by a configuration object counts
+ * (`.to(args.device)`, `.to(cfg.DEVICE)`, `.to(self.config.device)`): a module of a project whose device is
+ * chosen in its entry script never says `cuda` itself.
+ */
+const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(?:[A-Za-z_]\w*\.)*device\b|accelerator|xla|\bmps\b/i;
 
 export const evalOutputsOnDevice: Rule = {
   code: 'MH012',

@@ -27,12 +27,22 @@ function lastSegment(text: string): string {
   return text.slice(text.lastIndexOf('.') + 1);
 }
 
-/** `range(0, len(X_test), batch_size)`, `range(num_batches)`, `range(len(x) // bs)`. */
+/** Held-out arrays walked sample by sample: `X_test`, `x_val`, `test_images`, `valid_inputs`. */
+const EVAL_ARRAY = /(?:^|[^a-z])(?:x|inputs?|features?|images?|imgs?)_?(?:test|val|valid|eval)(?![a-z])|(?:^|[^a-z])(?:test|val|valid|eval)_?(?:x|inputs?|features?|images?|imgs?)(?![a-z])/i;
+
+/**
+ * `range(0, len(X_test), batch_size)`, `range(num_batches)`, `range(len(x) // bs)`, and the samples of a
+ * held-out set by index: `range(len(test_dataset))`, `range(len(X_test))`.
+ */
 function batchesByRange(file: SourceFile, iterable: SyntaxNode): boolean {
   if (iterable.type !== 'call' || file.textOf(childByField(iterable, 'function') ?? iterable) !== 'range') return false;
   const args = positionalArguments(iterable);
   if (args.length === 3) return BATCH_SIZE.test(file.textOf(args[2]));
-  return args.length >= 1 && BATCH_SIZE.test(file.textOf(args[args.length - 1]));
+  if (args.length === 0) return false;
+  const stop = file.textOf(args[args.length - 1]);
+  if (BATCH_SIZE.test(stop)) return true;
+  const counted = /^len\(\s*([\w.]+)\s*\)$/.exec(stop)?.[1];
+  return counted !== undefined && (EVAL_ARRAY.test(counted) || EVAL_DATA.some((re) => re.test(counted)));
 }
 
 /** A parameter of the loop's function that every call of the file hands a loader or an iterator. */

@@ -12,6 +12,7 @@ import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
 import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
+import { isFrameworkTrainingStep } from '../analysis/framework-steps';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
@@ -127,7 +128,7 @@ function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
 
 /** The call records a graph in a scope that trains. */
 function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {
-  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && computesGradients(file, scope);
+  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && (computesGradients(file, scope) || isFrameworkTrainingStep(file, scope));
 }
 
 function check(file: SourceFile): RuleFinding[] {

@@ -13,6 +13,7 @@ import { callsNamed } from '../analysis/calls';
 import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { isFrameworkTrainingStep } from '../analysis/framework-steps';
+import { resolveImport } from '../project/resolve';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
@@ -109,10 +110,24 @@ function localClassOf(file: SourceFile, value: SyntaxNode): SyntaxNode | null {
   return null;
 }
 
-/** The class a module is built from, when the file defines it and it freezes itself. */
+/**
+ * The class a module is built from, in this file or in the module of the project it is imported from
+ * (`from models import FeatureExtractor`): its text and the file that holds it. Null for a library class.
+ */
+function classSource(file: SourceFile, value: SyntaxNode): { file: SourceFile; cls: SyntaxNode } | null {
+  const local = localClassOf(file, value);
+  if (local !== null) return { file, cls: local };
+  const call = innermostCall(value);
+  const fn = call.type === 'call' ? childByField(call, 'function') : null;
+  if (fn === null || file.session.project === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
+  const resolved = resolveImport(file, file.textOf(fn).replace(/\s+/g, ''));
+  return resolved !== null && resolved.kind === 'class' && resolved.node !== null ? { file: resolved.module.file, cls: resolved.node } : null;
+}
+
+/** The class a module is built from, when the file or the project defines it and it freezes itself. */
 function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
-  const cls = localClassOf(file, value);
-  return cls !== null && SELF_FREEZING.test(file.textOf(cls));
+  const source = classSource(file, value);
+  return source !== null && SELF_FREEZING.test(source.file.textOf(source.cls));
 }
 
 /**
@@ -121,9 +136,9 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
  * perceptual-loss network under another name.
  */
 function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
-  const cls = localClassOf(file, value);
-  const body = cls === null ? null : childByField(cls, 'body');
-  return body !== null && FEATURE_NETWORK.test(file.textOf(body));
+  const source = classSource(file, value);
+  const body = source === null ? null : childByField(source.cls, 'body');
+  return body !== null && FEATURE_NETWORK.test(source!.file.textOf(body));
 }
 
 /** The call records a graph in a scope that trains. */

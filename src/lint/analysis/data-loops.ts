@@ -20,7 +20,9 @@ const NOT_DATA = /time|step|layer|block|token|epoch|param|grad|buffer|replay|mem
 /** A loader or evaluation-data value handed in (`evaluate(model, valid_iterator)`, `test(net, dl)`). */
 const LOADER_VALUE = /loader|(?:^|[^a-z])dl(?:[^a-z]|$)|DataLoader|iterator|[^a-z]iter$|BucketIterator/i;
 /** The batch size in a `range()` that steps through a tensor batch by batch. */
-const BATCH_SIZE = /batch|(?:^|[^a-z])bs(?:[^a-z]|$)|(?:^|_)n_?batches/i;
+const BATCH_SIZE = /batch|(?:^|[^a-z])bs(?:[^a-z]|$)/i;
+/** A number of batches: `n_batches`, `num_batches`, `total_batches`, `len(x_test) // batch_size`, `ceil(n / bs)`. */
+const BATCH_COUNT = /(?:^|[^a-z])(?:n|num|number_of|total|nb)_?(?:eval_|val_|test_)?batch(?:es)?(?![a-z])|batches\b|\/\/?\s*\(?\s*(?:[\w.]*batch[\w.]*|bs)\b/i;
 
 /** The last dotted segment of a name: `self.test_data` -> `test_data`. */
 function lastSegment(text: string): string {
@@ -39,8 +41,10 @@ function batchesByRange(file: SourceFile, iterable: SyntaxNode): boolean {
   const args = positionalArguments(iterable);
   if (args.length === 3) return BATCH_SIZE.test(file.textOf(args[2]));
   if (args.length === 0) return false;
+  // A count of batches (`num_batches`, `len(x) // batch_size`), not the batch size itself: `range(batch_size)`
+  // walks the samples or tasks of one batch (a meta-batch's tasks), not the data set.
   const stop = file.textOf(args[args.length - 1]);
-  if (BATCH_SIZE.test(stop)) return true;
+  if (BATCH_COUNT.test(stop)) return true;
   const counted = /^len\(\s*([\w.]+)\s*\)$/.exec(stop)?.[1];
   return counted !== undefined && (EVAL_ARRAY.test(counted) || EVAL_DATA.some((re) => re.test(counted)));
 }

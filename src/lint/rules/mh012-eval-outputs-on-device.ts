@@ -6,7 +6,7 @@ import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type S
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { callsByScope, computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, isLightningNoGradHook, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
@@ -81,6 +81,10 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, 
       }
       case 'subscript':
         stack.push(childByField(n, 'value') ?? n);
+        continue;
+      case 'dictionary':
+        // `{'preds': preds, 'target': y}`: the values are kept.
+        for (const pair of n.children) if (pair.type === 'pair') stack.push(childByField(pair, 'value') ?? pair);
         continue;
       case 'parenthesized_expression':
       case 'binary_operator':
@@ -276,9 +280,18 @@ function forwardsWithGradOff(file: SourceFile, scope: SyntaxNode, at: SyntaxNode
 function check(file: SourceFile): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const seen = new Set<SyntaxNode>();
+  const accelerated = ACCELERATOR.test(file.text);
   for (const acc of accumulations(file)) {
     const scope = scopeOf(acc.at);
-    if (scope === null || seen.has(acc.at) || enclosingLoops(acc.at).length === 0) continue;
+    if (scope === null || seen.has(acc.at)) continue;
+    if (enclosingLoops(acc.at).length === 0) {
+      if (lightningEpochCollection(file, scope, acc)) {
+        seen.add(acc.at);
+        findings.push(finding(file, acc));
+      }
+      continue;
+    }
+    if (!accelerated) continue;
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
@@ -292,17 +305,38 @@ function check(file: SourceFile): RuleFinding[] {
     const key = keyOf(file, acc.container);
     if (key !== null && usedAsDeviceBank(file, scope, loop, key)) continue;
     seen.add(acc.at);
-    const container = file.textOf(acc.container);
-    findings.push({
-      start: acc.at.start,
-      end: acc.at.end,
-      message:
-        `\`${container}\` collects model outputs that are still on the accelerator, batch after batch: device memory grows with the ` +
-        `evaluation set until the loop ends. Move each batch's result to the host first (\`.cpu()\`, or \`.item()\`/\`.tolist()\` for scalars) ` +
-        'and concatenate there.',
-    });
+    findings.push(finding(file, acc));
   }
   return findings.sort((a, b) => a.start - b.start);
+}
+
+function finding(file: SourceFile, acc: Accumulation): RuleFinding {
+  const container = file.textOf(acc.container);
+  return {
+    start: acc.at.start,
+    end: acc.at.end,
+    message:
+      `\`${container}\` collects model outputs that are still on the accelerator, batch after batch: device memory grows with the ` +
+      `evaluation set until the loop ends. Move each batch's result to the host first (\`.cpu()\`, or \`.item()\`/\`.tolist()\` for scalars) ` +
+      'and concatenate there.',
+  };
+}
+
+/**
+ * Lightning calls `validation_step` / `test_step` / `predict_step` once per batch, under no_grad, on the
+ * accelerator it chose: `self.validation_step_outputs.append(preds)` into a list the module holds (made in
+ * `__init__` or an epoch-start hook and cleared at the epoch's end, as Lightning 2's own docs show) grows
+ * with the evaluation set like a list filled in a batch loop. A list the hook itself creates is reset every batch.
+ */
+function lightningEpochCollection(file: SourceFile, scope: SyntaxNode, acc: Accumulation): boolean {
+  if (scope.type !== 'function_definition' || !/^(validation|test|predict)_step$/.test(file.textOf(childByField(scope, 'name') ?? scope))) return false;
+  if (!isLightningNoGradHook(file, scope)) return false;
+  const container = acc.container.type === 'subscript' && CONSTANT_INDEX.test(childByField(acc.container, 'subscript')?.type ?? '') ? (childByField(acc.container, 'value') ?? acc.container) : acc.container;
+  const key = keyOf(file, container);
+  if (key === null || !key.startsWith('self.')) return false;
+  const flow = flowOf(file, scope);
+  if (flow.reachingDefs(key, container).some((d) => d.kind === 'assign')) return false;
+  return holdsDeviceOutput(file, flow, acc.value);
 }
 
 /**
@@ -312,13 +346,16 @@ function check(file: SourceFile): RuleFinding[] {
  */
 const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(?:[A-Za-z_]\w*\.)*device\b|accelerator|xla|\bmps\b/i;
 
+const LIGHTNING = /lightning/i;
+
 export const evalOutputsOnDevice: Rule = {
   code: 'MH012',
   name: 'eval-outputs-on-device',
   severity: 'warning',
   summary: 'Evaluation outputs collected across batches while still on the accelerator: device memory grows with the evaluation set.',
   check(file) {
-    return ACCELERATOR.test(file.text) ? check(file) : [];
+    // Lightning modules name no device: the trainer puts them on the accelerator.
+    return ACCELERATOR.test(file.text) || LIGHTNING.test(file.text) ? check(file) : [];
   },
 };
 

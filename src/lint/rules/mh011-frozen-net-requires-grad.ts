@@ -14,6 +14,7 @@ import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { isFrameworkTrainingStep } from '../analysis/framework-steps';
 import { resolveImport } from '../project/resolve';
+import { wrapperCalls } from '../analysis/module-forward-sites';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
@@ -194,8 +195,26 @@ function check(file: SourceFile): RuleFinding[] {
       list.push(call);
     }
   }
-  if (recording.size === 0) return [];
   const { optimized, selfOptimizing } = optimizedModels(file);
+  // A wrapper module's forward (`return self.student(x), self.teacher(x)`) called as `distiller(x)` in a
+  // training step: its networks' forwards record there. Not when an optimizer takes the wrapper's own
+  // parameters (then everything in it may be trained).
+  for (const cls of file.nodesOfType('class_definition')) {
+    const className = file.textOf(childByField(cls, 'name') ?? cls);
+    const forward = facts.moduleClasses.has(className) ? methodNamed(file, cls, 'forward') : null;
+    if (forward === null || computesGradients(file, forward) || selfOptimizing.has(className)) continue;
+    const wrapper = wrapperCalls(file, cls);
+    if ([...wrapper.instances].some((k) => coveredBy(k, optimized))) continue;
+    if (!wrapper.sites.some((site) => { const scope = scopeOf(site); return scope !== null && records(file, site, scope); })) continue;
+    for (const call of callsByScope(file).get(forward)?.forwards ?? []) {
+      const receiver = forwardReceiver(file, call);
+      if (receiver === null || receiver === 'self' || !receiver.startsWith('self.') || gradOffAt(file, call) || gradMaybeOffAt(file, call)) continue;
+      let list = recording.get(receiver);
+      if (list === undefined) recording.set(receiver, (list = []));
+      list.push(call);
+    }
+  }
+  if (recording.size === 0) return [];
   const built = constructions(file, new Set(recording.keys()));
   const copies = deepCopies(file, built);
   for (const key of loaded) copies.add(key);
@@ -230,6 +249,15 @@ function finding(file: SourceFile, key: string, at: SyntaxNode, use: SyntaxNode,
       'records an autograd graph in the training step (activations kept; weight gradients computed whenever the loss flows through it). ' +
       `Call \`${key}.requires_grad_(False)\` after building it, or run its forward under \`torch.no_grad()\` when nothing backpropagates through it.`,
   };
+}
+
+/** The `def name` directly in a class body (decorators allowed), or null. */
+function methodNamed(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNode | null {
+  for (const stmt of childByField(cls, 'body')?.children ?? []) {
+    const def = stmt.type === 'decorated_definition' ? childByField(stmt, 'definition') : stmt;
+    if (def?.type === 'function_definition' && file.textOf(childByField(def, 'name') ?? def) === name) return def;
+  }
+  return null;
 }
 
 /** `key` is a parameter of the function `use` runs in. */

@@ -139,8 +139,14 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
 function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
   const source = classSource(file, value);
   const body = source === null ? null : childByField(source.cls, 'body');
-  return body !== null && FEATURE_NETWORK.test(source!.file.textOf(body));
+  if (body === null || !FEATURE_NETWORK.test(source!.file.textOf(body))) return false;
+  // A class of another module is taken for a loss network only when its name says so (`ContentNet`,
+  // `VGGLoss`, `FeatureExtractor`): a detector on a VGG backbone (`SSD300`) is the model being trained.
+  return source!.file === file || LOSS_NETWORK_CLASS.test(source!.file.textOf(childByField(source!.cls, 'name') ?? source!.cls));
 }
+
+/** Names of classes that serve as a fixed loss or feature network. */
+const LOSS_NETWORK_CLASS = /loss|perceptual|feature|content|style|extractor|vgg|lpips|inception/i;
 
 /** The call records a graph in a scope that trains. */
 function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {

@@ -6,7 +6,7 @@ import { childByField, contains, firstStartingAtOrAfter, type SourceFile, type S
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { callsByScope, computesGradients, forwardReceiver, isLightningNoGradHook, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { flowOf, type ScopeFlow } from '../analysis/flow';
 import { gradOffAt } from '../analysis/gradstate';
 import { callsNamed } from '../analysis/calls';
@@ -280,18 +280,10 @@ function forwardsWithGradOff(file: SourceFile, scope: SyntaxNode, at: SyntaxNode
 function check(file: SourceFile): RuleFinding[] {
   const findings: RuleFinding[] = [];
   const seen = new Set<SyntaxNode>();
-  const accelerated = ACCELERATOR.test(file.text);
   for (const acc of accumulations(file)) {
     const scope = scopeOf(acc.at);
     if (scope === null || seen.has(acc.at)) continue;
-    if (enclosingLoops(acc.at).length === 0) {
-      if (lightningEpochCollection(file, scope, acc)) {
-        seen.add(acc.at);
-        findings.push(finding(file, acc));
-      }
-      continue;
-    }
-    if (!accelerated) continue;
+    if (enclosingLoops(acc.at).length === 0) continue;
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
@@ -323,30 +315,11 @@ function finding(file: SourceFile, acc: Accumulation): RuleFinding {
 }
 
 /**
- * Lightning calls `validation_step` / `test_step` / `predict_step` once per batch, under no_grad, on the
- * accelerator it chose: `self.validation_step_outputs.append(preds)` into a list the module holds (made in
- * `__init__` or an epoch-start hook and cleared at the epoch's end, as Lightning 2's own docs show) grows
- * with the evaluation set like a list filled in a batch loop. A list the hook itself creates is reset every batch.
- */
-function lightningEpochCollection(file: SourceFile, scope: SyntaxNode, acc: Accumulation): boolean {
-  if (scope.type !== 'function_definition' || !/^(validation|test|predict)_step$/.test(file.textOf(childByField(scope, 'name') ?? scope))) return false;
-  if (!isLightningNoGradHook(file, scope)) return false;
-  const container = acc.container.type === 'subscript' && CONSTANT_INDEX.test(childByField(acc.container, 'subscript')?.type ?? '') ? (childByField(acc.container, 'value') ?? acc.container) : acc.container;
-  const key = keyOf(file, container);
-  if (key === null || !key.startsWith('self.')) return false;
-  const flow = flowOf(file, scope);
-  if (flow.reachingDefs(key, container).some((d) => d.kind === 'assign')) return false;
-  return holdsDeviceOutput(file, flow, acc.value);
-}
-
-/**
  * Only scripts that put models on an accelerator. A device held by a configuration object counts
  * (`.to(args.device)`, `.to(cfg.DEVICE)`, `.to(self.config.device)`): a module of a project whose device is
  * chosen in its entry script never says `cuda` itself.
  */
 const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(?:[A-Za-z_]\w*\.)*device\b|accelerator|xla|\bmps\b/i;
-
-const LIGHTNING = /lightning/i;
 
 export const evalOutputsOnDevice: Rule = {
   code: 'MH012',
@@ -354,8 +327,7 @@ export const evalOutputsOnDevice: Rule = {
   severity: 'warning',
   summary: 'Evaluation outputs collected across batches while still on the accelerator: device memory grows with the evaluation set.',
   check(file) {
-    // Lightning modules name no device: the trainer puts them on the accelerator.
-    return ACCELERATOR.test(file.text) || LIGHTNING.test(file.text) ? check(file) : [];
+    return ACCELERATOR.test(file.text) ? check(file) : [];
   },
 };
 

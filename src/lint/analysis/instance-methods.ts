@@ -4,7 +4,7 @@
 // the project it is imported from; its `return` values are what the call yields, in that module's terms.
 import { childByField, firstNamedChild, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeName } from './imports';
-import { returnsOf, valuesOf } from './values';
+import { functionsNamed, returnsOf, valuesOf } from './values';
 import { resolveImport } from '../project/resolve';
 import type { ProjectModule } from '../project/types';
 
@@ -25,9 +25,17 @@ function methodOf(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNode |
   return null;
 }
 
-/** The class of this file named `name` (a unique top-level or nested definition), or null. */
-function localClass(file: SourceFile, name: string): SyntaxNode | null {
-  const found = file.nodesOfType('class_definition').filter((c) => file.textOf(childByField(c, 'name') ?? c) === name);
+/**
+ * The method `name` of the class of this file named `className`, looked up through the functions index (so
+ * a cached result that used it is recomputed when any `def name` of the file changes), or null unless unique.
+ */
+function localMethod(file: SourceFile, className: string, name: string): SyntaxNode | null {
+  const found = functionsNamed(file, name).filter((def) => {
+    let p = def.parent;
+    if (p?.type === 'decorated_definition') p = p.parent;
+    const cls = p?.type === 'block' ? p.parent : null;
+    return cls?.type === 'class_definition' && file.textOf(childByField(cls, 'name') ?? cls) === className;
+  });
   return found.length === 1 ? found[0] : null;
 }
 
@@ -56,10 +64,9 @@ export function instanceMethodReturns(file: SourceFile, call: SyntaxNode): Metho
   const className = calleeName(file, values[0]);
   if (className === null || !/^[A-Za-z_][\w.]*$/.test(className)) return null;
   const method = file.textOf(attr);
-  const here = className.includes('.') ? null : localClass(file, className);
+  const here = className.includes('.') ? null : localMethod(file, className, method);
   if (here !== null) {
-    const def = methodOf(file, here, method);
-    const returned = def === null ? null : returnedValues(def);
+    const returned = returnedValues(here);
     return returned === null ? null : { file, module: null, values: returned };
   }
   if (file.session.project === null) return null;

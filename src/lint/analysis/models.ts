@@ -22,7 +22,7 @@ function lastSegment(key: string): string {
 // Variable names people give models. The suffix list is closed so `model_name`, `policy_loss` or
 // `encoder_outputs` never count.
 const MODEL_CORE = 'model|net|network|qf|vf|encoder|decoder|backbone|classifier|generator|discriminator|critic|actor|policy|teacher|student|autoencoder|vae|unet|transformer';
-const MODEL_SUFFIX = '\\d+|_?ema|_without_ddp|_wo_ddp|_engine|_ddp|_dp|_wrapped|_compiled|_g|_d|g|d|e|_old|_new|_eval|_fp16|_half|_copy|_online|_target|_tgt|_a|_b';
+const MODEL_SUFFIX = '\\d+|_?ema|_without_ddp|_wo_ddp|_engine|_ddp|_dp|_wrapped|_compiled|_g|_d|g|d|e|_old|_new|_eval|_fp16|_half|_copy|_online|_target|_targ|_tgt|_a|_b';
 const MODEL_NAME = new RegExp(`^(?:[a-z0-9]+_)*(?:${MODEL_CORE})(?:${MODEL_SUFFIX})?$`, 'i');
 const CAMEL_MODEL_NAME = new RegExp(`^[a-z][a-zA-Z0-9]*(?:${MODEL_CORE.split('|').map((c) => c[0].toUpperCase() + c.slice(1)).join('|')})\\d*$`);
 /** Objects whose attributes are configuration, not modules (`args.model` is a string). */

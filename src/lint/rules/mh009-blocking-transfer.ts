@@ -18,6 +18,7 @@ import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits'
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import { handedCallee, importedCallee } from '../analysis/handed-arguments';
 import { constructionArguments } from '../analysis/importer-constructions';
+import { instanceMethodReturns, type MethodReturns } from '../analysis/instance-methods';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -186,7 +187,11 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
       if (generated !== null) return generated;
       // `train_loader = create_dataloader(...)`: what a local factory function returns.
       const returned = returnedValues(file, v);
-      return returned === null ? importedLoader(file, v, null, depth) : loaderOfAll(file, returned, depth + 1);
+      if (returned !== null) return loaderOfAll(file, returned, depth + 1);
+      // `train_loader = dm.train_dataloader()`: a method of the data module `dm` was built from.
+      const method = instanceMethodReturns(file, v);
+      if (method !== null) return methodLoader(method, depth);
+      return importedLoader(file, v, null, depth);
     }
     if (name === null) return null;
     v = positionalArguments(v)[0] ?? null;
@@ -439,6 +444,13 @@ function bareCallArguments(file: SourceFile, def: SyntaxNode, name: string): Syn
     out.push(arg);
   }
   return out.length === 0 ? null : out;
+}
+
+/** The loader a data module's method returns, in this file or (seen from here) in the module that defines its class. */
+function methodLoader(method: MethodReturns, depth: number): Loader | null {
+  const l = loaderOfAll(method.file, method.values, depth + 1);
+  if (l === null || method.module === null) return l;
+  return foreignLoader(l, method.file, method.module.display, method.module.display, method.module.path);
 }
 
 /** The loader a call of a function imported from another module of the project returns (element `index` when unpacked). */

@@ -12,10 +12,33 @@ import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
 import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
+import { isFrameworkTrainingStep } from '../analysis/framework-steps';
+import { resolveImport } from '../project/resolve';
+import { wrapperCalls } from '../analysis/module-forward-sites';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
-const FROZEN_ROLE = new Set(['target', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
+const FROZEN_ROLE = new Set(['target', 'targ', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
+
+/**
+ * The teacher of a distillation pair named by single letters (`model_t` beside `model_s`, `net_t`/`net_s`,
+ * `t_net`/`s_net`, `modelT`/`modelS`): `t` alone says nothing, but next to an `s` counterpart in the same
+ * file it is the teacher, as in RepDistiller and the many distillation repositories written after it.
+ */
+function pairedTeacher(file: SourceFile, key: string): boolean {
+  const name = key.slice(key.lastIndexOf('.') + 1);
+  const student = /^([A-Za-z]\w*?)(_t|T)$/.exec(name) ?? null;
+  const counterparts: string[] = [];
+  if (student !== null) counterparts.push(student[1] + (student[2] === 'T' ? 'S' : '_s'));
+  const prefixed = /^(t|T)_([A-Za-z]\w*)$/.exec(name);
+  if (prefixed !== null) counterparts.push(`${prefixed[1] === 'T' ? 'S' : 's'}_${prefixed[2]}`);
+  return counterparts.some((c) => new RegExp(`(^|[^\\w])${c}($|[^\\w])`).test(file.text));
+}
+
+/** Named as a network the training keeps fixed. */
+function namedAsFixed(file: SourceFile, key: string): boolean {
+  return nameWords(key).some((t) => FROZEN_ROLE.has(t)) || pairedTeacher(file, key);
+}
 /** Constructors of feature networks used as fixed loss functions. */
 const FEATURE_NETWORK = /vgg|lpips|perceptual|inception|featureextractor/i;
 /** A class that freezes itself or runs its forward without grad. */
@@ -88,10 +111,24 @@ function localClassOf(file: SourceFile, value: SyntaxNode): SyntaxNode | null {
   return null;
 }
 
-/** The class a module is built from, when the file defines it and it freezes itself. */
+/**
+ * The class a module is built from, in this file or in the module of the project it is imported from
+ * (`from models import FeatureExtractor`): its text and the file that holds it. Null for a library class.
+ */
+function classSource(file: SourceFile, value: SyntaxNode): { file: SourceFile; cls: SyntaxNode } | null {
+  const local = localClassOf(file, value);
+  if (local !== null) return { file, cls: local };
+  const call = innermostCall(value);
+  const fn = call.type === 'call' ? childByField(call, 'function') : null;
+  if (fn === null || file.session.project === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) return null;
+  const resolved = resolveImport(file, file.textOf(fn).replace(/\s+/g, ''));
+  return resolved !== null && resolved.kind === 'class' && resolved.node !== null ? { file: resolved.module.file, cls: resolved.node } : null;
+}
+
+/** The class a module is built from, when the file or the project defines it and it freezes itself. */
 function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
-  const cls = localClassOf(file, value);
-  return cls !== null && SELF_FREEZING.test(file.textOf(cls));
+  const source = classSource(file, value);
+  return source !== null && SELF_FREEZING.test(source.file.textOf(source.cls));
 }
 
 /**
@@ -100,14 +137,20 @@ function freezesItself(file: SourceFile, value: SyntaxNode): boolean {
  * perceptual-loss network under another name.
  */
 function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
-  const cls = localClassOf(file, value);
-  const body = cls === null ? null : childByField(cls, 'body');
-  return body !== null && FEATURE_NETWORK.test(file.textOf(body));
+  const source = classSource(file, value);
+  const body = source === null ? null : childByField(source.cls, 'body');
+  if (body === null || !FEATURE_NETWORK.test(source!.file.textOf(body))) return false;
+  // A class of another module is taken for a loss network only when its name says so (`ContentNet`,
+  // `VGGLoss`, `FeatureExtractor`): a detector on a VGG backbone (`SSD300`) is the model being trained.
+  return source!.file === file || LOSS_NETWORK_CLASS.test(source!.file.textOf(childByField(source!.cls, 'name') ?? source!.cls));
 }
+
+/** Names of classes that serve as a fixed loss or feature network. */
+const LOSS_NETWORK_CLASS = /loss|perceptual|feature|content|style|extractor|vgg|lpips|inception/i;
 
 /** The call records a graph in a scope that trains. */
 function records(file: SourceFile, call: SyntaxNode, scope: SyntaxNode): boolean {
-  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && computesGradients(file, scope);
+  return !gradOffAt(file, call) && !gradMaybeOffAt(file, call) && (computesGradients(file, scope) || isFrameworkTrainingStep(file, scope));
 }
 
 function check(file: SourceFile): RuleFinding[] {
@@ -149,7 +192,7 @@ function check(file: SourceFile): RuleFinding[] {
   const loaded = loadedFromAnother(file);
   for (const key of loaded) {
     // Only networks named as fixed: an A3C worker's `lnet` loaded from the global net is trained through its output.
-    if (recording.has(key) || !nameWords(key).some((t) => FROZEN_ROLE.has(t))) continue;
+    if (recording.has(key) || !namedAsFixed(file, key)) continue;
     for (const call of callsNamed(file, key.slice(key.lastIndexOf('.') + 1))) {
       const scope = scopeOf(call);
       if (keyOf(file, childByField(call, 'function')) !== key || scope === null || !records(file, call, scope)) continue;
@@ -158,8 +201,26 @@ function check(file: SourceFile): RuleFinding[] {
       list.push(call);
     }
   }
-  if (recording.size === 0) return [];
   const { optimized, selfOptimizing } = optimizedModels(file);
+  // A wrapper module's forward (`return self.student(x), self.teacher(x)`) called as `distiller(x)` in a
+  // training step: its networks' forwards record there. Not when an optimizer takes the wrapper's own
+  // parameters (then everything in it may be trained).
+  for (const cls of file.nodesOfType('class_definition')) {
+    const className = file.textOf(childByField(cls, 'name') ?? cls);
+    const forward = facts.moduleClasses.has(className) ? methodNamed(file, cls, 'forward') : null;
+    if (forward === null || computesGradients(file, forward) || selfOptimizing.has(className)) continue;
+    const wrapper = wrapperCalls(file, cls);
+    if ([...wrapper.instances].some((k) => coveredBy(k, optimized))) continue;
+    if (!wrapper.sites.some((site) => { const scope = scopeOf(site); return scope !== null && records(file, site, scope); })) continue;
+    for (const call of callsByScope(file).get(forward)?.forwards ?? []) {
+      const receiver = forwardReceiver(file, call);
+      if (receiver === null || receiver === 'self' || !receiver.startsWith('self.') || gradOffAt(file, call) || gradMaybeOffAt(file, call)) continue;
+      let list = recording.get(receiver);
+      if (list === undefined) recording.set(receiver, (list = []));
+      list.push(call);
+    }
+  }
+  if (recording.size === 0) return [];
   const built = constructions(file, new Set(recording.keys()));
   const copies = deepCopies(file, built);
   for (const key of loaded) copies.add(key);
@@ -170,11 +231,11 @@ function check(file: SourceFile): RuleFinding[] {
     const use = forwards[0];
     if (c === undefined) {
       // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
-      if (nameWords(key).some((t) => FROZEN_ROLE.has(t)) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      if (namedAsFixed(file, key) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = nameWords(key).some((t) => FROZEN_ROLE.has(t)) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
+    const named = namedAsFixed(file, key) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
     if (!named && !copies.has(key)) continue;
     // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
     if (!named && viaHelper.has(key)) continue;
@@ -194,6 +255,15 @@ function finding(file: SourceFile, key: string, at: SyntaxNode, use: SyntaxNode,
       'records an autograd graph in the training step (activations kept; weight gradients computed whenever the loss flows through it). ' +
       `Call \`${key}.requires_grad_(False)\` after building it, or run its forward under \`torch.no_grad()\` when nothing backpropagates through it.`,
   };
+}
+
+/** The `def name` directly in a class body (decorators allowed), or null. */
+function methodNamed(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNode | null {
+  for (const stmt of childByField(cls, 'body')?.children ?? []) {
+    const def = stmt.type === 'decorated_definition' ? childByField(stmt, 'definition') : stmt;
+    if (def?.type === 'function_definition' && file.textOf(childByField(def, 'name') ?? def) === name) return def;
+  }
+  return null;
 }
 
 /** `key` is a parameter of the function `use` runs in. */

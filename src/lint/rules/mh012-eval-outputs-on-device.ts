@@ -16,6 +16,7 @@ import { returnsOf } from '../analysis/values';
 import { onEvaluationPass } from '../analysis/phase-branches';
 import { inEvaluationBatchLoop } from '../analysis/eval-loops';
 import { usedAsDeviceBank } from '../analysis/device-banks';
+import { walksData } from '../analysis/data-loops';
 
 /** Methods whose result lives on the host (or is a Python number). */
 const TO_HOST = new Set(['cpu', 'item', 'tolist', 'numpy', '__array__']);
@@ -80,6 +81,10 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, 
       }
       case 'subscript':
         stack.push(childByField(n, 'value') ?? n);
+        continue;
+      case 'dictionary':
+        // `{'preds': preds, 'target': y}`: the values are kept.
+        for (const pair of n.children) if (pair.type === 'pair') stack.push(childByField(pair, 'value') ?? pair);
         continue;
       case 'parenthesized_expression':
       case 'binary_operator':
@@ -187,7 +192,7 @@ function growingAcross(file: SourceFile, flow: ScopeFlow, acc: Accumulation): Sy
   const created = flow.reachingDefs(key, container).filter((d) => d.kind === 'assign');
   if (created.length === 0) return null;
   for (const loop of enclosingLoops(acc.at)) {
-    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop)) continue;
+    if (!iteratesBatches(file, loop) && !iteratesBoundLoader(file, flow, loop) && !iteratesLoaderIterator(file, loop) && !walksData(file, loop)) continue;
     if (resetInLoop(file, key, loop, acc.at)) return null;
     return created.every((d) => !contains(loop, d.stmt) || seedsEmpty(file, key, loop, d.stmt)) && created.some((d) => !contains(loop, d.stmt)) ? loop : null;
   }
@@ -277,7 +282,8 @@ function check(file: SourceFile): RuleFinding[] {
   const seen = new Set<SyntaxNode>();
   for (const acc of accumulations(file)) {
     const scope = scopeOf(acc.at);
-    if (scope === null || seen.has(acc.at) || enclosingLoops(acc.at).length === 0) continue;
+    if (scope === null || seen.has(acc.at)) continue;
+    if (enclosingLoops(acc.at).length === 0) continue;
     // Evaluation: autograd is off there, nothing in the scope trains, or it runs only on the evaluation pass
     // of a shared train/eval loop (`if split == "valid":` while every step sits under `if split == "train":`).
     const evalPass = enclosingLoops(acc.at).some((l) => onEvaluationPass(file, acc.at, l));
@@ -291,21 +297,29 @@ function check(file: SourceFile): RuleFinding[] {
     const key = keyOf(file, acc.container);
     if (key !== null && usedAsDeviceBank(file, scope, loop, key)) continue;
     seen.add(acc.at);
-    const container = file.textOf(acc.container);
-    findings.push({
-      start: acc.at.start,
-      end: acc.at.end,
-      message:
-        `\`${container}\` collects model outputs that are still on the accelerator, batch after batch: device memory grows with the ` +
-        `evaluation set until the loop ends. Move each batch's result to the host first (\`.cpu()\`, or \`.item()\`/\`.tolist()\` for scalars) ` +
-        'and concatenate there.',
-    });
+    findings.push(finding(file, acc));
   }
   return findings.sort((a, b) => a.start - b.start);
 }
 
-/** Only scripts that put models on an accelerator. */
-const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(self\.)?device|accelerator|xla|\bmps\b/;
+function finding(file: SourceFile, acc: Accumulation): RuleFinding {
+  const container = file.textOf(acc.container);
+  return {
+    start: acc.at.start,
+    end: acc.at.end,
+    message:
+      `\`${container}\` collects model outputs that are still on the accelerator, batch after batch: device memory grows with the ` +
+      `evaluation set until the loop ends. Move each batch's result to the host first (\`.cpu()\`, or \`.item()\`/\`.tolist()\` for scalars) ` +
+      'and concatenate there.',
+  };
+}
+
+/**
+ * Only scripts that put models on an accelerator. A device held by a configuration object counts
+ * (`.to(args.device)`, `.to(cfg.DEVICE)`, `.to(self.config.device)`): a module of a project whose device is
+ * chosen in its entry script never says `cuda` itself.
+ */
+const ACCELERATOR = /\.cuda\(|cuda|\.to\(\s*(?:[A-Za-z_]\w*\.)*device\b|accelerator|xla|\bmps\b/i;
 
 export const evalOutputsOnDevice: Rule = {
   code: 'MH012',

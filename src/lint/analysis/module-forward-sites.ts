@@ -1,0 +1,49 @@
+// A module class of the file whose `forward` runs other networks (a distillation wrapper: `def forward(self,
+// x): return self.student(x), self.teacher(x)`), called as `distiller(x)` in a training step. The forward
+// itself trains nothing, but every call of it from a step that backpropagates records its graph: for the
+// networks it runs, the wrapper's forward is part of the training step.
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { calleeName } from './imports';
+import { callsByScope, forwardReceiver, keyOf } from './models';
+import { valuesOf } from './values';
+
+export interface WrapperCalls {
+  /** Forward calls of the wrapper's instances (`distiller(x)`), in whatever scope they run. */
+  readonly sites: readonly SyntaxNode[];
+  /** Keys of the instances (`distiller`, `self.model`), to see whether an optimizer takes their parameters. */
+  readonly instances: ReadonlySet<string>;
+}
+
+/** `Distiller(...)` in `Distiller(s, t).cuda()`: the innermost constructor call of a chain. */
+function constructor(value: SyntaxNode): SyntaxNode {
+  let call = value;
+  while (call.type === 'call') {
+    const fn = childByField(call, 'function');
+    const object = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+    if (object?.type !== 'call') break;
+    call = object;
+  }
+  return call;
+}
+
+/** The forward calls of instances of `cls` (every binding of the receiver constructs that class). */
+export function wrapperCalls(file: SourceFile, cls: SyntaxNode): WrapperCalls {
+  const name = file.textOf(childByField(cls, 'name') ?? cls);
+  const sites: SyntaxNode[] = [];
+  const instances = new Set<string>();
+  for (const [, calls] of callsByScope(file)) {
+    for (const call of calls.forwards) {
+      const receiver = forwardReceiver(file, call);
+      const fn = childByField(call, 'function');
+      if (receiver === null || receiver === 'self' || fn === null) continue;
+      const target = fn.type === 'attribute' && /^forward$/.test(file.textOf(childByField(fn, 'attribute') ?? fn)) ? childByField(fn, 'object') : fn;
+      const values = target === null ? null : valuesOf(file, target);
+      if (values === null || values.length === 0) continue;
+      if (!values.every((v) => v.type === 'call' && calleeName(file, constructor(v)) === name)) continue;
+      sites.push(call);
+      const key = target === null ? null : keyOf(file, target);
+      if (key !== null) instances.add(key);
+    }
+  }
+  return { sites, instances };
+}

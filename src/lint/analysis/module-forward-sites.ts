@@ -14,8 +14,8 @@ export interface WrapperCalls {
   readonly instances: ReadonlySet<string>;
 }
 
-/** `Distiller(...)` in `Distiller(s, t).cuda()`: the innermost constructor call of a chain. */
-function constructor(value: SyntaxNode): SyntaxNode {
+/** `Distiller(...)` in `Distiller(s, t).cuda()`, `VGGNet()` in `VGGNet().to(device).eval()`: the innermost call of a chain (the constructor). */
+export function innermostCall(value: SyntaxNode): SyntaxNode {
   let call = value;
   while (call.type === 'call') {
     const fn = childByField(call, 'function');
@@ -39,7 +39,7 @@ export function wrapperCalls(file: SourceFile, cls: SyntaxNode): WrapperCalls {
       const target = fn.type === 'attribute' && /^forward$/.test(file.textOf(childByField(fn, 'attribute') ?? fn)) ? childByField(fn, 'object') : fn;
       const values = target === null ? null : valuesOf(file, target);
       if (values === null || values.length === 0) continue;
-      if (!values.every((v) => v.type === 'call' && calleeName(file, constructor(v)) === name)) continue;
+      if (!values.every((v) => v.type === 'call' && calleeName(file, innermostCall(v)) === name)) continue;
       sites.push(call);
       const key = target === null ? null : keyOf(file, target);
       if (key !== null) instances.add(key);

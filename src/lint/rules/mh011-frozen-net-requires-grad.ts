@@ -14,7 +14,7 @@ import { parameterNames } from '../analysis/parameters';
 import { forwardsFeedingBackward } from '../analysis/backprop';
 import { isFrameworkTrainingStep } from '../analysis/framework-steps';
 import { resolveImport } from '../project/resolve';
-import { wrapperCalls } from '../analysis/module-forward-sites';
+import { innermostCall, wrapperCalls } from '../analysis/module-forward-sites';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 
 /** Name tokens of networks that are never trained where they are used. */
@@ -270,18 +270,6 @@ function methodNamed(file: SourceFile, cls: SyntaxNode, name: string): SyntaxNod
 function isParameterOf(file: SourceFile, key: string, use: SyntaxNode): boolean {
   const fn = scopeOf(use);
   return fn?.type === 'function_definition' && parameterNames(file, fn).includes(key);
-}
-
-/** `VGGNet()` in `VGGNet().to(device).eval()`. */
-function innermostCall(value: SyntaxNode): SyntaxNode {
-  let call = value;
-  while (call.type === 'call') {
-    const fn = childByField(call, 'function');
-    const object = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
-    if (object?.type !== 'call') break;
-    call = object;
-  }
-  return call;
 }
 
 export const frozenNetRequiresGrad: Rule = {

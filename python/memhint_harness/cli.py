@@ -307,9 +307,10 @@ def instrument(torch, options, device_type, channel, storage_api, user_files, tr
         tracker.modules = modules
     else:
         runner.notes.append(missing)
-    if device_type != "meta" and os.environ.get("MEMHINT_GRADSUM") != "0":
+    if os.environ.get("MEMHINT_GRADSUM") != "0":
         # Before backward() is patched and the mode entered: the probe runs one backward with and one without
-        # a mode of its own. "meta" (the predictor) keeps every sum as the mode sees it (not yet examined).
+        # a mode of its own (on CPU tensors). The predictor ("meta") applies the same correction: the program it
+        # predicts runs without a mode, where the engine sums in place on every device.
         from .gradsum import probe
 
         tracker.engine_sums = probe()

@@ -78,9 +78,14 @@ async function profileTrainStep() {
   await wb.runCommand('memhint: Profile This Step');
 }
 
-/** The status bar item's tooltip once it matches `pattern` (a run's report replaces the previous one). */
+/**
+ * The status bar item's tooltip, once the run in progress ended (its progress gone from the toasts and the
+ * status bar: the tooltip before that is the previous run's), and once it matches `pattern`.
+ */
 async function waitForTooltip(pattern, timeoutMs = 150_000) {
   const { page } = session;
+  const progress = page.locator('.notifications-toasts .notification-list-item-message, .part.statusbar .statusbar-item', { hasText: /memhint: profiling (?!failed)/ });
+  await waitFor('the end of the run', async () => (await progress.count()) === 0, timeoutMs);
   const deadline = Date.now() + timeoutMs;
   let text = '';
   for (;;) {

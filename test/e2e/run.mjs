@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // Real-VS-Code tests: code-server 4.139 (VS Code 1.139) + Debian chromium via playwright-core.
-//   node test/e2e/run.mjs [host] [untrusted] [ui]      (default: all three)
+//   node test/e2e/run.mjs [host] [untrusted] [ui] [pyext]      (default: all four)
 // host:      mocha inside the extension host, trusted workspace (out/test/e2e/suite/index.js)
 // untrusted: mocha inside the extension host, workspace trust on (out/test/e2e/suite/untrusted/index.js)
 // ui:        Playwright drives the workbench like a person (test/e2e/ui/*.test.mjs), the extension
 //            installed as a user has it; screenshots go to .e2e/screenshots/
+// pyext:     UI tests with a test-only stand-in for the Python extension (test/e2e/fixtures/python-extension,
+//            id ms-python.python) installed beside memhint and memhint.python unset (test/e2e/ui-pyext/*.test.mjs);
+//            the other phases never see it
 // Needs: bash scripts/setup-e2e.sh, npm run build, npm run compile. Env: MEMHINT_E2E_GREP (mocha grep),
 // MEMHINT_E2E_VERBOSE=1 (workbench log), MEMHINT_E2E_KEEP=1 (keep .e2e/runs/* state), MEMHINT_TEST_PYTHON.
 import * as fs from 'node:fs';
@@ -18,7 +21,8 @@ import { session } from './ui/session.mjs';
 import { Workbench } from './lib/workbench.mjs';
 import { makeRunDir, makeWorkspace, removeDir } from './lib/workspace.mjs';
 
-const allPhases = ['host', 'untrusted', 'ui'];
+const allPhases = ['host', 'untrusted', 'ui', 'pyext'];
+const uiPhases = { ui: 'test/e2e/ui', pyext: 'test/e2e/ui-pyext' };
 const requested = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const phases = requested.length ? requested : allPhases;
 for (const p of phases) if (!allPhases.includes(p)) fail(`unknown phase "${p}" (one of ${allPhases.join(', ')})`);
@@ -26,6 +30,7 @@ for (const p of phases) if (!allPhases.includes(p)) fail(`unknown phase "${p}" (
 const compiledSuite = path.join(repoRoot, 'out/test/e2e/suite/index.js');
 const compiledUntrusted = path.join(repoRoot, 'out/test/e2e/suite/untrusted/index.js');
 const bundle = path.join(repoRoot, 'dist/extension.js');
+const fakePythonExtension = path.join(repoRoot, 'test/e2e/fixtures/python-extension');
 
 try {
   assertInstalled();
@@ -59,15 +64,17 @@ process.exit(results.every((r) => r.code === 0) ? 0 : 1);
 async function runPhase(phase) {
   const runDir = makeRunDir(phase);
   const workspace = makeWorkspace(runDir);
+  const ui = phase in uiPhases;
   const server = await startCodeServer({
     stateDir: path.join(runDir, 'server'),
     trust: phase !== 'untrusted',
     // UI runs use the extension as a user has it, installed (linked into the extensions dir): the
     // development-mode payload only works with the smoke-test driver, which hides notification toasts.
-    smokeTestDriver: phase !== 'ui',
-    extensions: phase === 'ui' ? [repoRoot] : [],
+    smokeTestDriver: !ui,
+    extensions: phase === 'pyext' ? [repoRoot, fakePythonExtension] : ui ? [repoRoot] : [],
     // The UI tests profile from the palette: the CPU backend everywhere (a GPU machine would pick CUDA).
-    settings: { 'memhint.profile.backend': 'cpu', 'memhint.profile.steps': 2 },
+    settings: { 'memhint.profile.backend': 'cpu', 'memhint.profile.steps': 2, ...(phase === 'pyext' ? pyextSettings() : {}) },
+    env: phase === 'pyext' ? pyextEnv(runDir) : {},
   });
   let code = 1;
   try {
@@ -85,14 +92,14 @@ async function runPhase(phase) {
 
 async function runInServer(phase, server, workspace) {
   console.log(`e2e ${phase}: VS Code ${server.url}, workspace ${workspace}`);
-  if (phase === 'ui') return runUiTests(server, workspace);
+  if (phase in uiPhases) return runUiTests(server, workspace, path.join(repoRoot, uiPhases[phase]));
   return runExtensionHostTests({
     server, browser, folder: workspace,
     testsIndex: phase === 'host' ? compiledSuite : compiledUntrusted,
   });
 }
 
-async function runUiTests(server, workspace) {
+async function runUiTests(server, workspace, dir) {
   // Pictures of an earlier run's failures would read as this run's.
   if (fs.existsSync(screenshotsDir)) {
     for (const f of fs.readdirSync(screenshotsDir)) if (f.startsWith('failed-')) fs.rmSync(path.join(screenshotsDir, f));
@@ -109,7 +116,6 @@ async function runUiTests(server, workspace) {
     });
     const mocha = new Mocha({ ui: 'bdd', reporter: 'spec', timeout: 90_000, color: false });
     if (process.env.MEMHINT_E2E_GREP) mocha.grep(new RegExp(process.env.MEMHINT_E2E_GREP)); // a regular expression: "lint|summary"
-    const dir = path.join(repoRoot, 'test/e2e/ui');
     for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.test.mjs')).sort()) {
       mocha.addFile(path.join(dir, f));
     }
@@ -127,6 +133,25 @@ async function runUiTests(server, workspace) {
   } finally {
     await context.close().catch(() => {});
   }
+}
+
+/**
+ * The pyext phase: memhint.python unset (the interpreter comes from the Python extension), and no lint
+ * target pin in the workspace's settings is touched here (the tests remove it themselves).
+ */
+function pyextSettings() {
+  return { 'memhint.python': undefined };
+}
+
+/**
+ * The pyext phase's environment: the fake Python extension records the calls it answers, and `python3`
+ * on PATH (memhint's fallback) is Debian's, with torch 1.13, whatever else is on this machine's PATH.
+ */
+function pyextEnv(runDir) {
+  return {
+    MEMHINT_FAKE_PYTHON_CALLS: path.join(runDir, 'fake-python-calls.log'),
+    PATH: `/usr/bin:${process.env.PATH ?? ''}`,
+  };
 }
 
 function fail(message) {

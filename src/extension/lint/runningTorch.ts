@@ -65,7 +65,10 @@ export class RunningTorch implements vscode.Disposable {
         this.resolving.delete(key);
         this.interpreters.set(key, resolved.path);
         this.log.info(`lint: files in ${folder?.name ?? 'no folder'} run with ${resolved.path} (${sourceLabel(resolved.source)})`);
-        if (resolved.source === 'python-extension') this.watchSelection();
+        // Whenever the Python extension was asked (memhint.python unset), not only when it answered: one
+        // that had no environment yet (still discovering, nothing selected) and falls back to python3 must
+        // still move the target when the user then selects an interpreter there.
+        if (resolved.source !== 'setting') this.watchSelection();
         if (this.versions.versionOf(resolved.path) !== undefined) this.changed.fire();
       });
     }

@@ -26,11 +26,14 @@ export async function resolveInterpreter(configured: string | null, resource: vs
       // Loaded lazily: the facade activates the Python extension, which only makes sense when it is there.
       const { PythonExtension } = await import('@vscode/python-extension');
       const api = await PythonExtension.api();
-      const active = api.environments.getActiveEnvironmentPath(resource);
-      const env = await api.environments.resolveEnvironment(active);
+      // Typed as always there, but an extension that is still starting (or a look-alike) may answer nothing.
+      const active = api.environments.getActiveEnvironmentPath(resource) as ReturnType<typeof api.environments.getActiveEnvironmentPath> | undefined;
+      const env = active === undefined ? undefined : await api.environments.resolveEnvironment(active);
       const exe = env?.executable.uri?.fsPath;
       if (exe) return { path: exe, source: 'python-extension' };
-      log.warn(`the Python extension's active environment (${active.path}) has no executable; using ${DEFAULT_PYTHON}`);
+      log.warn(active === undefined
+        ? `the Python extension has no active environment for this file; using ${DEFAULT_PYTHON}`
+        : `the Python extension's active environment (${active.path}) has no executable; using ${DEFAULT_PYTHON}`);
     } catch (err) {
       log.warn(`could not ask the Python extension for the interpreter: ${String(err)}`);
     }

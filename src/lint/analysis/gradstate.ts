@@ -254,6 +254,16 @@ function isNoGradWrapper(file: SourceFile, decorator: SyntaxNode): boolean {
 }
 
 /**
+ * Whether `fn`'s own code enters no_grad indirectly (ExitStack, a grad context held in a variable), which
+ * gradMaybeOffAt reads for every node inside `fn`, nested functions included: a memo kept on a nested
+ * function puts this of each enclosing function in its deps (the statements it comes from are elsewhere
+ * in the enclosing body).
+ */
+export function entersGradIndirectly(file: SourceFile, fn: SyntaxNode): boolean {
+  return gradFacts(file).indirect.has(fn);
+}
+
+/**
  * Autograd may be off where `node` runs and the linter cannot tell: `with ctx:` where ctx may hold
  * no_grad, `with torch.set_grad_enabled(is_train):`, or a scope that enters no_grad indirectly.
  */

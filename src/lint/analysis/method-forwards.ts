@@ -8,7 +8,8 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { backwardTargets, callsByScope, forwardReceiver, isModelKey, keyOf, scopeOf } from './models';
 import { traceForwards } from './backprop';
 import { flowOf, flowSignature } from './flow';
-import { gradMaybeOffAt, gradOffAt } from './gradstate';
+import { entersGradIndirectly, gradMaybeOffAt, gradOffAt } from './gradstate';
+import { enclosingPiece } from './unitcache';
 import { callsNamed } from './calls';
 import { enclosingClassName } from './optimized';
 import { NodeMemo, VersionMemo } from '../session';
@@ -41,20 +42,34 @@ const scopeMemo = new NodeMemo<readonly string[]>('method-forwards.scope');
  * What a scope's keys depend on beyond its own subtree, or null when the scope is not kept: the flow's
  * file-wide inputs (forward receivers, grad state and model facts are in them) and the headers of the
  * classes and decorators around it (methodKey names the enclosing class, inModuleClass reads its bases,
- * decorators switch grad off). A scope inside a function or under a `with`/`if` is not kept: grad state
- * there also reads the enclosing code (its `with` blocks, its grad-mode calls), which an edit can change
- * while reusing the scope's node.
+ * decorators switch grad off). A scope under a `with`/`if` outside any function is not kept.
+ *
+ * A scope nested in a function (a giant `def main():` holding its training steps) is kept under the
+ * statement of the outermost function's body that holds it and that function's header (enclosingPiece:
+ * every `with`, decorator and function between them is unchanged while the token is), plus what grad
+ * state reads of the enclosing functions' other statements: whether each of them enters no_grad
+ * indirectly (gradMaybeOffAt). Their statement-level `set_grad_enabled(False)` calls count only for
+ * nodes of their own scope (gradOffBy), and the rest of the grad facts is in the flow's signature.
  */
 function scopeDeps(file: SourceFile, scope: SyntaxNode, flowSig: string): string | null {
-  let around = '';
+  let outermost: SyntaxNode | null = null;
+  let indirect = '';
   for (let p = scope.parent; p !== null && p.type !== 'module'; p = p.parent) {
+    if (p.type !== 'function_definition') continue;
+    outermost = p;
+    indirect += entersGradIndirectly(file, p) ? '1' : '0';
+  }
+  let around = '';
+  for (let p = (outermost ?? scope).parent; p !== null && p.type !== 'module'; p = p.parent) {
     const superclasses = p.type === 'class_definition' ? childByField(p, 'superclasses') : null;
     if (p.type === 'class_definition') around += `|class ${file.textOf(childByField(p, 'name') ?? p)}(${superclasses === null ? '' : file.textOf(superclasses)})`;
     else if (p.type === 'decorated_definition') {
       for (const d of p.children) if (d.type === 'decorator') around += `|@${file.textOf(d)}`;
     } else if (p.type !== 'block') return null;
   }
-  return `${flowSig}${around}`;
+  if (outermost === null) return `${flowSig}${around}`;
+  const piece = enclosingPiece(file, scope);
+  return piece.body === null ? null : `${flowSig}${around}|${piece.token}|${indirect}`;
 }
 
 /** `R.m` keys whose call's output, made with autograd on, feeds a backward somewhere in the file. */

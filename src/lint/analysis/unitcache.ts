@@ -142,8 +142,11 @@ function toRelativeByUnit(file: SourceFile, findings: readonly RuleFinding[]): R
 /**
  * Where a per-scope check keeps its findings: on each function node, and for the module's own code.
  * `tracked`: the check reads file-wide indexes (callsNamed, functionsNamed...) and its entries are reused
- * while the keys it read keep their lists (NodeMemo.getTracked) and the scope's outermost function is the
- * same node, instead of carrying the indexes' stamps in the signature.
+ * while the keys it read keep their lists, the statement of the outermost function's body holding the
+ * scope and that function's header are the same nodes (enclosingPiece), and so are the other statements
+ * of that body its reads reached (NodeMemo.getTrackedWithin), instead of carrying the indexes' stamps in
+ * the signature. Such a check must read the enclosing function's other statements through the indexes
+ * only, and what it reads of the enclosing functions' grad state must be in `signature`.
  */
 export class ScopeFindingsMemo {
   readonly functions: NodeMemo<RelativeFinding[]>;
@@ -193,7 +196,11 @@ export function checkScopes(
       const compute = (): RelativeFinding[] => toRelativeByUnit(file, check(scope));
       out.push(...fromRelative(cache.tracked ? cache.module.getTracked(file, deps, compute) : cache.module.get(file, deps, compute)));
     } else if (cache.tracked) {
-      out.push(...fromRelative(cache.functions.getTracked(file, scope, `${deps}|${enclosingPieceToken(file, scope)}`, () => toRelative(scope, check(scope)))));
+      // Anchored on the statement of the outermost function's body that holds the scope (a nested step
+      // function of a giant `def main():`), with the other statements of that body the check's index
+      // reads reached (NodeMemo.getTrackedWithin).
+      const piece = enclosingPiece(file, scope);
+      out.push(...fromRelative(cache.functions.getTrackedWithin(file, scope, `${deps}|${piece.token}`, piece.body, () => toRelative(scope, check(scope)))));
     } else out.push(...fromRelative(cache.functions.get(file, scope, deps, () => toRelative(scope, check(scope)))));
   }
   out.sort((a, b) => a.start - b.start);

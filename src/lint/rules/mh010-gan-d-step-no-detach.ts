@@ -216,7 +216,10 @@ export const ganDStepNoDetach: Rule = {
       return c !== undefined && c.backwards.length > 0 && (c.forwards.length >= 2 || functionNetworks(file).size > 0);
     };
     if (![...calls.keys()].some(applies)) return [];
-    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), functionNetworksSignature(file), gradTogglesSignature(file)]);
+    // generatorFrozen also asks whether each toggle's scope backpropagates: a scope's entry is kept
+    // across edits of other scopes (and of other statements of a giant `def main():` around it).
+    const togglesBackprop = (): string => gradToggles(file).map((t) => ((calls.get(scopeOf(t.node) ?? t.node)?.backwards.length ?? 0) > 0 ? '1' : '0')).join('');
+    const signature = combine(file, 'MH010', () => [flowSignature(file), optimizedSignature(file), functionNetworksSignature(file), gradTogglesSignature(file), togglesBackprop()]);
     return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, calls, scope, calls.get(scope)!.backwards), undefined, applies);
   },
 };

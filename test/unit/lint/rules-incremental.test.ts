@@ -355,45 +355,83 @@ const MAIN_SNIPPETS = [
   '1',
 ];
 
-describe('MH009 in a giant def main(): incremental re-lint after random edits matches a fresh lint', () => {
-  it('MH009 fixtures with their statements moved into def main()', async () => {
-    const linter = await getLinter();
-    const oracle = await getOracle();
-    const files = fixtureFiles().filter((f) => f.includes(`${path.sep}MH009${path.sep}`));
-    assert.ok(files.length > 10);
-    let withFindings = 0;
-    for (const file of files) {
-      let text = asMain(fs.readFileSync(file, 'utf8'));
-      if (oracle.lintText(text, defaultSettings).some((f) => f.code === 'MH009')) withFindings++;
-      const doc = linter.open(text);
-      const random = rng(text.length + 1);
-      try {
-        assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), `${path.basename(file)} before any edit`);
-        const mainAt = text.indexOf('def main(');
-        for (let step = 0; step < 10; step++) {
-          // Mostly inside main's body (after its header), now and then in the header itself.
-          let insertAt: number;
-          let snippet: string;
-          if (step % 5 === 4) {
-            insertAt = text.indexOf('pin=True', mainAt);
-            snippet = insertAt < 0 ? '' : step % 2 === 0 ? 'x' : 'n';
-            if (insertAt < 0) insertAt = mainAt;
-          } else {
-            const bodyStart = text.indexOf('\n', mainAt) + 1;
-            const at = bodyStart + Math.floor(random() * (text.length - bodyStart));
-            insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
-            snippet = MAIN_SNIPPETS[Math.floor(random() * MAIN_SNIPPETS.length)];
-          }
-          doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
-          text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
-          const settings = SETTINGS[step % SETTINGS.length];
-          assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+/**
+ * Random edits of `files` moved into a giant `def main():` (mostly inside main's body, now and then in its
+ * header), each version compared with a fresh, independent linter.
+ */
+async function randomEditsInMain(code: string, files: readonly string[], snippets: readonly string[], seedOffset: number, minShare = 1 / 3): Promise<void> {
+  const linter = await getLinter();
+  const oracle = await getOracle();
+  assert.ok(files.length > 5);
+  let withFindings = 0;
+  for (const file of files) {
+    let text = asMain(fs.readFileSync(file, 'utf8'));
+    if (oracle.lintText(text, defaultSettings).some((f) => f.code === code)) withFindings++;
+    const doc = linter.open(text);
+    const random = rng(text.length + seedOffset);
+    try {
+      assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), `${path.basename(file)} before any edit`);
+      const mainAt = text.indexOf('def main(');
+      for (let step = 0; step < 10; step++) {
+        // Mostly inside main's body (after its header), now and then in the header itself.
+        let insertAt: number;
+        let snippet: string;
+        if (step % 5 === 4) {
+          insertAt = text.indexOf('pin=True', mainAt);
+          snippet = insertAt < 0 ? '' : step % 2 === 0 ? 'x' : 'n';
+          if (insertAt < 0) insertAt = mainAt;
+        } else {
+          const bodyStart = text.indexOf('\n', mainAt) + 1;
+          const at = bodyStart + Math.floor(random() * (text.length - bodyStart));
+          insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
+          snippet = snippets[Math.floor(random() * snippets.length)];
         }
-      } finally {
-        doc.dispose();
+        doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
+        text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
+        const settings = SETTINGS[step % SETTINGS.length];
+        assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
       }
+    } finally {
+      doc.dispose();
     }
-    // The wrapping must keep the rule finding things, or the comparison says little.
-    assert.ok(withFindings > files.length / 3, `${withFindings} of ${files.length} wrapped fixtures have MH009 findings`);
+  }
+  // The wrapping must keep the rule finding things, or the comparison says little.
+  assert.ok(withFindings > files.length * minShare, `${withFindings} of ${files.length} wrapped fixtures have ${code} findings`);
+}
+
+/** A rule's fixture folder. */
+function ruleFixtures(code: string): string[] {
+  const dir = path.join(root, 'lint', code);
+  return fs
+    .readdirSync(dir)
+    .sort()
+    .filter((f) => f.endsWith('.py'))
+    .map((f) => path.join(dir, f));
+}
+
+// Statements of main that change grad state around its nested functions (read by method forwards and the
+// per-scope checks of nested functions, which are kept per statement of main's body).
+const GRAD_SNIPPETS = [
+  ...MAIN_SNIPPETS,
+  '\n    torch.set_grad_enabled(training)\n',
+  '\n    torch.set_grad_enabled(False)\n',
+  '\n    ctx = torch.no_grad()\n',
+  '\n    with torch.no_grad():\n        pass\n',
+  '\n    loss.backward()\n',
+  '\n    requires_grad(netG, False)\n',
+];
+
+describe('giant def main(): incremental re-lint after random edits matches a fresh lint', () => {
+  it('MH009 fixtures with their statements moved into def main()', async () => {
+    await randomEditsInMain('MH009', fixtureFiles().filter((f) => f.includes(`${path.sep}MH009${path.sep}`)), MAIN_SNIPPETS, 1);
+  });
+
+  it('MH001 fixtures with their statements moved into def main() (method forwards of nested scopes)', async () => {
+    await randomEditsInMain('MH001', ruleFixtures('MH001'), GRAD_SNIPPETS, 2);
+  });
+
+  it('MH010 fixtures with their statements moved into def main() (per-scope findings of nested scopes)', async () => {
+    // Two of the six keep a finding once their module-level networks become main's locals.
+    await randomEditsInMain('MH010', ruleFixtures('MH010'), GRAD_SNIPPETS, 3, 0.25);
   });
 });

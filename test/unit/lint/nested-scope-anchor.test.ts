@@ -1,0 +1,169 @@
+// Per-scope results of functions nested in a giant `def main():` (issue #12): method forwards (MH001's
+// differentiable module methods) and MH010's per-scope findings are kept on the nested function, anchored
+// on the statement of main's body that holds it and main's header (unitcache's enclosingPiece), not on
+// main itself, whose node is new after every edit. So an edit elsewhere in main reuses them, and an edit
+// of what they read there (grad state entered indirectly by main, a helper nested in main) recomputes
+// them; either way the findings are a fresh linter's.
+import * as assert from 'node:assert/strict';
+import { lintFile, defaultSettings } from '../../../src/lint';
+import { NodeMemo } from '../../../src/lint/session';
+import type { SourceFile } from '../../../src/lint/syntax';
+import { findingsView as view, getLinter, getOracle } from './harness';
+
+type Method = (this: NodeMemo<unknown>, ...args: unknown[]) => unknown;
+const METHODS = ['get', 'getTracked', 'getTrackedWithin'] as const;
+
+/**
+ * Runs `body` counting, for the NodeMemo descriptor `name` in `session`, the lookups and the computes
+ * (the lookup's compute is its last argument); the oracle's lints run in sessions of their own.
+ */
+function counting<T>(name: string, session: unknown, body: (counts: () => { lookups: number; computes: number }) => T): T {
+  const proto = NodeMemo.prototype as unknown as Record<(typeof METHODS)[number], Method>;
+  const originals = { get: proto.get, getTracked: proto.getTracked, getTrackedWithin: proto.getTrackedWithin };
+  let lookups = 0;
+  let computes = 0;
+  for (const method of METHODS) {
+    const original = originals[method];
+    proto[method] = function (...args) {
+      if (this.name !== name || (args[0] as SourceFile).session !== session) return original.apply(this, args);
+      lookups++;
+      const compute = args[args.length - 1] as (...a: unknown[]) => unknown;
+      return original.apply(this, [
+        ...args.slice(0, -1),
+        (...a: unknown[]) => {
+          computes++;
+          return compute(...a);
+        },
+      ]);
+    };
+  }
+  try {
+    return body(() => ({ lookups, computes }));
+  } finally {
+    Object.assign(proto, originals);
+  }
+}
+
+/** Opens `text`, runs `body` with an `edit(from, to)` that applies an edit and checks it against a fresh linter. */
+async function editing(text: string, descriptor: string, body: (edit: (from: string, to: string) => { lookups: number; computes: number }) => void): Promise<void> {
+  const linter = await getLinter();
+  const oracle = await getOracle();
+  const doc = linter.open(text);
+  try {
+    assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), 'before any edit');
+    counting(descriptor, doc.source.session, (counts) => {
+      body((from, to) => {
+        const at = text.indexOf(from);
+        assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
+        doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
+        text = text.slice(0, at) + to + text.slice(at + from.length);
+        const before = counts();
+        const findings = view(lintFile(doc.source, defaultSettings));
+        assert.deepEqual(findings, view(oracle.lintText(text, defaultSettings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
+        const after = counts();
+        return { lookups: after.lookups - before.lookups, computes: after.computes - before.computes };
+      });
+    });
+  } finally {
+    doc.dispose();
+  }
+}
+
+// `update`, nested in main, backpropagates `policy.sample(...)`'s output: the method records a graph, so
+// `act` (a function of the file) runs a forward pass under autograd (MH001).
+const POLICY = `import torch
+from model import GaussianPolicy
+
+
+def main(lr=3e-4):
+    policy = GaussianPolicy(8, 2, 64)
+    policy_optim = torch.optim.Adam(policy.parameters(), lr=lr)
+    steps = 10
+
+    def update(state_batch):
+        pi, log_pi, _ = policy.sample(state_batch)
+        policy_loss = (0.2 * log_pi).mean()
+        policy_optim.zero_grad()
+        policy_loss.backward()
+        policy_optim.step()
+
+    print('ready', 1)
+    for _ in range(steps):
+        update(torch.randn(4, 8))
+        act(policy, torch.randn(1, 8))
+
+
+def act(policy, state):
+    action, _, _ = policy.sample(state)
+    return action.detach().cpu().numpy()
+`;
+
+// A GAN step nested in main: the discriminator runs on the generator's output without .detach() (MH010);
+// the fix is offered because reset_grad(), another statement of main, zeroes the generator's gradients.
+const GAN = `import torch
+import torch.nn as nn
+import torch.optim as optim
+from models import Generator, Discriminator
+
+
+def main(loader, nz=100):
+    netG = Generator().cuda()
+    netD = Discriminator().cuda()
+    criterion = nn.BCELoss()
+    optimizerD = optim.Adam(netD.parameters(), lr=2e-4)
+    optimizerG = optim.Adam(netG.parameters(), lr=2e-4)
+
+    def reset_grad():
+        optimizerG.zero_grad()
+        optimizerD.zero_grad()
+
+    def step(real):
+        b = real.size(0)
+        noise = torch.randn(b, nz, device=real.device)
+        fake = netG(noise)
+        output = netD(fake)
+        errD = criterion(output, torch.zeros(b, 1, device=real.device))
+        errD.backward()
+        optimizerD.step()
+        reset_grad()
+        output = netD(fake)
+        errG = criterion(output, torch.ones(b, 1, device=real.device))
+        errG.backward()
+        optimizerG.step()
+
+    print('ready', 1)
+    for real in loader:
+        step(real.cuda())
+`;
+
+describe('scopes nested in a giant def main(): kept per statement of main', () => {
+  it('method forwards: a nested scope is reused after an edit elsewhere in main, re-traced after grad state around it changes', async () => {
+    const linter = await getLinter();
+    assert.ok(linter.lintText(POLICY, defaultSettings).some((f) => f.code === 'MH001'), 'act runs the differentiable method');
+    await editing(POLICY, 'method-forwards.scope', (edit) => {
+      // `update` is looked up in the memo (main's own scope has no backward) and reused.
+      const unrelated = edit("print('ready', 1)", "print('ready', 2)");
+      assert.ok(unrelated.lookups > 0, 'the nested scope is kept in the memo');
+      assert.equal(unrelated.computes, 0, 'an edit of another statement of main re-traces no nested scope');
+      // main enters grad mode indirectly: autograd may be off in update, so its calls prove nothing and
+      // act's finding goes (a stale entry would keep it).
+      const indirect = edit('    steps = 10\n', '    steps = 10\n    torch.set_grad_enabled(training)\n');
+      assert.equal(indirect.computes, 1, 'the grad state of main is read by the nested scope');
+    });
+  });
+
+  it('MH010: a nested scope is reused after an edit elsewhere in main, rechecked after an edit of a helper it read', async () => {
+    const linter = await getLinter();
+    const findings = linter.lintText(GAN, defaultSettings).filter((f) => f.code === 'MH010');
+    assert.equal(findings.length, 1);
+    assert.ok(findings[0].fix !== null, 'the fix is offered: reset_grad zeroes the generator');
+    await editing(GAN, 'MH010.functions', (edit) => {
+      const unrelated = edit("print('ready', 1)", "print('ready', 2)");
+      assert.ok(unrelated.lookups > 0, 'the nested scope is kept in the memo');
+      assert.equal(unrelated.computes, 0, 'an edit of another statement of main rechecks no nested scope');
+      // reset_grad no longer zeroes the generator: the finding stays, without its fix.
+      const helper = edit('        optimizerG.zero_grad()\n', '        optimizerD.zero_grad()\n');
+      assert.equal(helper.computes, 1, 'the helper nested in main is read by the check');
+    });
+  });
+});

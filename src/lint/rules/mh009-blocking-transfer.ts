@@ -1080,6 +1080,16 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
     const first = positionalArguments(arg)[0];
     return first !== undefined && isCudaDevice(file, first, depth + 1);
   }
+  if (arg.type === 'parenthesized_expression') {
+    const inner = firstNamedChild(arg);
+    return inner !== null && isCudaDevice(file, inner, depth + 1);
+  }
+  if (arg.type === 'conditional_expression') {
+    // `args.device if torch.cuda.is_available() else "cpu"`: CUDA whenever a branch is, as for the literal
+    // `"cuda" if ... else "cpu"` above (a run on a GPU machine takes that branch).
+    const [value, , alternative] = namedChildren(arg);
+    return [value, alternative].some((b) => b !== undefined && isCudaDevice(file, b, depth + 1));
+  }
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
   if (arg.type === 'identifier' && (passedCuda(file, arg, depth) || keptCudaDefault(file, arg, depth))) return true;

@@ -75,6 +75,37 @@ export function resolveImport(from: SourceFile, name: string): ResolvedName | nu
   return null;
 }
 
+/**
+ * The library name that `name` (an identifier of `from`) stands for when a module of the project re-exports
+ * it from a library: `from dataset import DataLoader`, where dataset.py has `from torch.utils.data import
+ * Dataset, DataLoader`, is `torch.utils.data.DataLoader`. Null when the name is defined in the project, bound
+ * by no import, or not found; re-exports are followed as far as `resolveImport` follows them.
+ */
+export function reexportedLibraryName(from: SourceFile, name: string): string | null {
+  const ctx = from.session.project;
+  if (ctx === null) return null;
+  const head = importsOf(from).bindings.get(name);
+  if (head === undefined || head.member === null) return null;
+  let mod = ctx.lookup.module(ctx.path, head.module);
+  let member = head.member;
+  for (let hops = 0; mod !== null && hops < MAX_HOPS; hops++) {
+    if (topLevel(mod.file).has(member)) return null;
+    const imported = importsOf(mod.file).bindings.get(member);
+    const next = mod.file.session.project;
+    if (imported === undefined || next === null) return null;
+    const nextModule = next.lookup.module(next.path, imported.module);
+    if (nextModule === null) {
+      // Not a module of the project: a library, unless the import is relative (a file the index lacks).
+      if (imported.module.startsWith('.')) return null;
+      return imported.member === null ? imported.module : `${imported.module}.${imported.member}`;
+    }
+    if (imported.member === null) return null;
+    mod = nextModule;
+    member = imported.member;
+  }
+  return null;
+}
+
 /** `member` of `mod`: its own top-level definition, a re-export, or a submodule. */
 function memberOf(mod: ProjectModule, member: string, hops: number): ResolvedName | null {
   const def = topLevel(mod.file).get(member);

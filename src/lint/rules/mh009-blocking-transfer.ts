@@ -10,7 +10,7 @@ import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments
 import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
-import { resolveImport, type ResolvedName } from '../project/resolve';
+import { reexportedLibraryName, resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
 import { NodeMemo, VersionMemo } from '../session';
@@ -98,7 +98,15 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
     if (fn === null || fn.type !== 'identifier' || importBindings(file).get(file.textOf(fn))?.qualified.endsWith('Loader') !== true) return false;
   }
   const name = calleeName(file, call);
-  return name !== null && (DATALOADERS.has(name) || isDropInLoader(file, call));
+  return name !== null && (DATALOADERS.has(name) || isDropInLoader(file, call) || isReexportedLoader(file, call));
+}
+
+/** `from dataset import DataLoader`, where the project's dataset.py imports torch's DataLoader: torch's class. */
+function isReexportedLoader(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'identifier') return false;
+  const name = reexportedLibraryName(file, file.textOf(fn));
+  return name !== null && DATALOADERS.has(name);
 }
 
 /**
@@ -1079,6 +1087,16 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   if (arg.type === 'call' && calleeName(file, arg) === 'torch.device') {
     const first = positionalArguments(arg)[0];
     return first !== undefined && isCudaDevice(file, first, depth + 1);
+  }
+  if (arg.type === 'parenthesized_expression') {
+    const inner = firstNamedChild(arg);
+    return inner !== null && isCudaDevice(file, inner, depth + 1);
+  }
+  if (arg.type === 'conditional_expression') {
+    // `args.device if torch.cuda.is_available() else "cpu"`: CUDA whenever a branch is, as for the literal
+    // `"cuda" if ... else "cpu"` above (a run on a GPU machine takes that branch).
+    const [value, , alternative] = namedChildren(arg);
+    return [value, alternative].some((b) => b !== undefined && isCudaDevice(file, b, depth + 1));
   }
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;

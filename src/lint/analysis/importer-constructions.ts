@@ -165,7 +165,7 @@ function factoriesByClass(file: SourceFile): ReadonlyMap<string, ReadonlyMap<str
       });
       for (const [name, at] of first) {
         let out = byClass.get(name);
-        if (out === undefined) byClass.set(name, (out = new Map()));
+        if (out === undefined) byClass.set(name, (out = new Map<string, number>()));
         out.set(factory, at);
       }
     }

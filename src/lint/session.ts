@@ -34,7 +34,10 @@ export class AnalysisSession {
   constructor(
     readonly project: ProjectContext | null = null,
     readonly oneShot = false,
-  ) {}
+  ) {
+    // Plain in a one-shot session, whose nodes live exactly as long as it does (see NodeMemo's store).
+    this.nodeIds = oneShot ? new Map<SyntaxNode, number>() : new WeakMap<SyntaxNode, number>();
+  }
 
   private readonly stores = new Map<object, Store>();
   private readonly interned = new Map<string, string>();
@@ -43,7 +46,7 @@ export class AnalysisSession {
   private readonly frames: OpenFrame[] = [];
   /** Each frame's reads flattened without repeats (see `flatten`), computed once per frame. */
   private readonly flattened = new WeakMap<Reads, Reads>();
-  private readonly nodeIds = new WeakMap<SyntaxNode, number>();
+  private readonly nodeIds: NodeTable<number>;
   private nodeCounter = 0;
 
   /** Records that a running compute read `key` of `index` and got `list` (IndexDef.get calls it; nothing else should). */
@@ -318,12 +321,21 @@ export class NodeMemo<V> {
     return value;
   }
 
-  private storeOf(session: AnalysisSession): { kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> } {
+  private storeOf(session: AnalysisSession): { kind: string; byNode: NodeTable<NodeEntry<V>> } {
     return (
-      session.existing<{ kind: string; byNode: WeakMap<SyntaxNode, NodeEntry<V>> }>(this) ??
-      session.store(this, () => ({ kind: 'node', byNode: new WeakMap<SyntaxNode, NodeEntry<V>>() }))
+      session.existing<{ kind: string; byNode: NodeTable<NodeEntry<V>> }>(this) ??
+      // A one-shot session's nodes live exactly as long as it does (one version, dropped with the document),
+      // so a plain Map holds nothing longer than a WeakMap would; a WeakMap's entries are ephemerons, which
+      // every garbage collection of a long file's lint re-traced (hundreds of thousands of them).
+      session.store(this, () => ({ kind: 'node', byNode: session.oneShot ? new Map<SyntaxNode, NodeEntry<V>>() : new WeakMap<SyntaxNode, NodeEntry<V>>() }))
     );
   }
+}
+
+/** A memo's entries by node: weakly held across an editor document's versions, a plain Map in a one-shot session. */
+interface NodeTable<E> {
+  get(node: SyntaxNode): E | undefined;
+  set(node: SyntaxNode, entry: E): unknown;
 }
 
 /** What a read is checked against: an index's current list for a key, without recording a read. */

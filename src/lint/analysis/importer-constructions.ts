@@ -6,7 +6,8 @@
 // of this file that returns it in a tuple), say what it is.
 import { resolveImport } from '../project/resolve';
 import type { ProjectModule } from '../project/types';
-import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstNamedChild, firstStartingAtOrAfter, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
+import { VersionMemo } from '../session';
 import { callsNamed } from './calls';
 import { classMethods, keywordArgument, positionalArguments } from './context';
 import { enclosingClass } from './models';
@@ -89,8 +90,11 @@ function keepingInit(file: SourceFile, cls: SyntaxNode, attr: string): { init: S
     const init = classMethods(k).find((m) => file.textOf(childByField(m, 'name') ?? m) === '__init__');
     if (init !== undefined) {
       const params = parameterNames(file, init);
-      for (const a of file.nodesOfType('assignment')) {
-        if (a.start < init.start || a.end > init.end) continue;
+      // The assignments inside `init`: a range of the by-type index (in document order), not the file's every one.
+      const assignments = file.nodesOfType('assignment');
+      for (let i = firstStartingAtOrAfter(assignments, init.start); i < assignments.length && assignments[i].start <= init.end; i++) {
+        const a = assignments[i];
+        if (a.end > init.end) continue;
         const left = childByField(a, 'left');
         const right = childByField(a, 'right');
         if (left?.type === 'attribute' && file.textOf(left).replace(/\s+/g, '') === `self.${attr}` && right?.type === 'identifier' && params.includes(file.textOf(right))) {
@@ -116,26 +120,57 @@ function forwardsEverything(file: SourceFile, init: SyntaxNode): boolean {
 function baseClassOf(file: SourceFile, cls: SyntaxNode): SyntaxNode | null {
   const bases = namedChildren(childByField(cls, 'superclasses') ?? cls).filter((b) => b.type === 'identifier');
   if (bases.length !== 1) return null;
-  const wanted = file.textOf(bases[0]);
+  return topLevelClasses.get(file, classesByName).get(file.textOf(bases[0])) ?? null;
+}
+
+/** The file's top-level classes by name (the first of a name), per version: a scan of the statements per base asked was quadratic. */
+const topLevelClasses = new VersionMemo<ReadonlyMap<string, SyntaxNode>>('importerConstructions.topLevelClasses');
+
+function classesByName(file: SourceFile): ReadonlyMap<string, SyntaxNode> {
+  const out = new Map<string, SyntaxNode>();
   for (const unit of file.root.children) {
-    if (unit.type === 'class_definition' && file.textOf(childByField(unit, 'name') ?? unit) === wanted) return unit;
+    if (unit.type !== 'class_definition') continue;
+    const name = file.textOf(childByField(unit, 'name') ?? unit);
+    if (!out.has(name)) out.set(name, unit);
   }
-  return null;
+  return out;
 }
 
 /** Top-level functions of this file whose every return is a tuple and some return's element `index` names the class. */
-function factoriesReturning(file: SourceFile, cName: string): Map<string, number> {
-  const out = new Map<string, number>();
+function factoriesReturning(file: SourceFile, cName: string): ReadonlyMap<string, number> {
+  return tupleFactories.get(file, factoriesByClass).get(cName) ?? new Map<string, number>();
+}
+
+/**
+ * factoriesReturning for every name at once, per version (each construction asked it, and it walked
+ * every top-level function's returns: quadratic in a long file). For each name, the same sets in the
+ * same order as a scan for that name alone: functions, then their returns, in document order, each
+ * return giving the first element that names it.
+ */
+const tupleFactories = new VersionMemo<ReadonlyMap<string, ReadonlyMap<string, number>>>('importerConstructions.tupleFactories');
+
+function factoriesByClass(file: SourceFile): ReadonlyMap<string, ReadonlyMap<string, number>> {
+  const byClass = new Map<string, Map<string, number>>();
   for (const unit of file.root.children) {
     if (unit.type !== 'function_definition') continue;
     const rets = returnsOf(unit).map((r) => tupleElements(firstNamedChild(r)));
     if (rets.length === 0 || rets.some((r) => r === null)) continue;
+    const factory = file.textOf(childByField(unit, 'name') ?? unit);
     for (const parts of rets) {
-      const at = parts!.findIndex((p) => p.type === 'identifier' && file.textOf(p) === cName);
-      if (at >= 0) out.set(file.textOf(childByField(unit, 'name') ?? unit), at);
+      const first = new Map<string, number>();
+      parts!.forEach((p, at) => {
+        if (p.type !== 'identifier') return;
+        const name = file.textOf(p);
+        if (!first.has(name)) first.set(name, at);
+      });
+      for (const [name, at] of first) {
+        let out = byClass.get(name);
+        if (out === undefined) byClass.set(name, (out = new Map<string, number>()));
+        out.set(factory, at);
+      }
     }
   }
-  return out;
+  return byClass;
 }
 
 function tupleElements(node: SyntaxNode | null): SyntaxNode[] | null {

@@ -291,14 +291,20 @@ function walkTyped<A>(
     walk.visit(node, acc);
     if (node.type !== 'function_definition') continue;
     const fn = node;
-    walk.merge(
-      acc,
-      memo.get(file, fn, deps, () => {
-        const part = walk.fresh();
-        walkTyped(file, memo, deps, unit, lists, fn, false, walk, part);
-        return part;
-      }),
-    );
+    // One version (the CLI): no later edit reuses a function's part, so its descendants go straight into
+    // `acc` (merging a part at this place is the same walk); a part and a memo entry per function were
+    // a few small Maps per function kept as long as the document.
+    if (file.session.oneShot) walkTyped(file, memo, deps, unit, lists, fn, false, walk, acc);
+    else {
+      walk.merge(
+        acc,
+        memo.get(file, fn, deps, () => {
+          const part = walk.fresh();
+          walkTyped(file, memo, deps, unit, lists, fn, false, walk, part);
+          return part;
+        }),
+      );
+    }
     // Its descendants were walked with it: every list moves past them.
     for (let k = 0; k < lists.length; k++) {
       const list = lists[k];
@@ -312,10 +318,13 @@ function walkTyped<A>(
 function walkInto<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, start: SyntaxNode[], walk: FunctionSplitWalk<A>, acc: A): void {
   const stack = start;
   const reverse = walk.order === 'reverse';
+  const oneShot = file.session.oneShot;
   while (stack.length > 0) {
     const n = stack.pop()!;
     walk.visit(n, acc);
-    if (n.type === 'function_definition') {
+    // One version (the CLI): a function's body is walked on in place, like any node's children, without a
+    // part kept per function (see walkTyped).
+    if (n.type === 'function_definition' && !oneShot) {
       walk.merge(acc, functionBody(file, memo, deps, n, walk));
       continue;
     }

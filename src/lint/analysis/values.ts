@@ -140,6 +140,26 @@ function defaultValue(file: SourceFile, def: SyntaxNode, name: string): SyntaxNo
  */
 export function valuesOf(file: SourceFile, node: SyntaxNode, depth = 0): SyntaxNode[] | null {
   if (depth > MAX_DEPTH) return null;
+  let key: string;
+  if (node.type === 'attribute') key = `${depth}:${file.textOf(node).replace(/\s+/g, '')}`;
+  else if (node.type === 'identifier') {
+    // An identifier's answer depends on its name and the functions around it, all named by the innermost one.
+    let fn: SyntaxNode | null = node.parent;
+    while (fn !== null && fn.type !== 'function_definition') fn = fn.parent;
+    key = `${depth}:${fn === null ? 0 : file.session.nodeId(fn)}:${file.textOf(node)}`;
+  } else return null;
+  const values = valuesMemo.keyed(file, key, () => computeValuesOf(file, node, depth));
+  // A copy: callers own the array they get (and an attribute asked at every call listed every assignment to it).
+  return values === null ? null : values.slice();
+}
+
+/**
+ * valuesOf per version, by what its answer depends on: an attribute's text (every assignment to it in
+ * the file), an identifier's name and innermost enclosing function, and the depth.
+ */
+const valuesMemo = new VersionMemo<SyntaxNode[] | null>('values.valuesOf');
+
+function computeValuesOf(file: SourceFile, node: SyntaxNode, depth: number): SyntaxNode[] | null {
   const f = facts(file);
   if (node.type === 'attribute') {
     const list = f.targets(file.textOf(node).replace(/\s+/g, ''));

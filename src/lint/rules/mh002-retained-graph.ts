@@ -17,6 +17,7 @@ import { localCallee, resolutionSignature } from '../analysis/indirect';
 import { inferenceSignature, reachesGradients } from '../analysis/inference';
 import { numberThroughProject } from '../analysis/project-number-returns';
 import { isTestFunction } from './mh001-missing-no-grad';
+import { isFrozenNetwork } from '../analysis/frozen-networks';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -450,6 +451,52 @@ function outlivesOnlyGraphFreeLoops(file: SourceFile, flow: ScopeFlow, sink: Sin
   });
 }
 
+/** Methods that switch history back on: their result is no frozen network's output any more. */
+const RECORDING = /^(requires_grad_|retain_grad|backward)$/;
+
+/**
+ * The value is the output of a network the file freezes (`teacher.requires_grad_(False)`, `p.requires_grad
+ * = False` over `encoder.parameters()`), run on inputs without history, or a piece or method result of one
+ * (`t_out.logits`, `feats[0]`, `t.softmax(-1)`): no parameter and no input records, so autograd builds no
+ * graph and storing it keeps none (a frozen teacher's targets, a frozen encoder's features). A frozen
+ * network fed a value with history (`teacher(student(x))`) still carries the student's graph.
+ */
+function fromFrozenNetwork(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode, expr: SyntaxNode, depth: number): boolean {
+  if (depth > 4) return false;
+  const argsClean = (call: SyntaxNode): boolean => {
+    const args = childByField(call, 'arguments');
+    return args === null || namedChildren(args).every((a) => a.type === 'comment' || flow.taintOf(a.type === 'keyword_argument' ? childByField(a, 'value') : a) !== Taint.Tainted);
+  };
+  switch (expr.type) {
+    case 'parenthesized_expression': {
+      const inner = namedChildren(expr)[0];
+      return inner !== undefined && fromFrozenNetwork(file, flow, scope, inner, depth + 1);
+    }
+    case 'call': {
+      const receiver = forwardReceiver(file, expr);
+      if (receiver !== null) return isFrozenNetwork(file, receiver, scope) && argsClean(expr);
+      const fn = childByField(expr, 'function');
+      const object = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      if (object === null || RECORDING.test(file.textOf(childByField(fn!, 'attribute') ?? fn!))) return false;
+      return argsClean(expr) && fromFrozenNetwork(file, flow, scope, object, depth + 1);
+    }
+    case 'subscript': {
+      const value = childByField(expr, 'value');
+      return value !== null && fromFrozenNetwork(file, flow, scope, value, depth + 1);
+    }
+    case 'attribute': {
+      const object = childByField(expr, 'object');
+      return object !== null && fromFrozenNetwork(file, flow, scope, object, depth + 1);
+    }
+    case 'identifier': {
+      const defs = flow.reachingDefs(file.textOf(expr), expr);
+      return defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.value !== null && fromFrozenNetwork(file, flow, scope, d.value, depth + 1));
+    }
+    default:
+      return false;
+  }
+}
+
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
@@ -481,7 +528,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
     // `tloss += trl` with `trl` a float returned by a method of another module's class: no history.
     const tainted = taintedLeaves(flow, sink.value);
-    if (tainted.length > 0 && tainted.every((l) => numberThroughProject(file, l))) continue;
+    if (tainted.length > 0 && tainted.every((l) => numberThroughProject(file, l) || fromFrozenNetwork(file, flow, scope, l, 0))) continue;
     const key = containerKey(file, sink.target);
     if (key === null) continue;
     // `[arr.append(el) for arr, el in zip((policies, Qs), (policy, Q))]`: the containers are the lists zipped in.

@@ -590,8 +590,11 @@ export function isLightningNoGradHook(file: SourceFile, fn: SyntaxNode): boolean
  * optimizers that own the loss scaling (apex's FP16_Optimizer, Megatron's and LOMO's `optimizer.backward(loss)`).
  */
 const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer|deepspeed|amp|optimizer)$/i;
-/** `fused_backward`, `scaled_backward`: a method named for the backward pass it runs on its argument. */
-const NAMED_BACKWARD = /^[A-Za-z]\w*_backward$/;
+/**
+ * `fused_backward`, `scaled_backward`: a method named for the backward pass it runs on its argument. Not
+ * `forward_backward(batch)` (a whole step, handed a batch) nor a custom Function's `ctx.save_for_backward(x)`.
+ */
+const NAMED_BACKWARD = /^(?!.*(forward|save_for))[A-Za-z]\w*_backward$/;
 
 /**
  * The tensors a backward-like call backpropagates from: `loss.backward()` -> [loss],

@@ -188,6 +188,7 @@ export class ScopeFlow {
       case 'attribute': {
         const attr = childByField(e, 'attribute');
         if (attr !== null && SAFE_ATTRIBUTES.has(this.file.textOf(attr))) return Taint.Clean;
+        if (attr !== null && this.file.textOf(attr) === 'indices' && this.isValuesIndices(childByField(e, 'object'))) return Taint.Clean;
         const key = keyOf(this.file, e);
         if (key !== null && this.defs.has(key)) return this.upgrade(key, this.taintOfKey(key, e));
         return this.taintOf(childByField(e, 'object'));
@@ -297,6 +298,18 @@ export class ScopeFlow {
     if (e.type !== 'identifier') return false;
     const defs = this.reachingDefs(this.file.textOf(e), e);
     return defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.element === undefined && built(d.value));
+  }
+
+  /**
+   * A (values, indices) result (`out.topk(5)`, `torch.sort(x, 1)`, `out.max(dim=1)`), or a name every
+   * reaching definition of which is one: its `.indices` are integers without history.
+   */
+  private isValuesIndices(e: SyntaxNode | null): boolean {
+    if (e === null) return false;
+    if (e.type === 'call') return isValuesIndicesCall(this.file, e);
+    if (e.type !== 'identifier') return false;
+    const defs = this.reachingDefs(this.file.textOf(e), e);
+    return defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.element === undefined && d.value !== null && isValuesIndicesCall(this.file, d.value));
   }
 
   /** A name that receives `.backward()` holds a graph even when its source is opaque to us. */

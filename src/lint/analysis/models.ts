@@ -585,7 +585,16 @@ export function isLightningNoGradHook(file: SourceFile, fn: SyntaxNode): boolean
 
 // ---- Gradient computations ---------------------------------------------------------------------
 
-const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer|deepspeed|amp)$/i;
+/**
+ * Receivers whose `backward(loss)` backpropagates its argument: accelerate, Fabric, DeepSpeed engines, and
+ * optimizers that own the loss scaling (apex's FP16_Optimizer, Megatron's and LOMO's `optimizer.backward(loss)`).
+ */
+const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer|deepspeed|amp|optimizer)$/i;
+/**
+ * `fused_backward`, `scaled_backward`: a method named for the backward pass it runs on its argument. Not
+ * `forward_backward(batch)` (a whole step, handed a batch) nor a custom Function's `ctx.save_for_backward(x)`.
+ */
+const NAMED_BACKWARD = /^(?!.*(forward|save_for))[A-Za-z]\w*_backward$/;
 
 /**
  * The tensors a backward-like call backpropagates from: `loss.backward()` -> [loss],
@@ -598,7 +607,7 @@ export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[
   const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
   if (last === null) return null;
   const lastText = file.textOf(last);
-  if (lastText !== 'backward' && lastText !== 'grad' && lastText !== 'manual_backward') return null;
+  if (lastText !== 'backward' && lastText !== 'grad' && lastText !== 'manual_backward' && !NAMED_BACKWARD.test(lastText)) return null;
   const name = qualifiedName(file, fn);
   if (name === 'torch.autograd.backward' || name === 'torch.autograd.grad' || name === 'autograd.grad' || name === 'autograd.backward') {
     const first = positionalArguments(call)[0] ?? keywordArgument(file, call, 'outputs') ?? keywordArgument(file, call, 'tensors');
@@ -609,7 +618,9 @@ export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[
   const attr = childByField(fn, 'attribute');
   const method = attr === null ? '' : file.textOf(attr);
   const object = childByField(fn, 'object');
-  if (method === 'manual_backward') return positionalArguments(call).slice(0, 1);
+  // `self.manual_backward(loss)`, `self.optimizer.fused_backward(loss, lr)` (LOMO), `self.scaled_backward(loss)`:
+  // methods that backpropagate the loss they are handed.
+  if (method === 'manual_backward' || NAMED_BACKWARD.test(method)) return positionalArguments(call).slice(0, 1);
   if (method !== 'backward' || object === null) return null;
   if (ENGINE_RECEIVER.test(file.textOf(object))) return positionalArguments(call).slice(0, 1);
   return [object];
@@ -621,7 +632,7 @@ const GRADIENT_METHODS = new Set(['backward', 'grad', 'manual_backward', 'step',
 export function isGradientCall(file: SourceFile, call: SyntaxNode): boolean {
   const fn = childByField(call, 'function');
   if (fn === null) return false;
-  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !NAMED_BACKWARD.test(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   if (backwardTargets(file, call) !== null) return true;
   const name = qualifiedName(file, fn) ?? '';
   if (name.startsWith('torch.autograd.functional.') || name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
@@ -645,7 +656,7 @@ function lastName(file: SourceFile, fn: SyntaxNode): string {
 export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean {
   const fn = childByField(call, 'function');
   if (fn === null) return false;
-  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !NAMED_BACKWARD.test(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   const name = qualifiedName(file, fn) ?? '';
   // MAML's inner loop differentiates the weights (weight-gradients.ts): no input gradient.
   if (name === 'torch.autograd.grad' || name === 'autograd.grad') return !differentiatesWeights(file, call);

@@ -4,7 +4,7 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, modelFacts, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { nodesInScope } from '../analysis/scope-nodes';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
@@ -19,7 +19,8 @@ import { sharedPhaseLoop } from '../analysis/phase-branches';
 import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { anchorAtHelpers } from './mh001-helper-anchor';
-import { callSites, frozenOnlyInOtherFunctions, frozenThroughHelpers, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
+import { isFrozenNetwork } from '../analysis/frozen-networks';
+import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
 const TRAINING_TOKENS = new Set(['train', 'training', 'fit', 'optimize', 'update', 'attack', 'adversarial', 'adv', 'backward', 'grad', 'gradient', 'gradients', 'saliency', 'finetune', 'tune']);
@@ -203,19 +204,6 @@ function returnsGraph(file: SourceFile, scope: SyntaxNode): boolean {
     }
     for (const c of n.children) stack.push(c);
   }
-  return false;
-}
-
-/** Frozen in the file: `requires_grad_(False)` on it, or a call of a helper of the file that freezes what it is given. */
-function isFrozen(file: SourceFile, receiver: string, scope: SyntaxNode): boolean {
-  const covers = (f: string): boolean => receiver === f || receiver.startsWith(`${f}.`);
-  // A helper's parameter frozen inside the helper freezes what the helper is called with, not this name elsewhere.
-  const facts = modelFacts(file);
-  // Frozen and switched back on elsewhere (WGAN's critic, frozen only for the generator's step): whether it
-  // records at this forward depends on the order, so its freeze is no evidence of a graph-free forward.
-  const thawed = (f: string): boolean => [...facts.unfrozen].some((u) => f === u || f.startsWith(`${u}.`));
-  for (const f of facts.frozen) if (covers(f) && !thawed(f) && !frozenOnlyInOtherFunctions(file, f, scope)) return true;
-  for (const f of frozenThroughHelpers(file)) if (covers(f)) return true;
   return false;
 }
 
@@ -490,7 +478,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   for (const { call, receiver, helper, method, definedIn, outputCut } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
-    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozen(file, receiver, scope)) continue;
+    if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozenNetwork(file, receiver, scope)) continue;
     if (underInputGradients(scope, info, call)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // The flow analysis does not follow a method's output: report it only where every use is visibly cut

@@ -17,6 +17,7 @@ import { localCallee, resolutionSignature } from '../analysis/indirect';
 import { inferenceSignature, reachesGradients } from '../analysis/inference';
 import { numberThroughProject } from '../analysis/project-number-returns';
 import { isTestFunction } from './mh001-missing-no-grad';
+import { isFrozenNetwork } from '../analysis/frozen-networks';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -347,29 +348,92 @@ function storedOnlyIntoNumpy(file: SourceFile, scope: SyntaxNode, all: readonly 
 const WHOLE_SLICE = /^\[\s*:\s*\]$/;
 
 function isEmptying(file: SourceFile, statement: SyntaxNode, key: string): boolean {
+  return emptiedContainer(file, statement, false) === key;
+}
+
+/**
+ * The key of the container a statement empties (`outs.clear()`, `del outs[:]`, `outs[:] = []`; with
+ * `rebinding`, also `model.outs = []`), or null.
+ */
+function emptiedContainer(file: SourceFile, statement: SyntaxNode, rebinding: boolean): string | null {
   const n = statement.type === 'expression_statement' ? namedChildren(statement)[0] : statement;
-  if (n === undefined) return false;
+  if (n === undefined) return null;
   if (n.type === 'call') {
     const fn = childByField(n, 'function');
     const args = childByField(n, 'arguments');
-    return fn?.type === 'attribute' && file.textOf(childByField(fn, 'attribute') ?? fn) === 'clear' && keyOf(file, childByField(fn, 'object')) === key && (args === null || namedChildren(args).length === 0);
+    return fn?.type === 'attribute' && file.textOf(childByField(fn, 'attribute') ?? fn) === 'clear' && (args === null || namedChildren(args).length === 0) ? keyOf(file, childByField(fn, 'object')) : null;
   }
   // `del outs[:]`
-  if (n.type === 'delete_statement') return namedChildren(n).flatMap((t) => (t.type === 'expression_list' ? namedChildren(t) : [t])).some((t) => isWholeSlice(file, t, key));
-  // `outs[:] = []`
+  if (n.type === 'delete_statement') {
+    for (const t of namedChildren(n).flatMap((t) => (t.type === 'expression_list' ? namedChildren(t) : [t]))) {
+      const whole = wholeSliceOf(file, t);
+      if (whole !== null) return whole;
+    }
+    return null;
+  }
+  // `outs[:] = []`, or (rebinding) `model.outs = []`
   if (n.type === 'assignment') {
     const left = childByField(n, 'left');
     const right = childByField(n, 'right');
-    return left !== null && right?.type === 'list' && namedChildren(right).length === 0 && isWholeSlice(file, left, key);
+    if (left === null || right?.type !== 'list' || namedChildren(right).length > 0) return null;
+    if (rebinding && left.type === 'attribute') return keyOf(file, left);
+    return wholeSliceOf(file, left);
   }
-  return false;
+  return null;
 }
 
-/** `outs[:]`: the whole of container `key`. */
-function isWholeSlice(file: SourceFile, n: SyntaxNode, key: string): boolean {
-  if (n.type !== 'subscript') return false;
+/** `outs[:]` -> the key of `outs`, the container it is the whole of; else null. */
+function wholeSliceOf(file: SourceFile, n: SyntaxNode): string | null {
+  if (n.type !== 'subscript') return null;
   const value = childByField(n, 'value');
-  return value !== null && keyOf(file, value) === key && WHOLE_SLICE.test(file.textOf(n).slice(value.end - n.start).replace(/\s+/g, ''));
+  return value !== null && WHOLE_SLICE.test(file.textOf(n).slice(value.end - n.start).replace(/\s+/g, '')) ? keyOf(file, value) : null;
+}
+
+const LOOPS = ['for_statement', 'while_statement'];
+const emptiedAttributesMemo = new VersionMemo<ReadonlySet<string>>('MH002.emptiedAttributes', true);
+
+/**
+ * The attribute names (`attn_maps` of `model.attn_maps.clear()`) that some loop of the file empties on
+ * every iteration, by a statement of its body itself (not under an `if`; `with` bodies count).
+ */
+function attributesEmptiedEveryIteration(file: SourceFile): ReadonlySet<string> {
+  return emptiedAttributesMemo.get(file, () => {
+    const out = new Set<string>();
+    for (const type of LOOPS) {
+      for (const loop of file.nodesOfType(type)) {
+        const body = childByField(loop, 'body');
+        const statements = body === null ? [] : [...namedChildren(body)];
+        for (let i = 0; i < statements.length; i++) {
+          const st = statements[i];
+          if (st.type === 'with_statement') {
+            const inner = childByField(st, 'body');
+            if (inner !== null) statements.push(...namedChildren(inner));
+            continue;
+          }
+          const key = emptiedContainer(file, st, true);
+          if (key !== null && key.includes('.')) out.add(key.slice(key.lastIndexOf('.') + 1));
+        }
+      }
+    }
+    return out;
+  });
+}
+
+function emptiedAttributesSignature(file: SourceFile): string {
+  return [...attributesEmptiedEveryIteration(file)].sort().join(',');
+}
+
+/**
+ * `self.attn_maps.append(h)` in a module's method, while the training loop empties `model.attn_maps` on
+ * every iteration (`model.attn_maps.clear()`, `model.aux_losses = []`): the attribute holds one step's
+ * values, never a chain of steps (attention maps kept for one step's logging, MoE auxiliary losses). Matched
+ * by the attribute's name: the loop holds the module under another name. Emptied every k steps (under an
+ * `if`) still keeps k steps' graphs and stays reported.
+ */
+function attributeEmptiedByLoop(file: SourceFile, scope: SyntaxNode, key: string): boolean {
+  if (!/^self\.\w+$/.test(key) || scope.type !== 'function_definition') return false;
+  if (enclosingLoops(scope).length > 0) return false;
+  return attributesEmptiedEveryIteration(file).has(key.slice('self.'.length));
 }
 
 /** The expression calls something (`step(x)[0]`, `model(x) * w`), not only names and indexes values. */
@@ -450,10 +514,56 @@ function outlivesOnlyGraphFreeLoops(file: SourceFile, flow: ScopeFlow, sink: Sin
   });
 }
 
+/** Methods that switch history back on: their result is no frozen network's output any more. */
+const RECORDING = /^(requires_grad_|retain_grad|backward)$/;
+
+/**
+ * The value is the output of a network the file freezes (`teacher.requires_grad_(False)`, `p.requires_grad
+ * = False` over `encoder.parameters()`), run on inputs without history, or a piece or method result of one
+ * (`t_out.logits`, `feats[0]`, `t.softmax(-1)`): no parameter and no input records, so autograd builds no
+ * graph and storing it keeps none (a frozen teacher's targets, a frozen encoder's features). A frozen
+ * network fed a value with history (`teacher(student(x))`) still carries the student's graph.
+ */
+function fromFrozenNetwork(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode, expr: SyntaxNode, depth: number): boolean {
+  if (depth > 4) return false;
+  const argsClean = (call: SyntaxNode): boolean => {
+    const args = childByField(call, 'arguments');
+    return args === null || namedChildren(args).every((a) => a.type === 'comment' || flow.taintOf(a.type === 'keyword_argument' ? childByField(a, 'value') : a) !== Taint.Tainted);
+  };
+  switch (expr.type) {
+    case 'parenthesized_expression': {
+      const inner = namedChildren(expr)[0];
+      return inner !== undefined && fromFrozenNetwork(file, flow, scope, inner, depth + 1);
+    }
+    case 'call': {
+      const receiver = forwardReceiver(file, expr);
+      if (receiver !== null) return isFrozenNetwork(file, receiver, scope) && argsClean(expr);
+      const fn = childByField(expr, 'function');
+      const object = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
+      if (object === null || RECORDING.test(file.textOf(childByField(fn!, 'attribute') ?? fn!))) return false;
+      return argsClean(expr) && fromFrozenNetwork(file, flow, scope, object, depth + 1);
+    }
+    case 'subscript': {
+      const value = childByField(expr, 'value');
+      return value !== null && fromFrozenNetwork(file, flow, scope, value, depth + 1);
+    }
+    case 'attribute': {
+      const object = childByField(expr, 'object');
+      return object !== null && fromFrozenNetwork(file, flow, scope, object, depth + 1);
+    }
+    case 'identifier': {
+      const defs = flow.reachingDefs(file.textOf(expr), expr);
+      return defs.length > 0 && defs.every((d) => d.kind === 'assign' && d.value !== null && fromFrozenNetwork(file, flow, scope, d.value, depth + 1));
+    }
+    default:
+      return false;
+  }
+}
+
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file), file.session.project?.lookup.stamp ?? '']);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file), emptiedAttributesSignature(file), file.session.project?.lookup.stamp ?? '']);
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope));
 }
 
@@ -481,7 +591,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (flow.taintOf(sink.value) !== Taint.Tainted) continue;
     // `tloss += trl` with `trl` a float returned by a method of another module's class: no history.
     const tainted = taintedLeaves(flow, sink.value);
-    if (tainted.length > 0 && tainted.every((l) => numberThroughProject(file, l))) continue;
+    if (tainted.length > 0 && tainted.every((l) => numberThroughProject(file, l) || fromFrozenNetwork(file, flow, scope, l, 0))) continue;
     const key = containerKey(file, sink.target);
     if (key === null) continue;
     // `[arr.append(el) for arr, el in zip((policies, Qs), (policy, Q))]`: the containers are the lists zipped in.
@@ -489,6 +599,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     if (!containers.some((k) => persists(flow, sink, k) && !isConsumedByBackward(file, scope, k) && !handedToTraining(file, scope, k))) continue;
     if (isOverwrittenSlot(file, sink)) continue;
     if ((sink.kind === 'append' || sink.kind === 'store') && containers.every((k) => emptiedEveryIteration(file, sink, k))) continue;
+    // Appended outside any loop of this method, emptied every iteration by the file's loop that calls it.
+    if ((sink.kind === 'append' || sink.kind === 'store') && enclosingLoops(sink.node).length === 0 && containers.every((k) => attributeEmptiedByLoop(file, scope, k))) continue;
     if (sink.kind !== 'meter' && containers.every((k) => piecesOfOneStep(file, flow, sink, k))) continue;
     if (sink.kind === 'accumulate' ? storedOnlyIntoNumpy(file, scope, allSinks, key) : sink.kind !== 'meter' && containers.every((k) => convertedByNumpy(file, scope, k))) continue;
     if (loopBuildsNoGraph(file, flow, sink)) continue;

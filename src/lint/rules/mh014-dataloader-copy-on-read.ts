@@ -115,7 +115,7 @@ function evidenceOfInner(ctx: Ctx, v: SyntaxNode): Evidence {
     // `[np.load(p) for p in files]`: whole arrays, each a few objects around its own buffer (see isLoadedArray).
     const body = childByField(v, 'body');
     const element = body?.type === 'pair' ? childByField(body, 'value') : body;
-    if (element !== null && isLoadedArray(file, element)) return null;
+    if (element !== null && (isLoadedArray(file, element) || isArrayRecord(file, element))) return null;
     for (const clause of v.children) {
       if (clause.type !== 'for_in_clause') continue;
       const right = childByField(clause, 'right');
@@ -190,7 +190,7 @@ function appendsEvidence(ctx: Ctx, key: string, scope: SyntaxNode | null): Evide
       const obj = fn?.type === 'attribute' ? childByField(fn, 'object') : null;
       if (obj === null || file.textOf(obj).replace(/\s+/g, '') !== key) continue;
       const appended = positionalArguments(call)[0];
-      if (appended !== undefined && isLoadedArray(file, appended)) continue;
+      if (appended !== undefined && (isLoadedArray(file, appended) || isArrayRecord(file, appended))) continue;
       for (let p = call.parent; p !== null && p !== scope; p = p.parent) {
         if (p.type !== 'for_statement') continue;
         const right = childByField(p, 'right');
@@ -269,6 +269,45 @@ function isLoadedArray(file: SourceFile, value: SyntaxNode): boolean {
   if (v.type !== 'call') return false;
   const name = calleeName(file, v) ?? '';
   return IMAGE_READS.test(name) || isArray(file, v);
+}
+
+const NUMBER_CALLS = /^(int|float|bool|len)$/;
+
+/** A number: a literal, `int(...)`/`float(...)`, or the index of an enumerating loop (`for label, d in enumerate(dirs)`). */
+function isNumber(file: SourceFile, value: SyntaxNode): boolean {
+  const v = strip(value);
+  if (v.type === 'integer' || v.type === 'float' || v.type === 'true' || v.type === 'false') return true;
+  if (v.type === 'call') return NUMBER_CALLS.test(calleeName(file, v) ?? '');
+  if (v.type !== 'identifier') return false;
+  const name = file.textOf(v);
+  for (let p = v.parent; p !== null && p.type !== 'function_definition'; p = p.parent) {
+    if (p.type !== 'for_statement' && p.type !== 'for_in_clause') continue;
+    const left = childByField(p, 'left');
+    const right = childByField(p, 'right');
+    const first = left === null ? undefined : left.type === 'identifier' ? undefined : namedChildren(left)[0];
+    if (first !== undefined && file.textOf(first) === name && right?.type === 'call' && calleeName(file, right) === 'enumerate') return true;
+  }
+  const values = valuesOf(file, v);
+  return values !== null && values.length > 0 && values.every((x) => strip(x).type !== 'identifier' && isNumber(file, x));
+}
+
+/**
+ * `(np.load(p), label)`: a small tuple of whole arrays and numbers. Like a list of arrays (isLoadedArray),
+ * what refcount writes touch is the tuple and the array headers, some 200 bytes per sample (a flat list's
+ * cost), while the data sits in the arrays' own buffers; not a record of Python objects. A path or a parsed
+ * field beside the array (`(img, path)`) keeps it a record.
+ */
+function isArrayRecord(file: SourceFile, value: SyntaxNode): boolean {
+  const v = strip(value);
+  if (v.type !== 'tuple' && v.type !== 'list') return false;
+  const parts = namedChildren(v).filter((c) => c.type !== 'comment');
+  const isArrayPart = (p: SyntaxNode): boolean => {
+    if (isLoadedArray(file, p)) return true;
+    if (strip(p).type !== 'identifier') return false;
+    const values = valuesOf(file, strip(p));
+    return values !== null && values.length > 0 && values.every((x) => isLoadedArray(file, x));
+  };
+  return parts.some(isArrayPart) && parts.every((p) => isArrayPart(p) || isNumber(file, p));
 }
 
 /**

@@ -276,6 +276,20 @@ def train(model, optimizer, loader):
       ['optimizer = optim.AdamW(policy_net.parameters()', 'optimizer = optim.AdamW(target_net.parameters()'],
     ]);
   });
+
+  it('MH002: a loop emptying a module attribute, and a freeze, in other statements than the stored value', async () => {
+    const dir = path.join(root, 'lint', 'MH002');
+    await checkEdits(fs.readFileSync(path.join(dir, 'clean_attribute_emptied_by_loop.py'), 'utf8'), [
+      ['        model.attn_maps.clear()\n', '        if loss > 0:\n            model.attn_maps.clear()\n'],
+      ['        model.aux_losses = []\n', ''],
+      ['        if loss > 0:\n            model.attn_maps.clear()\n', '        model.attn_maps.clear()\n'],
+    ]);
+    await checkEdits(fs.readFileSync(path.join(dir, 'clean_frozen_network_outputs.py'), 'utf8'), [
+      ['    teacher.requires_grad_(False)\n', '    teacher.requires_grad_(True)\n'],
+      ['    freeze(backbone)\n', '    print(backbone)\n'],
+      ['    teacher.requires_grad_(True)\n', '    teacher.requires_grad_(False)\n'],
+    ]);
+  });
 });
 
 // Random edits over fixtures for every rule, with snippets that change file-wide facts.

@@ -290,11 +290,17 @@ function libraryRewrap(file: SourceFile, call: SyntaxNode, target: { index: numb
 /**
  * `with BatchMemoryManager(data_loader=train_loader, ...) as loader:` (Opacus): the alias is a loader
  * rebuilt from `train_loader` with its settings (pin_memory included), splitting each batch into physical
- * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it, else null.
+ * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it (the
+ * iterable of `with tqdm(loader) as bar:`), else null.
  */
 function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode | null {
   const [expr] = withAliasCalls(file, name, SCOPES);
-  if (expr === undefined || !/(^|\.)BatchMemoryManager$/.test(calleeName(file, expr) ?? '')) return null;
+  if (expr === undefined) return null;
+  const callee = calleeName(file, expr) ?? '';
+  // `with tqdm(loader, total=n) as progress_bar:`: a progress bar used as a context manager (so that it
+  // closes) iterates the loader it wraps, as `progress_bar = tqdm(loader)` does.
+  if (/^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm)$/.test(callee)) return positionalArguments(expr)[0] ?? keywordArgument(file, expr, 'iterable');
+  if (!/(^|\.)BatchMemoryManager$/.test(callee)) return null;
   return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
 }
 

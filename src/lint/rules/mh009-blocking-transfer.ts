@@ -13,6 +13,7 @@ import { callSiteArguments, importedReturns, importerArguments } from '../analys
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
+import { scopeNodesOfType } from '../analysis/scope-nodes';
 import { NodeMemo, VersionMemo } from '../session';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
@@ -223,7 +224,8 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return base === null ? null : loaderOf(file, base, depth + 1);
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
-  const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
+  const bound = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
+  const values = bound === null || v.type !== 'identifier' ? bound : withStoredItems(file, v, bound);
   if (values === null) {
     if (v.type !== 'identifier') return importedNameLoader(file, v, depth) ?? constructedLoader(file, v, depth);
     const managed = managedLoaderArgument(file, v);
@@ -232,6 +234,33 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   // `self.loader` kept from an `__init__` parameter that nothing in this file passes: the class's constructions
   // (also in the modules that import it) say what it holds.
   return loaderOfAll(file, values, depth + 1) ?? (v.type === 'attribute' ? constructedLoader(file, v, depth) : null);
+}
+
+/** `{}`, `dict()`, `OrderedDict()`: a container with nothing in it yet. */
+function isEmptyDict(file: SourceFile, node: SyntaxNode): boolean {
+  if (node.type === 'dictionary') return namedChildren(node).length === 0;
+  if (node.type !== 'call') return false;
+  const callee = calleeName(file, node) ?? '';
+  return /^(dict|OrderedDict|collections\.OrderedDict)$/.test(callee) && argumentNodes(node)?.length === 0;
+}
+
+/**
+ * The values of a dict filled item by item in the scope that binds it (`data_loaders = dict()`, then
+ * `data_loaders['train'] = DataLoader(...)` / `= make_loader(...)`, then `return data_loaders`): the items
+ * stored take the place of the empty container. `bound` unchanged when nothing is stored into the name there
+ * or when a binding is not a dict (a list `loaders[0] = ...` or another object is left as it was).
+ */
+function withStoredItems(file: SourceFile, name: SyntaxNode, bound: readonly SyntaxNode[]): SyntaxNode[] {
+  const text = file.textOf(name);
+  const stored: SyntaxNode[] = [];
+  for (const a of scopeNodesOfType(file, enclosingFunction(name) ?? file.root, 'assignment')) {
+    const left = childByField(a, 'left');
+    const target = left?.type === 'subscript' ? childByField(left, 'value') : null;
+    const right = childByField(a, 'right');
+    if (target?.type === 'identifier' && file.textOf(target) === text && right !== null) stored.push(right);
+  }
+  if (stored.length === 0 || !bound.some((b) => isEmptyDict(file, b))) return [...bound];
+  return [...bound.filter((b) => !isEmptyDict(file, b)), ...stored];
 }
 
 /** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */

@@ -6,7 +6,7 @@
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
-import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
+import { classMethods, enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
@@ -225,7 +225,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
   const bound = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
-  const values = bound === null || v.type !== 'identifier' ? bound : withStoredItems(file, v, bound);
+  const values = bound === null ? bound : withStoredItems(file, v, bound);
   if (values === null) {
     if (v.type !== 'identifier') return importedNameLoader(file, v, depth) ?? constructedLoader(file, v, depth);
     const managed = managedLoaderArgument(file, v);
@@ -252,15 +252,32 @@ function isEmptyDict(file: SourceFile, node: SyntaxNode): boolean {
  */
 function withStoredItems(file: SourceFile, name: SyntaxNode, bound: readonly SyntaxNode[]): SyntaxNode[] {
   const text = file.textOf(name);
+  const scopes = storeScopes(file, name);
+  if (scopes === null) return [...bound];
   const stored: SyntaxNode[] = [];
-  for (const a of scopeNodesOfType(file, enclosingFunction(name) ?? file.root, 'assignment')) {
-    const left = childByField(a, 'left');
-    const target = left?.type === 'subscript' ? childByField(left, 'value') : null;
-    const right = childByField(a, 'right');
-    if (target?.type === 'identifier' && file.textOf(target) === text && right !== null) stored.push(right);
+  for (const scope of scopes) {
+    for (const a of scopeNodesOfType(file, scope, 'assignment')) {
+      const left = childByField(a, 'left');
+      const target = left?.type === 'subscript' ? childByField(left, 'value') : null;
+      const right = childByField(a, 'right');
+      if (target !== null && target.type === name.type && file.textOf(target) === text && right !== null) stored.push(right);
+    }
   }
   if (stored.length === 0 || !bound.some((b) => isEmptyDict(file, b))) return [...bound];
   return [...bound.filter((b) => !isEmptyDict(file, b)), ...stored];
+}
+
+/**
+ * Where items may be stored into `name`: the scope that binds a plain name (its function, or the module), and
+ * every method of the class for `self.loaders` (filled in `__init__`, read in `train_epoch`). Null for
+ * other attributes.
+ */
+function storeScopes(file: SourceFile, name: SyntaxNode): readonly SyntaxNode[] | null {
+  if (name.type === 'identifier') return [enclosingFunction(name) ?? file.root];
+  const obj = name.type === 'attribute' ? childByField(name, 'object') : null;
+  const def = enclosingFunction(name);
+  const cls = obj !== null && file.textOf(obj) === 'self' && def !== null ? classOf(def) : null;
+  return cls === null ? null : classMethods(cls);
 }
 
 /** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */
@@ -1019,6 +1036,11 @@ function bindingLoop(file: SourceFile, name: SyntaxNode, at: SyntaxNode): Syntax
 function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlyMap<string, Loader>, stop: SyntaxNode, depth = 0): Loader | null {
   const name = file.textOf(receiver);
   for (let p = receiver.parent; p !== null && p !== stop; p = p.parent) {
+    if (p.type === 'lambda') {
+      const params = childByField(p, 'parameters');
+      if (params === null || !namedChildren(params).some((c) => file.textOf(c) === name)) continue;
+      return mappedOverBatch(file, p, names);
+    }
     if (!COMPREHENSIONS.has(p.type)) continue;
     for (const clause of p.children) {
       if (clause.type !== 'for_in_clause') continue;
@@ -1044,6 +1066,30 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
     }
   }
   return null;
+}
+
+/**
+ * `x, y = map(lambda t: t.to(device), batch)`: the lambda's parameter ranges over the batch's elements, as a
+ * comprehension variable does. The batch's loader when `lambda` is `map`'s function over batch data, else null.
+ */
+function mappedOverBatch(file: SourceFile, lambda: SyntaxNode, names: ReadonlyMap<string, Loader>): Loader | null {
+  const over = mappedLambda(file, lambda);
+  if (over === null) return null;
+  // `map(lambda t: t.cuda(), (x, y))`: a tuple of batch data.
+  const items = over.type === 'tuple' || over.type === 'list' ? namedChildren(over) : [over];
+  for (const item of items) {
+    const root = batchRoot(file, item, names);
+    if (root !== null) return root.loader;
+  }
+  return null;
+}
+
+/** What `map(lambda ..., over)` maps its lambda over, when `lambda` is that lambda; else null. */
+function mappedLambda(file: SourceFile, lambda: SyntaxNode): SyntaxNode | null {
+  const call = lambda.parent?.type === 'argument_list' ? lambda.parent.parent : null;
+  if (call?.type !== 'call' || calleeName(file, call) !== 'map') return null;
+  const [fn, over] = positionalArguments(call);
+  return fn === lambda && over !== undefined ? over : null;
 }
 
 /**
@@ -1406,7 +1452,8 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     const wholeBatch = root === null ? false : root.name === null ? receiver.type === 'call' : receiver.type === 'identifier' && whole.has(root.name);
     out.push({ call: n, wholeBatch, cuda, loader, nonBlocking });
   };
-  postOrder(body, visit);
+  // `map(lambda t: t.to(device), batch)` runs its lambda here, over the batch's elements.
+  postOrder(body, visit, (scope) => scope.type === 'lambda' && mappedLambda(file, scope) !== null);
 }
 
 /**
@@ -1512,13 +1559,13 @@ function classOf(def: SyntaxNode): SyntaxNode | null {
 }
 
 /** Iterative post-order traversal in document order (deeply nested code must not overflow the stack). */
-function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
+function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void, enter?: (scope: SyntaxNode) => boolean): void {
   const stack: { node: SyntaxNode; next: number }[] = [{ node: root, next: 0 }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
     if (top.next < top.node.children.length) {
       const child = top.node.children[top.next++];
-      if (!SCOPES.has(child.type)) stack.push({ node: child, next: 0 });
+      if (!SCOPES.has(child.type) || (enter?.(child) ?? false)) stack.push({ node: child, next: 0 });
       continue;
     }
     stack.pop();

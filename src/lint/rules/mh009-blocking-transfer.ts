@@ -6,14 +6,13 @@
 // Both need the loader's construction and the transfer in this file; anything less stays silent.
 import { childByField, firstNamedChild, namedChildren, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
-import { classMethods, enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
+import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
-import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, storedItems, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
-import { scopeNodesOfType } from '../analysis/scope-nodes';
 import { NodeMemo, VersionMemo } from '../session';
 import { appendArgument, argumentNodes, hasSplat } from '../analysis/call-edits';
 import { isTrainingLoop, loopIterable } from '../analysis/steps';
@@ -251,33 +250,33 @@ function isEmptyDict(file: SourceFile, node: SyntaxNode): boolean {
  * or when a binding is not a dict (a list `loaders[0] = ...` or another object is left as it was).
  */
 function withStoredItems(file: SourceFile, name: SyntaxNode, bound: readonly SyntaxNode[]): SyntaxNode[] {
-  const text = file.textOf(name);
-  const scopes = storeScopes(file, name);
-  if (scopes === null) return [...bound];
+  if (!bound.some((b) => isEmptyDict(file, b))) return [...bound];
+  const owner = storeOwner(file, name);
+  if (owner === undefined) return [...bound];
   const stored: SyntaxNode[] = [];
-  for (const scope of scopes) {
-    for (const a of scopeNodesOfType(file, scope, 'assignment')) {
-      const left = childByField(a, 'left');
-      const target = left?.type === 'subscript' ? childByField(left, 'value') : null;
-      const right = childByField(a, 'right');
-      if (target !== null && target.type === name.type && file.textOf(target) === text && right !== null) stored.push(right);
-    }
+  for (const { assign } of storedItems(file, file.textOf(name))) {
+    const right = childByField(assign, 'right');
+    if (right !== null && storeOwner(file, assign) === owner) stored.push(right);
   }
-  if (stored.length === 0 || !bound.some((b) => isEmptyDict(file, b))) return [...bound];
+  if (stored.length === 0) return [...bound];
   return [...bound.filter((b) => !isEmptyDict(file, b)), ...stored];
 }
 
 /**
- * Where items may be stored into `name`: the scope that binds a plain name (its function, or the module), and
- * every method of the class for `self.loaders` (filled in `__init__`, read in `train_epoch`). Null for
- * other attributes.
+ * The scope whose stores into a container count for `node`: the function (or module: null) of a plain name,
+ * the class of a `self.loaders` (filled in `__init__`, read in `train_epoch`); undefined for other attributes.
  */
-function storeScopes(file: SourceFile, name: SyntaxNode): readonly SyntaxNode[] | null {
-  if (name.type === 'identifier') return [enclosingFunction(name) ?? file.root];
-  const obj = name.type === 'attribute' ? childByField(name, 'object') : null;
-  const def = enclosingFunction(name);
-  const cls = obj !== null && file.textOf(obj) === 'self' && def !== null ? classOf(def) : null;
-  return cls === null ? null : classMethods(cls);
+function storeOwner(file: SourceFile, node: SyntaxNode): SyntaxNode | null | undefined {
+  const def = enclosingFunction(node);
+  if (node.type === 'identifier') return def;
+  if (node.type === 'assignment') {
+    const left = childByField(node, 'left');
+    const container = left === null ? null : childByField(left, 'value');
+    return container === null ? undefined : container.type === 'identifier' ? def : def === null ? undefined : (classOf(def) ?? undefined);
+  }
+  const obj = node.type === 'attribute' ? childByField(node, 'object') : null;
+  if (obj?.type !== 'identifier' || file.textOf(obj) !== 'self' || def === null) return undefined;
+  return classOf(def) ?? undefined;
 }
 
 /** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */

@@ -135,7 +135,8 @@ export function beforeInReverseWalk(a: SyntaxNode, b: SyntaxNode): number {
     const zeroWidth = a.start === a.end ? a : b.start === b.end ? b : null;
     if (zeroWidth === null) return a.start - b.start;
     const other = zeroWidth === a ? b : a;
-    for (let p = zeroWidth.parent; p !== null; p = p.parent) if (p === other) return other === a ? -1 : 1;
+    // An ancestor ending where it does is reached through nodes that all end there too: a short walk.
+    for (let p = zeroWidth.parent; p !== null && p.end === zeroWidth.end; p = p.parent) if (p === other) return other === a ? -1 : 1;
     return b.start - a.start;
   }
   if (a === b) return 0;

@@ -128,7 +128,17 @@ export function subtreeNodesOfType(file: SourceFile, scope: SyntaxNode, type: st
  */
 export function beforeInReverseWalk(a: SyntaxNode, b: SyntaxNode): number {
   if (a.end !== b.end) return b.end - a.end;
-  if (a.start !== b.start) return a.start - b.start;
+  if (a.start !== b.start) {
+    // Same end, different starts: the longer one contains the other, unless the shorter is a zero-width
+    // node (an error tree's MISSING token) placed right after it, outside it: then it comes later in the
+    // document and is visited first.
+    const zeroWidth = a.start === a.end ? a : b.start === b.end ? b : null;
+    if (zeroWidth === null) return a.start - b.start;
+    const other = zeroWidth === a ? b : a;
+    // An ancestor ending where it does is reached through nodes that all end there too: a short walk.
+    for (let p = zeroWidth.parent; p !== null && p.end === zeroWidth.end; p = p.parent) if (p === other) return other === a ? -1 : 1;
+    return b.start - a.start;
+  }
   if (a === b) return 0;
   for (let p = b.parent; p !== null; p = p.parent) if (p === a) return -1;
   return 1;

@@ -64,6 +64,14 @@ export function assignedNames(file: SourceFile, name: string): readonly Target[]
   return targetIndex.get(file, name);
 }
 
+/**
+ * The assignments that store an item into the container `name` (`loaders['train'] = ...`,
+ * `self.loaders[split] = ...`), anywhere in the file, in document order: an index read.
+ */
+export function storedItems(file: SourceFile, name: string): readonly Target[] {
+  return targetIndex.get(file, `${name.replace(/\s+/g, '')}[]`);
+}
+
 /** The return statements whose nearest function is `def` (as enclosingFunction sees it), in document order. */
 export function returnsOf(def: SyntaxNode): SyntaxNode[] {
   const out: SyntaxNode[] = [];
@@ -115,6 +123,11 @@ function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
       if (left === null) return;
       if (left.type === 'identifier') add(acc.targets, file.textOf(left), [{ assign, index: null, left }]);
       else if (left.type === 'attribute') add(acc.targets, file.textOf(left).replace(/\s+/g, ''), [{ assign, index: null, left }]);
+      else if (left.type === 'subscript') {
+        // `loaders['train'] = ...`: an item stored into a container, under `loaders[]` (storedItems).
+        const container = childByField(left, 'value');
+        if (container?.type === 'identifier' || container?.type === 'attribute') add(acc.targets, `${file.textOf(container).replace(/\s+/g, '')}[]`, [{ assign, index: null, left }]);
+      }
       else if (left.type === 'pattern_list' || left.type === 'tuple_pattern' || left.type === 'list_pattern') {
         const parts = namedChildren(left);
         parts.forEach((p, index) => {

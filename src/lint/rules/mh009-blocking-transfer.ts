@@ -8,7 +8,7 @@ import { childByField, firstNamedChild, namedChildren, type SourceFile, type Syn
 import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
-import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, subscriptValues, valuesOf } from '../analysis/values';
+import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, storedItems, subscriptValues, valuesOf } from '../analysis/values';
 import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
 import { reexportedLibraryName, resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
@@ -231,7 +231,8 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
     return base === null ? null : loaderOf(file, base, depth + 1);
   }
   if (v.type !== 'identifier' && v.type !== 'attribute') return null;
-  const values = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
+  const bound = (v.type === 'identifier' ? rebuiltParameterValues(file, v) : null) ?? valuesOf(file, v);
+  const values = bound === null ? bound : withStoredItems(file, v, bound);
   if (values === null) {
     if (v.type !== 'identifier') return importedNameLoader(file, v, depth) ?? constructedLoader(file, v, depth);
     const managed = managedLoaderArgument(file, v);
@@ -240,6 +241,50 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   // `self.loader` kept from an `__init__` parameter that nothing in this file passes: the class's constructions
   // (also in the modules that import it) say what it holds.
   return loaderOfAll(file, values, depth + 1) ?? (v.type === 'attribute' ? constructedLoader(file, v, depth) : null);
+}
+
+/** `{}`, `dict()`, `OrderedDict()`: a container with nothing in it yet. */
+function isEmptyDict(file: SourceFile, node: SyntaxNode): boolean {
+  if (node.type === 'dictionary') return namedChildren(node).length === 0;
+  if (node.type !== 'call') return false;
+  const callee = calleeName(file, node) ?? '';
+  return /^(dict|OrderedDict|collections\.OrderedDict)$/.test(callee) && argumentNodes(node)?.length === 0;
+}
+
+/**
+ * The values of a dict filled item by item in the scope that binds it (`data_loaders = dict()`, then
+ * `data_loaders['train'] = DataLoader(...)` / `= make_loader(...)`, then `return data_loaders`): the items
+ * stored take the place of the empty container. `bound` unchanged when nothing is stored into the name there
+ * or when a binding is not a dict (a list `loaders[0] = ...` or another object is left as it was).
+ */
+function withStoredItems(file: SourceFile, name: SyntaxNode, bound: readonly SyntaxNode[]): SyntaxNode[] {
+  if (!bound.some((b) => isEmptyDict(file, b))) return [...bound];
+  const owner = storeOwner(file, name);
+  if (owner === undefined) return [...bound];
+  const stored: SyntaxNode[] = [];
+  for (const { assign } of storedItems(file, file.textOf(name))) {
+    const right = childByField(assign, 'right');
+    if (right !== null && storeOwner(file, assign) === owner) stored.push(right);
+  }
+  if (stored.length === 0) return [...bound];
+  return [...bound.filter((b) => !isEmptyDict(file, b)), ...stored];
+}
+
+/**
+ * The scope whose stores into a container count for `node`: the function (or module: null) of a plain name,
+ * the class of a `self.loaders` (filled in `__init__`, read in `train_epoch`); undefined for other attributes.
+ */
+function storeOwner(file: SourceFile, node: SyntaxNode): SyntaxNode | null | undefined {
+  const def = enclosingFunction(node);
+  if (node.type === 'identifier') return def;
+  if (node.type === 'assignment') {
+    const left = childByField(node, 'left');
+    const container = left === null ? null : childByField(left, 'value');
+    return container === null ? undefined : container.type === 'identifier' ? def : def === null ? undefined : (classOf(def) ?? undefined);
+  }
+  const obj = node.type === 'attribute' ? childByField(node, 'object') : null;
+  if (obj?.type !== 'identifier' || file.textOf(obj) !== 'self' || def === null) return undefined;
+  return classOf(def) ?? undefined;
 }
 
 /** `from data import train_loader` / `data.train_loader`: a module-level loader of another module of the project. */
@@ -298,11 +343,17 @@ function libraryRewrap(file: SourceFile, call: SyntaxNode, target: { index: numb
 /**
  * `with BatchMemoryManager(data_loader=train_loader, ...) as loader:` (Opacus): the alias is a loader
  * rebuilt from `train_loader` with its settings (pin_memory included), splitting each batch into physical
- * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it, else null.
+ * batches that fit. The `data_loader` argument when `name` is such an alias of a `with` around it (the
+ * iterable of `with tqdm(loader) as bar:`), else null.
  */
 function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode | null {
   const [expr] = withAliasCalls(file, name, SCOPES);
-  if (expr === undefined || !/(^|\.)BatchMemoryManager$/.test(calleeName(file, expr) ?? '')) return null;
+  if (expr === undefined) return null;
+  const callee = calleeName(file, expr) ?? '';
+  // `with tqdm(loader, total=n) as progress_bar:`: a progress bar used as a context manager (so that it
+  // closes) iterates the loader it wraps, as `progress_bar = tqdm(loader)` does.
+  if (/^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm)$/.test(callee)) return positionalArguments(expr)[0] ?? keywordArgument(file, expr, 'iterable');
+  if (!/(^|\.)BatchMemoryManager$/.test(callee)) return null;
   return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
 }
 
@@ -992,6 +1043,11 @@ function bindingLoop(file: SourceFile, name: SyntaxNode, at: SyntaxNode): Syntax
 function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: ReadonlyMap<string, Loader>, stop: SyntaxNode, depth = 0): Loader | null {
   const name = file.textOf(receiver);
   for (let p = receiver.parent; p !== null && p !== stop; p = p.parent) {
+    if (p.type === 'lambda') {
+      const params = childByField(p, 'parameters');
+      if (params === null || !namedChildren(params).some((c) => file.textOf(c) === name)) continue;
+      return mappedOverBatch(file, p, names);
+    }
     if (!COMPREHENSIONS.has(p.type)) continue;
     for (const clause of p.children) {
       if (clause.type !== 'for_in_clause') continue;
@@ -1017,6 +1073,30 @@ function comprehensionOverBatch(file: SourceFile, receiver: SyntaxNode, names: R
     }
   }
   return null;
+}
+
+/**
+ * `x, y = map(lambda t: t.to(device), batch)`: the lambda's parameter ranges over the batch's elements, as a
+ * comprehension variable does. The batch's loader when `lambda` is `map`'s function over batch data, else null.
+ */
+function mappedOverBatch(file: SourceFile, lambda: SyntaxNode, names: ReadonlyMap<string, Loader>): Loader | null {
+  const over = mappedLambda(file, lambda);
+  if (over === null) return null;
+  // `map(lambda t: t.cuda(), (x, y))`: a tuple of batch data.
+  const items = over.type === 'tuple' || over.type === 'list' ? namedChildren(over) : [over];
+  for (const item of items) {
+    const root = batchRoot(file, item, names);
+    if (root !== null) return root.loader;
+  }
+  return null;
+}
+
+/** What `map(lambda ..., over)` maps its lambda over, when `lambda` is that lambda; else null. */
+function mappedLambda(file: SourceFile, lambda: SyntaxNode): SyntaxNode | null {
+  const call = lambda.parent?.type === 'argument_list' ? lambda.parent.parent : null;
+  if (call?.type !== 'call' || calleeName(file, call) !== 'map') return null;
+  const [fn, over] = positionalArguments(call);
+  return fn === lambda && over !== undefined ? over : null;
 }
 
 /**
@@ -1389,7 +1469,8 @@ function walkTransfers(file: SourceFile, body: SyntaxNode, loop: SyntaxNode | nu
     const wholeBatch = root === null ? false : root.name === null ? receiver.type === 'call' : receiver.type === 'identifier' && whole.has(root.name);
     out.push({ call: n, wholeBatch, cuda, loader, nonBlocking });
   };
-  postOrder(body, visit);
+  // `map(lambda t: t.to(device), batch)` runs its lambda here, over the batch's elements.
+  postOrder(body, visit, (scope) => scope.type === 'lambda' && mappedLambda(file, scope) !== null);
 }
 
 /**
@@ -1495,13 +1576,13 @@ function classOf(def: SyntaxNode): SyntaxNode | null {
 }
 
 /** Iterative post-order traversal in document order (deeply nested code must not overflow the stack). */
-function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void): void {
+function postOrder(root: SyntaxNode, visit: (n: SyntaxNode) => void, enter?: (scope: SyntaxNode) => boolean): void {
   const stack: { node: SyntaxNode; next: number }[] = [{ node: root, next: 0 }];
   while (stack.length > 0) {
     const top = stack[stack.length - 1];
     if (top.next < top.node.children.length) {
       const child = top.node.children[top.next++];
-      if (!SCOPES.has(child.type)) stack.push({ node: child, next: 0 });
+      if (!SCOPES.has(child.type) || (enter?.(child) ?? false)) stack.push({ node: child, next: 0 });
       continue;
     }
     stack.pop();

@@ -16,6 +16,7 @@ import { isFrameworkTrainingStep } from '../analysis/framework-steps';
 import { resolveImport } from '../project/resolve';
 import { innermostCall, wrapperCalls } from '../analysis/module-forward-sites';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
+import { pretrainedInEval } from '../analysis/pretrained-eval';
 
 /** Name tokens of networks that are never trained where they are used. */
 const FROZEN_ROLE = new Set(['target', 'targ', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
@@ -235,7 +236,7 @@ function check(file: SourceFile): RuleFinding[] {
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = namedAsFixed(file, key) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value);
+    const named = namedAsFixed(file, key) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value) || pretrainedInEval(file, key, c.value);
     if (!named && !copies.has(key)) continue;
     // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
     if (!named && viaHelper.has(key)) continue;

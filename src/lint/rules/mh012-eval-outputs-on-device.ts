@@ -25,6 +25,12 @@ const METADATA = new Set(['shape', 'dtype', 'device', 'ndim', 'is_cuda', 'requir
 const CONCAT = /^torch\.(cat|concat|concatenate|vstack|hstack|stack|row_stack|column_stack)$/;
 const MAX_STEPS = 200;
 const LOADER = /loader|(^|[^a-z])dl([^a-z]|$)|batches/i;
+/**
+ * A model's own methods that compute features from its inputs (`model.encode(x)`, CLIP's `encode_image`,
+ * `net.extract_features(x)`, `model.get_embedding(x)`): forward passes under another name, whose result stays
+ * on the module's device. Not `generate`/`predict`/`decode`, which often hand back tokens, text or arrays.
+ */
+const FEATURE_METHOD = /^(encode\w*|embed\w*|extract\w*|\w*_?features?|\w*_?embeddings?|get_\w*(?:feat|emb|repr|logit)\w*)$/;
 
 /**
  * Whether `expr` may hold (a view of) a forward pass's output that is still on the device: followed
@@ -52,6 +58,8 @@ function holdsDeviceOutput(file: SourceFile, flow: ScopeFlow, expr: SyntaxNode, 
         if (fn?.type === 'attribute') {
           const method = calleeMethod(file, n) ?? '';
           if (TO_HOST.has(method)) continue;
+          const owner = keyOf(file, childByField(fn, 'object'));
+          if (FEATURE_METHOD.test(method) && owner !== null && owner !== 'self' && isModelKey(file, owner)) return true;
           if (method === 'to' && /cpu|numpy/.test(file.textOf(childByField(n, 'arguments') ?? n))) continue;
           const name = calleeName(file, n) ?? '';
           if (name.startsWith('torch.')) pushArguments(n, stack);

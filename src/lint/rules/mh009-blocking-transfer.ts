@@ -101,6 +101,22 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   return name !== null && (DATALOADERS.has(name) || isDropInLoader(file, call) || isReexportedLoader(file, call));
 }
 
+const TRAINING_KEY = /^[rRbBuU]*(['"])(train|training)\1$/;
+const EVALUATION_KEY = /^[rRbBuU]*(['"])(val|valid|validation|test|eval|evaluation|dev)\1$/;
+
+/**
+ * `{"train": loader_train, "valid": loader_valid}` walked by a phase loop (`for data in loaders[phase]`):
+ * the training loader's batches are the loop's training copies; the validation loader is an evaluation
+ * loader, which the rule leaves alone elsewhere too (a few batches per epoch). Only when every key is a
+ * literal naming a training or an evaluation split, and both kinds are there; otherwise every pair.
+ */
+function trainingPairs(file: SourceFile, pairs: readonly SyntaxNode[]): readonly SyntaxNode[] {
+  const keys = pairs.map((pair) => file.textOf(childByField(pair, 'key') ?? pair));
+  const training = pairs.filter((_, i) => TRAINING_KEY.test(keys[i]));
+  const evaluation = keys.filter((k) => EVALUATION_KEY.test(k)).length;
+  return training.length > 0 && evaluation > 0 && training.length + evaluation === pairs.length ? training : pairs;
+}
+
 /** `from dataset import DataLoader`, where the project's dataset.py imports torch's DataLoader: torch's class. */
 function isReexportedLoader(file: SourceFile, call: SyntaxNode): boolean {
   const fn = childByField(call, 'function');
@@ -218,7 +234,8 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   }
   if (v.type === 'dictionary') {
     if (v.children.some((c) => c.type === 'dictionary_splat')) return null;
-    const values = v.children.map((pair) => (pair.type === 'pair' ? childByField(pair, 'value') : null)).filter((x) => x !== null);
+    const pairs = v.children.filter((c) => c.type === 'pair');
+    const values = trainingPairs(file, pairs).map((pair) => childByField(pair, 'value')).filter((x) => x !== null);
     return loaderOfAll(file, values, depth + 1);
   }
   if (v.type === 'subscript') {

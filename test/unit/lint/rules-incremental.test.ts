@@ -321,6 +321,27 @@ function fixtureFiles(): string[] {
   return out;
 }
 
+type OpenDocument = ReturnType<Awaited<ReturnType<typeof getLinter>>['open']>;
+type Oracle = Awaited<ReturnType<typeof getOracle>>;
+
+/** A random offset at or after `from`: half the time the start of its line, so that statements are inserted whole. */
+function randomInsertPoint(random: () => number, text: string, from: number): number {
+  const at = from + Math.floor(random() * (text.length - from));
+  return random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
+}
+
+/**
+ * Inserts `snippet` at `insertAt` in the open document and in `text`, then checks the document's re-lint
+ * against a fresh, independent linter's lint of the new text (settings rotating with `step`). Returns the new text.
+ */
+function insertAndCompare(doc: OpenDocument, oracle: Oracle, file: string, text: string, insertAt: number, snippet: string, step: number): string {
+  doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
+  const next = text.slice(0, insertAt) + snippet + text.slice(insertAt);
+  const settings = SETTINGS[step % SETTINGS.length];
+  assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(next, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+  return next;
+}
+
 describe('every rule: incremental re-lint after random edits matches a fresh lint', () => {
   it('fixtures of MH003, MH007, MH009 and MH010-MH015', async () => {
     const linter = await getLinter();
@@ -331,13 +352,8 @@ describe('every rule: incremental re-lint after random edits matches a fresh lin
       const random = rng(text.length);
       try {
         for (let step = 0; step < 10; step++) {
-          const at = Math.floor(random() * text.length);
-          const insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
-          const snippet = SNIPPETS[Math.floor(random() * SNIPPETS.length)];
-          doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
-          text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
-          const settings = SETTINGS[step % SETTINGS.length];
-          assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+          const insertAt = randomInsertPoint(random, text, 0);
+          text = insertAndCompare(doc, oracle, file, text, insertAt, SNIPPETS[Math.floor(random() * SNIPPETS.length)], step);
         }
       } finally {
         doc.dispose();
@@ -395,15 +411,10 @@ async function randomEditsInMain(code: string, files: readonly string[], snippet
           snippet = insertAt < 0 ? '' : step % 2 === 0 ? 'x' : 'n';
           if (insertAt < 0) insertAt = mainAt;
         } else {
-          const bodyStart = text.indexOf('\n', mainAt) + 1;
-          const at = bodyStart + Math.floor(random() * (text.length - bodyStart));
-          insertAt = random() < 0.5 ? text.lastIndexOf('\n', at) + 1 : at;
+          insertAt = randomInsertPoint(random, text, text.indexOf('\n', mainAt) + 1);
           snippet = snippets[Math.floor(random() * snippets.length)];
         }
-        doc.update([{ rangeOffset: insertAt, rangeLength: 0, text: snippet }]);
-        text = text.slice(0, insertAt) + snippet + text.slice(insertAt);
-        const settings = SETTINGS[step % SETTINGS.length];
-        assert.deepEqual(view(lintFile(doc.source, settings)), view(oracle.lintText(text, settings)), `${path.basename(file)} after edit ${step + 1} at ${insertAt}`);
+        text = insertAndCompare(doc, oracle, file, text, insertAt, snippet, step);
       }
     } finally {
       doc.dispose();

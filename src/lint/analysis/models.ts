@@ -596,6 +596,11 @@ const ENGINE_RECEIVER = /(^|\.|_)(accelerator|fabric|engine|model_engine|trainer
  */
 const NAMED_BACKWARD = /^(?!.*(forward|save_for))[A-Za-z]\w*_backward$/;
 
+/** `NAMED_BACKWARD` on a method name; the suffix test first, since a callee's text may be a long chain of calls. */
+function isNamedBackward(name: string): boolean {
+  return name.endsWith('_backward') && NAMED_BACKWARD.test(name);
+}
+
 /**
  * The tensors a backward-like call backpropagates from: `loss.backward()` -> [loss],
  * `accelerator.backward(loss)` -> [loss], `torch.autograd.grad(out, x)` -> [out]. Null when the call
@@ -607,7 +612,7 @@ export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[
   const last = fn.type === 'attribute' ? childByField(fn, 'attribute') : fn;
   if (last === null) return null;
   const lastText = file.textOf(last);
-  if (lastText !== 'backward' && lastText !== 'grad' && lastText !== 'manual_backward' && !NAMED_BACKWARD.test(lastText)) return null;
+  if (lastText !== 'backward' && lastText !== 'grad' && lastText !== 'manual_backward' && !isNamedBackward(lastText)) return null;
   const name = qualifiedName(file, fn);
   if (name === 'torch.autograd.backward' || name === 'torch.autograd.grad' || name === 'autograd.grad' || name === 'autograd.backward') {
     const first = positionalArguments(call)[0] ?? keywordArgument(file, call, 'outputs') ?? keywordArgument(file, call, 'tensors');
@@ -620,7 +625,7 @@ export function backwardTargets(file: SourceFile, call: SyntaxNode): SyntaxNode[
   const object = childByField(fn, 'object');
   // `self.manual_backward(loss)`, `self.optimizer.fused_backward(loss, lr)` (LOMO), `self.scaled_backward(loss)`:
   // methods that backpropagate the loss they are handed.
-  if (method === 'manual_backward' || NAMED_BACKWARD.test(method)) return positionalArguments(call).slice(0, 1);
+  if (method === 'manual_backward' || isNamedBackward(method)) return positionalArguments(call).slice(0, 1);
   if (method !== 'backward' || object === null) return null;
   if (ENGINE_RECEIVER.test(file.textOf(object))) return positionalArguments(call).slice(0, 1);
   return [object];
@@ -632,7 +637,7 @@ const GRADIENT_METHODS = new Set(['backward', 'grad', 'manual_backward', 'step',
 export function isGradientCall(file: SourceFile, call: SyntaxNode): boolean {
   const fn = childByField(call, 'function');
   if (fn === null) return false;
-  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !NAMED_BACKWARD.test(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !isNamedBackward(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   if (backwardTargets(file, call) !== null) return true;
   const name = qualifiedName(file, fn) ?? '';
   if (name.startsWith('torch.autograd.functional.') || name === 'torch.enable_grad' || name.endsWith('.enable_grad')) return true;
@@ -656,7 +661,7 @@ function lastName(file: SourceFile, fn: SyntaxNode): string {
 export function isInputGradientCall(file: SourceFile, call: SyntaxNode): boolean {
   const fn = childByField(call, 'function');
   if (fn === null) return false;
-  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !NAMED_BACKWARD.test(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
+  if (!GRADIENT_METHODS.has(lastName(file, fn)) && !isNamedBackward(lastName(file, fn)) && !file.textOf(fn).includes('autograd')) return false;
   const name = qualifiedName(file, fn) ?? '';
   // MAML's inner loop differentiates the weights (weight-gradients.ts): no input gradient.
   if (name === 'torch.autograd.grad' || name === 'autograd.grad') return !differentiatesWeights(file, call);

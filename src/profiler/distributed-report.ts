@@ -1,9 +1,9 @@
 // Merges the per-rank outcomes of a distributed profile into one view: step peaks per rank side by side,
-// the imbalance between ranks, per-line figures per rank (worst rank first), leaks by rank, which ranks
+// the imbalance between ranks, per-line and per-module figures per rank (worst rank first), leaks by rank, which ranks
 // failed and how, and what DDP holds. Pure: no I/O.
 import * as fs from 'node:fs';
 import type { DdpInfo, DistributedOutcome, FsdpUnitInfo, RankOutcome, RankStatus } from './distributed';
-import type { ProfileReport, SourceLocation } from './report';
+import type { ModuleStats, ProfileReport, SourceLocation } from './report';
 import { collectiveErrors, collectiveSites, formatCollectives, type CollectiveSite } from './collectives';
 import { formatBytes } from './units';
 
@@ -48,6 +48,29 @@ export interface MergedLine extends SourceLocation {
   readonly ranks: readonly RankLineFigures[];
 }
 
+/** One nn.Module's figures in one rank (per step; each including its submodules, as the rank's report has them). */
+export interface RankModuleFigures {
+  readonly rank: number;
+  readonly calls: number;
+  readonly params: number;
+  readonly grads: number;
+  readonly optimizer: number;
+  readonly saved: number;
+  readonly forwardAlloc: number;
+  readonly backwardAlloc: number;
+  readonly liveAtPeak: number;
+}
+
+/** A module of the profiled model (by its root class and path) as every rank measured it. */
+export interface MergedModule {
+  readonly root: string;
+  /** `named_modules()` path under the root ("" for the root itself), as in the ranks' reports. */
+  readonly path: string;
+  readonly type: string;
+  /** Worst rank first (most live at the peak, then the most held: parameters, gradients, optimizer state, saved). */
+  readonly ranks: readonly RankModuleFigures[];
+}
+
 export interface MergedLeak extends SourceLocation {
   readonly code: string;
   readonly ranks: readonly { readonly rank: number; readonly bytesPerStep: number; readonly bytesByStep: readonly number[]; readonly heldBy: string | null }[];
@@ -66,6 +89,8 @@ export interface DistributedReport {
   readonly firstFailedRank: number | null;
   readonly imbalance: Imbalance | null;
   readonly lines: readonly MergedLine[];
+  /** Per-module figures per rank, worst rank first; modules ordered by their worst rank (absent in older reports). */
+  readonly modules?: readonly MergedModule[];
   readonly leaks: readonly MergedLeak[];
   readonly ddp: readonly (DdpInfo & { readonly rank: number })[];
   /** FSDP units per rank (absent in reports written before FSDP was described). */
@@ -151,6 +176,42 @@ function mergeLines(outcomes: readonly RankOutcome[]): MergedLine[] {
   return lines.sort((a, b) => worst(b.ranks[0]) - worst(a.ranks[0]) || a.file.localeCompare(b.file) || a.line - b.line);
 }
 
+/** What a module holds in a rank between and during steps, besides what is live at the peak. */
+const heldBy = (m: RankModuleFigures): number => m.params + m.grads + m.optimizer + m.saved;
+const moduleWeight = (m: RankModuleFigures): number => Math.max(m.liveAtPeak, heldBy(m));
+
+function mergeModules(outcomes: readonly RankOutcome[]): MergedModule[] {
+  const merged = new Map<string, { root: string; path: string; type: string; ranks: RankModuleFigures[] }>();
+  for (const outcome of outcomes) {
+    for (const m of outcome.report?.modules ?? []) {
+      const k = `${m.root}\0${m.path}`;
+      const entry = merged.get(k) ?? { root: m.root, path: m.path, type: m.type, ranks: [] };
+      entry.ranks.push(rankModule(outcome.rank, m));
+      merged.set(k, entry);
+    }
+  }
+  const modules = [...merged.values()].map((e) => ({
+    ...e,
+    ranks: [...e.ranks].sort((a, b) => b.liveAtPeak - a.liveAtPeak || heldBy(b) - heldBy(a) || a.rank - b.rank),
+  }));
+  // Worst rank's weight first; ties keep the tree's order (a root before its submodules, paths in order).
+  return modules.sort((a, b) => moduleWeight(b.ranks[0]) - moduleWeight(a.ranks[0]) || a.root.localeCompare(b.root) || a.path.localeCompare(b.path));
+}
+
+function rankModule(rank: number, m: ModuleStats): RankModuleFigures {
+  return {
+    rank,
+    calls: m.calls,
+    params: m.params,
+    grads: m.grads,
+    optimizer: m.optimizer,
+    saved: m.saved,
+    forwardAlloc: m.forward_alloc,
+    backwardAlloc: m.backward_alloc,
+    liveAtPeak: m.live_at_peak,
+  };
+}
+
 function mergeLeaks(outcomes: readonly RankOutcome[]): MergedLeak[] {
   const merged = new Map<string, { loc: SourceLocation; code: string; ranks: MergedLeak['ranks'][number][]; rebuild: boolean[] }>();
   for (const outcome of outcomes) {
@@ -233,6 +294,7 @@ export function mergeDistributed(outcome: DistributedOutcome): DistributedReport
     firstFailedRank: firstFailed(outcome.ranks),
     imbalance: imbalanceOf(ranks),
     lines: mergeLines(outcome.ranks),
+    modules: mergeModules(outcome.ranks),
     leaks: mergeLeaks(outcome.ranks),
     ddp,
     fsdp,
@@ -293,6 +355,22 @@ export function formatDistributed(report: DistributedReport, readSource: (file: 
       );
     }
     if (report.lines.length > maxLines) out.push(`  … ${report.lines.length - maxLines} more line(s) (--format json has all)`);
+  }
+  if (report.modules?.length) {
+    out.push('', 'Modules (per step, each including its submodules; worst rank first; live@peak = bytes allocated inside it live at that rank’s step peak):');
+    for (const m of report.modules.slice(0, maxLines)) {
+      out.push(`  ${m.path ? `${m.root}.${m.path}` : m.root} (${m.type})`);
+      out.push(
+        `      ${m.ranks
+          .map(
+            (r) =>
+              `rank ${r.rank}: live@peak ${formatBytes(r.liveAtPeak)}, params ${formatBytes(r.params)}, grads ${formatBytes(r.grads)}, ` +
+              `optimizer ${formatBytes(r.optimizer)}, saved ${formatBytes(r.saved)}, fwd ${formatBytes(r.forwardAlloc)}, bwd ${formatBytes(r.backwardAlloc)}`,
+          )
+          .join(' | ')}`,
+      );
+    }
+    if (report.modules.length > maxLines) out.push(`  … ${report.modules.length - maxLines} more module(s) (--format json has all)`);
   }
   if (report.leaks.length) {
     out.push('', 'Leaks (memory from step k still alive after step k+1), by rank:');

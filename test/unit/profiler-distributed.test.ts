@@ -42,6 +42,7 @@ function figures(report: ProfileReport): unknown {
     steps: report.steps.map((s) => ({ allocated: s.allocated, freed: s.freed, start: s.liveAtStart, end: s.liveAtEnd, peak: s.peakLive })),
     peak: report.peak && { bytes: report.peak.bytes, byKind: report.peak.byKind, byLine: report.peak.byLine },
     leaks: report.leaks.map((l: Leak) => ({ line: l.line, bytesByStep: l.bytesByStep, reason: l.reason, heldBy: l.heldBy })),
+    modules: report.modules,
   };
 }
 
@@ -131,6 +132,25 @@ for (const [label, python, launcher] of [
       assert.equal(report.imbalance?.spreadBytes, p1 - p0);
       const forward = report.lines.find((l) => l.line === lineOf('out = ddp(inputs)'));
       assert.equal(forward?.ranks[0].rank, 1, 'worst rank first');
+      // Per module too: the model (DDP, root "") has more live at rank 1's peak (48 vs 32 samples), so rank 1
+      // comes first; the first Linear's forward allocates batch x 256 floats in each rank, its parameters are
+      // the same in both, and each rank's figures are its own report's.
+      const root = report.modules?.find((m) => m.path === '');
+      assert.deepEqual(root?.ranks.map((r) => r.rank), [1, 0]);
+      assert.equal(report.modules?.[0], root, 'the module with the most live at the worst rank’s peak first');
+      const fc1 = report.modules?.find((m) => m.path === 'module.0');
+      assert.ok(fc1, JSON.stringify(report.modules?.map((m) => m.path)));
+      assert.equal(fc1.type, 'Linear');
+      const byRank = new Map(fc1.ranks.map((r) => [r.rank, r]));
+      assert.deepEqual([0, 1].map((r) => byRank.get(r)?.forwardAlloc), [32 * 256 * 4, 48 * 256 * 4]);
+      assert.deepEqual([0, 1].map((r) => byRank.get(r)?.params), [(64 * 256 + 256) * 4, (64 * 256 + 256) * 4]);
+      for (const m of report.modules ?? []) {
+        for (const r of m.ranks) {
+          const own = report.reports[r.rank]?.modules?.find((o) => o.root === m.root && o.path === m.path);
+          assert.deepEqual([r.liveAtPeak, r.backwardAlloc, r.saved, r.grads], [own?.live_at_peak, own?.backward_alloc, own?.saved, own?.grads]);
+        }
+      }
+      assert.match(formatDistributed(report, () => null), /DistributedDataParallel \(DistributedDataParallel\)\n\s+rank 1: live@peak/);
       // The unequal shard too: rank 1 is exactly a single process on shard 1 with the same leak.
       const single = await runProfile(singleOptions(python, ['--leak-rank', '1', '--shard', '1']), { onSpawn: () => undefined });
       assert.ok(single.report, JSON.stringify(single.failure));
@@ -341,6 +361,26 @@ describe('distributed profile: merge and launch arguments', () => {
     assert.equal(merged.imbalance?.maxOverMean, 600 / ((300 + 600 + 200) / 3));
     assert.deepEqual(merged.lines[0].ranks.map((r) => r.rank), [1, 0, 2]);
     assert.match(formatDistributed(merged, () => null), /rank 3: CRASHED/);
+  });
+
+  it('merges module figures per rank, worst rank first, modules ordered by their worst rank', () => {
+    const mod = (path: string, live: number, params: number) =>
+      ({ root: 'Net', path, type: path ? 'Linear' : 'Net', calls: 1, params, grads: params, optimizer: 0, saved: 0, forward_alloc: live, backward_alloc: 0, live_at_peak: live });
+    const withModules = (rep: ProfileReport, modules: unknown[]): ProfileReport => ({ ...rep, modules }) as unknown as ProfileReport;
+    const merged = mergeDistributed(
+      outcome([
+        rank(0, withModules(report([1], 1), [mod('', 500, 100), mod('fc', 10, 100)])),
+        rank(1, withModules(report([1], 1), [mod('', 900, 100), mod('fc', 10, 400)])),
+        rank(2, null),
+      ]),
+    );
+    assert.deepEqual(merged.modules?.map((m) => m.path), ['', 'fc']);
+    assert.deepEqual(merged.modules?.[0].ranks.map((r) => [r.rank, r.liveAtPeak]), [[1, 900], [0, 500]]);
+    assert.deepEqual(merged.modules?.[1].ranks.map((r) => r.rank), [1, 0], 'equal live at the peak: the rank holding more first');
+    const text = formatDistributed(merged, () => null, 1);
+    assert.match(text, /Modules \(per step/);
+    assert.match(text, /Net \(Net\)\n\s+rank 1: live@peak 900 B, params 100 B/);
+    assert.match(text, /… 1 more module\(s\)/);
   });
 
   it('names a one-time allocation of exactly the DDP bucket size a bucket rebuild, not other leaks', () => {

@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import { filePathsOf } from '../paths';
 import type { ReportStore, StoredReport } from '../reportStore';
 import { editorWrapOf, onSettingsChanged, readHintsConfig, type HintsConfig } from '../settings';
-import { ranksLine } from '../ranks/ranksView';
+import { lineAcrossRanks, ranksLine } from '../ranks/ranksView';
 import { notebookOf } from '../lint/diagnostics';
 import { hintsForCell } from '../profile/notebookScript';
 import type { NotebookExports } from '../profile/notebookExports';
@@ -189,7 +189,11 @@ export class HintsController implements vscode.Disposable, vscode.HoverProvider 
     const stored = this.reports.get();
     if (hint === undefined || stored === null) return undefined;
     const md = new vscode.MarkdownString(hoverMarkdown(hint, stored.report));
-    if (stored.ranks !== null) md.appendMarkdown(`\n\n**${stored.ranks.worldSize} ranks**: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
+    if (stored.ranks !== null) {
+      md.appendMarkdown(`\n\n**${stored.ranks.worldSize} ranks**: ${escapeMarkdown(ranksLine(stored.ranks))}.`);
+      const perRank = lineAcrossRanks(stored.ranks, hint.stats.file, hint.stats.line);
+      if (perRank !== null) md.appendMarkdown(`\n\nThis line per rank, worst first: ${escapeMarkdown(perRank)}.`);
+    }
     if (stored.stale !== null) md.appendMarkdown(`\n\n$(warning) **Stale**: from the run of ${clock(stored.receivedAt)}; the run of ${clock(stored.stale.at)} failed: ${escapeMarkdown(stored.stale.reason)}`);
     md.supportThemeIcons = true;
     md.appendMarkdown('\n\n[Show memory summary](command:memhint.showSummary)');

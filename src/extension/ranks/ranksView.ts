@@ -21,6 +21,14 @@ export interface RanksView {
   }[];
   readonly imbalance: { readonly maxRank: number; readonly minRank: number; readonly spreadBytes: number; readonly maxOverMean: number } | null;
   readonly firstFailedRank: number | null;
+  /** Per-line figures of every rank, worst rank first (the merged report's lines): hovers show them. */
+  readonly lines?: readonly RankedLine[];
+}
+
+export interface RankedLine {
+  readonly file: string;
+  readonly line: number;
+  readonly ranks: readonly { readonly rank: number; readonly liveAtPeak: number; readonly allocatedPerStep: number }[];
 }
 
 /** The rank whose report represents the job in the editor, and why; null when no rank sent a report. */
@@ -50,7 +58,22 @@ export function ranksView(merged: DistributedReport, shownRank: number, why: Ran
     })),
     imbalance: merged.imbalance === null ? null : { maxRank: merged.imbalance.maxRank, minRank: merged.imbalance.minRank, spreadBytes: merged.imbalance.spreadBytes, maxOverMean: merged.imbalance.maxOverMean },
     firstFailedRank: merged.firstFailedRank,
+    lines: merged.lines.map((l) => ({
+      file: l.file,
+      line: l.line,
+      ranks: l.ranks.map((r) => ({ rank: r.rank, liveAtPeak: r.liveAtPeak, allocatedPerStep: r.allocatedPerStep })),
+    })),
   };
+}
+
+/**
+ * The hovered line in every rank, worst rank first: `rank 1: 231 KiB live at its peak, 98.2 KiB allocated per
+ * step · rank 0: …`; null when the merged report has no figures for the line (one rank, or older stores).
+ */
+export function lineAcrossRanks(view: RanksView, file: string, line: number): string | null {
+  const found = view.lines?.find((l) => l.line === line && l.file === file);
+  if (found === undefined || found.ranks.length < 2) return null;
+  return found.ranks.map((r) => `rank ${r.rank}: ${formatBytes(r.liveAtPeak)} live at its peak, ${formatBytes(r.allocatedPerStep)} allocated per step`).join(' · ');
 }
 
 /** One line for hovers and the status tooltip: `rank 1 of 2 (highest peak); peaks: rank 0 12 MiB, rank 1 20 MiB; max/mean 1.25×`. */

@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { runProfileRequest } from '../../../src/extension/profile/run';
-import { ranksLine, worstRank } from '../../../src/extension/ranks/ranksView';
+import { lineAcrossRanks, ranksLine, worstRank } from '../../../src/extension/ranks/ranksView';
 import type { DistributedReport } from '../../../src/profiler/distributed-report';
 import { TORCH1_PYTHON } from '../torch2';
 import { report } from './reportFixture';
@@ -66,6 +66,11 @@ describe('extension/ranks: a real 2-rank DDP run through the editor runner (torc
     assert.equal(result.report.peak?.bytes ?? Math.max(...result.report.steps.map((s) => s.peakLive)), p1, 'the hints\' report is rank 1\'s');
     assert.equal(ranks.imbalance?.maxRank, 1);
     assert.match(ranksLine(ranks), /^figures of rank 1 of 2 \(highest peak\); peaks: rank 0 .*, rank 1 .*; max\/mean 1\.\d\d×/);
+    // The forward line's hover lists it in every rank, worst first (rank 1: 48 samples against 32).
+    const forward = fs.readFileSync(FIXTURE, 'utf-8').split('\n').findIndex((l) => l.includes('out = ddp(inputs)')) + 1;
+    const perRank = lineAcrossRanks(ranks, FIXTURE, forward);
+    assert.match(perRank ?? '', /^rank 1: [\d.]+ KiB live at its peak, [\d.]+ KiB allocated per step · rank 0: /);
+    assert.equal(lineAcrossRanks(ranks, FIXTURE, 1), null, 'a line no rank measured');
     assert.ok(progress[0].includes('2 ranks'));
     assert.deepEqual(leftoverRanks(), []);
   });

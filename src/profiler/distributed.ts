@@ -260,14 +260,7 @@ export async function runDistributedProfile(options: DistributedOptions, hooks: 
   }
   const ranks: RankOutcome[] = [];
   for (let rank = 0; rank < world; rank++) ranks.push(readRank(dir, rank));
-  const anyFailed = ranks.some((r) => r.status !== 'ok');
-  const finalRanks = ranks.map((r): RankOutcome => {
-    if (r.status !== 'crash') return r;
-    if (stopping === 'timeout') return { ...r, status: 'timeout' };
-    if (stopping === 'cancelled') return { ...r, status: 'cancelled' };
-    const otherFailed = ranks.some((o) => o.rank !== r.rank && (o.status === 'failed' || o.status === 'protocol'));
-    return otherFailed && anyFailed ? { ...r, status: 'stopped' } : r;
-  });
+  const finalRanks = settleStatuses(ranks, stopping);
   fs.rmSync(dir, { recursive: true, force: true });
   return {
     launcher,
@@ -279,6 +272,23 @@ export async function runDistributedProfile(options: DistributedOptions, hooks: 
     cancelled: stopping === 'cancelled',
     outputTail,
   };
+}
+
+/**
+ * Each rank's status once the job is over: a rank that left no report and no error was stopped (another
+ * rank failed), hung (timeout) or cancelled; a rank whose report is partial and that sent no error while
+ * another rank failed was killed mid-run (it did not finish: stopped, not ok). Pure.
+ */
+export function settleStatuses(ranks: readonly RankOutcome[], stopping: 'failure' | 'timeout' | 'cancelled' | null): RankOutcome[] {
+  const anyFailed = ranks.some((r) => r.status !== 'ok');
+  return ranks.map((r): RankOutcome => {
+    const otherFailed = ranks.some((o) => o.rank !== r.rank && (o.status === 'failed' || o.status === 'protocol'));
+    if (r.status === 'ok' && r.report?.partial === true && otherFailed) return { ...r, status: 'stopped' };
+    if (r.status !== 'crash') return r;
+    if (stopping === 'timeout') return { ...r, status: 'timeout' };
+    if (stopping === 'cancelled') return { ...r, status: 'cancelled' };
+    return otherFailed && anyFailed ? { ...r, status: 'stopped' } : r;
+  });
 }
 
 function readRank(dir: string, rank: number): RankOutcome {

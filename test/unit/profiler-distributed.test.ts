@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type CliRun as Run, runProfileCli } from './profile-cli-runner';
 import type { DistributedOutcome, RankOutcome } from '../../src/profiler/distributed';
-import { chooseLauncher, rankHarnessArgs } from '../../src/profiler/distributed';
+import { chooseLauncher, rankHarnessArgs, settleStatuses } from '../../src/profiler/distributed';
 import { formatDistributed, mergeDistributed, type DistributedReport } from '../../src/profiler/distributed-report';
 import { runProfile, type ProfileOptions } from '../../src/profiler/launcher';
 import type { Leak, ProfileReport } from '../../src/profiler/report';
@@ -168,6 +168,27 @@ for (const [label, python, launcher] of [
       assert.equal(report.firstFailedRank, 1);
       assert.ok(['failed', 'stopped'].includes(report.ranks[0].status), report.ranks[0].status);
       assert.match(run.stderr, /rank 1: failed — user exception: RuntimeError: rank 1 gave up/);
+    });
+
+    it('a rank that runs out of memory is named with its OOM and line; the other rank did not finish; exit code 1', async () => {
+      // Rank 1's step asks for 16 GiB more from its fourth call on; --memory-limit caps each rank's address space.
+      const out = path.join(dir, 'oom.json');
+      const run = await profile([
+        `${FIXTURE}::train_step`, '--python', python, '--nproc-per-node', '2', '--launcher', launcher,
+        '--backend', 'cpu', '--memory-limit', '2GiB', '--format', 'json', '--out', out, '--timeout', '300', '--', '--oom-rank', '1',
+      ]);
+      assert.deepEqual(leftoverRanks(), [], 'no rank is left running');
+      assert.equal(run.code, 1, run.stderr);
+      const report = JSON.parse(fs.readFileSync(out, 'utf-8')) as DistributedReport;
+      const [rank0, rank1] = report.ranks;
+      assert.equal(rank1.status, 'failed');
+      assert.equal(rank1.oom, true);
+      assert.equal(rank1.error?.kind, 'oom');
+      assert.equal(rank1.error?.location?.line, lineOf('torch.empty(extra_bytes'));
+      assert.equal(rank0.oom, false);
+      assert.ok(['failed', 'stopped'].includes(rank0.status), `rank 0 did not finish its steps: ${rank0.status}`);
+      assert.equal(report.firstFailedRank, 1);
+      assert.match(formatDistributed(report, () => null), /rank 1: FAILED · OOM/);
     });
 
     it('a rank that hangs: every rank is killed at --timeout and reported by rank with its last step', async () => {
@@ -381,6 +402,17 @@ describe('distributed profile: merge and launch arguments', () => {
     assert.match(text, /Modules \(per step/);
     assert.match(text, /Net \(Net\)\n\s+rank 1: live@peak 900 B, params 100 B/);
     assert.match(text, /… 1 more module\(s\)/);
+  });
+
+  it('settles statuses: a partial report without an error while another rank failed was stopped, not ok', () => {
+    const partial = { ...report([1], 1), partial: true } as ProfileReport;
+    const failed = rank(1, report([1], 1), { status: 'failed', error: { type: 'error', kind: 'oom', message: 'x', location: null } as never });
+    const statuses = (ranks: RankOutcome[], stopping: Parameters<typeof settleStatuses>[1]) => settleStatuses(ranks, stopping).map((r) => r.status);
+    assert.deepEqual(statuses([rank(0, partial), failed], 'failure'), ['stopped', 'failed']);
+    assert.deepEqual(statuses([rank(0, partial), rank(1, report([1], 1))], null), ['ok', 'ok'], 'partial for its own reasons (--max-seconds): ok');
+    assert.deepEqual(statuses([rank(0, report([1], 1)), failed], 'failure'), ['ok', 'failed'], 'a rank that finished stays ok');
+    assert.deepEqual(statuses([rank(0, null), failed], 'failure'), ['stopped', 'failed']);
+    assert.deepEqual(statuses([rank(0, null), rank(1, null)], 'timeout'), ['timeout', 'timeout']);
   });
 
   it('names a one-time allocation of exactly the DDP bucket size a bucket rebuild, not other leaks', () => {

@@ -24,6 +24,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <cstdint>
 #include <cstring>
@@ -93,7 +94,20 @@ bool decomposes(const at::RecordFunction& fn) {
   return composite;
 }
 
-struct Reporter final : public c10::MemoryReportingInfoBase {
+// Whatever sits in the PROFILER_STATE slot, torch reads as a profiler's state: profilerEnabled(),
+// getProfilerConfig() and the like static_cast it to torch::profiler::impl::ProfilerStateBase and read its
+// config. A bare MemoryReportingInfoBase there made them read past the object: an autograd.Function's
+// apply (THPFunction_apply -> unpack_input -> getProfilerConfig) copied a garbage ProfilerConfig and threw
+// std::bad_array_new_length / std::bad_alloc. So the Reporter is a ProfilerStateBase whose config says
+// Disabled: every "is the profiler on?" question torch asks on this thread answers no (as it would without
+// the hook), while the allocator, which asks memoryProfilingEnabled() only, still reports to it.
+struct Reporter final : public torch::profiler::impl::ProfilerStateBase {
+  Reporter()
+      : torch::profiler::impl::ProfilerStateBase(
+            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
   void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/, size_t /*total_reserved*/,
                          c10::Device device) override {
     int64_t node = t_nodes.empty() ? t_last_node : t_nodes.back();

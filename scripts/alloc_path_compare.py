@@ -46,7 +46,7 @@ class Lines:
         return self.sites[i] if i >= 0 else None
 
     def drain(self):
-        peek, events = self.hook.take()
+        peek, events = self.hook.take(True)
         lines = self.events
         site = lines.stack[-1].key if lines.stack else None
         if peek != self.last_peek:

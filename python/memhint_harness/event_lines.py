@@ -9,11 +9,15 @@ EventLines turns such a stream into the per-line `self` and `backward` figures t
 - an allocation is charged to the line at the top of the user stack; inside a backward node, to the
   forward line that made the node (`node_site`), as `backward`;
 - a free is charged to the line running when it happens (the dispatch path: at its next poll, which is
-  before the next allocation or trace event, so the same line). In backward() the dispatch path's poll
-  time shows: a free is charged to the node of the *next* allocation (the engine frees a node's input
-  gradients after its call, and the poll that finds them dead runs in the next node's op), and frees left
-  when backward() ends to the backward() line itself. The events say which node held the block; to give
-  the same report, backward frees wait for the next allocation here too (`_pending`);
+  when the next op returns a new storage, or at the next trace event, so the same line). In backward()
+  the dispatch path's poll time shows: a free is charged to the node of the op that returns the *next*
+  new storage (the engine frees a node's input gradients after its call, and the poll that finds them
+  dead runs after the next node's op), including frees inside that op after its allocation; frees left
+  when backward() ends go to the backward() line itself. The events say which node held the block; to
+  give the same report, backward frees wait for the next allocation's op here too (`_pending`; with the
+  op ids of `take(True)`, a free inside the op of the last allocation is that allocation's) or for the
+  engine's next gradient sum (a marker event (0, 0, node, -1): the dispatch path polls there too, and
+  charges what it finds to the node whose gradient is summed);
   a free of a block allocated before the stream began is not known (no record) and is not counted;
 - a line's self peak is the highest live level reached at one of its own (forward) allocations, above the
   level when the line began, over all its executions; a line's backward peak is the highest live level at
@@ -57,6 +61,8 @@ class EventLines:
         self.backward_start = 0
         self.counting = True  # False: keep the live level and records, charge nothing (warmup)
         self._pending = 0  # bytes freed in backward() since its last allocation (see the module's doc)
+        self._last_op = 0  # the op id of the last allocation in backward() (0: unknown)
+        self._last_site: Optional[Key] = None  # its backward line, or None: the running line's self
 
     # ---------------------------------------------------------------- the user stack
 
@@ -89,6 +95,7 @@ class EventLines:
     # ---------------------------------------------------------------- backward
 
     def backward_begin(self) -> None:
+        self._last_op, self._last_site = 0, None
         self.in_backward += 1
         if self.in_backward == 1:
             self.backward_start = self.live
@@ -110,27 +117,32 @@ class EventLines:
 
     # ---------------------------------------------------------------- events
 
-    def feed(self, events: Iterable[Tuple[int, int, int, int]], returned: bool = False) -> None:
+    def feed(self, events: Iterable[Tuple[int, ...]], returned: bool = False) -> None:
         """Charges a batch of events, in order. `returned`: the top frame returned before the batch began;
         frees up to its first allocation are its locals dying and are charged to it before it is popped (the
         dispatch path pops a returned frame at its first poll after the return)."""
         pending_return = returned
-        for ptr, size, node, _device in events:
+        for event in events:  # (ptr, bytes, node, device[, op])
+            ptr, size, node = event[0], event[1], event[2]
+            op = event[4] if len(event) > 4 else 0
             if pending_return and size > 0:
                 self.ret()
                 pending_return = False
             if size > 0:
-                self._allocated(ptr, size, node)
+                self._allocated(ptr, size, node, op)
             elif size < 0:
-                self._freed(ptr, -size, node)
+                self._freed(ptr, op)
+            elif self.in_backward and self._pending:  # (0, 0, node, -1): the engine's gradient sum, a poll
+                self._settle(self.node_site(node) if node >= 0 else None)
         if pending_return:
             self.ret()
 
-    def _allocated(self, ptr: int, size: int, node: int) -> None:
+    def _allocated(self, ptr: int, size: int, node: int, op: int) -> None:
         self.live += size
         site = self.node_site(node) if node >= 0 and self.in_backward else None
         if self._pending:
             self._settle(site)
+        self._last_op, self._last_site = op, site
         self.records[ptr] = (size, site)
         if not self.counting:
             return
@@ -152,7 +164,7 @@ class EventLines:
             c[ALLOCATED] += size
             c[ALLOCATIONS] += 1
 
-    def _freed(self, ptr: int, size: int, node: int) -> None:
+    def _freed(self, ptr: int, op: int) -> None:
         rec = self.records.pop(ptr, None)
         if rec is None:
             return  # allocated before the stream began: neither its size nor its line is known
@@ -161,6 +173,8 @@ class EventLines:
             return
         if self.in_backward:
             self._pending += rec[0]
+            if op != 0 and op == self._last_op:  # inside the op that made the last allocation: polled with it
+                self._settle(self._last_site)
         elif self.stack and self.stack[-1].key is not None:
             self._figures(self.self_c, self.stack[-1].key)[FREED] += rec[0]
 

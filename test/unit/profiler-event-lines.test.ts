@@ -69,6 +69,22 @@ describe('event lines (per-line figures from allocator events)', function () {
     assert.deepEqual(result.self['12'], [4, 800, 0, 1]); // backward allocations do not raise a line's self peak
   });
 
+  it("charges backward frees at the engine's gradient sum to the summed node, and inside an op to its allocation", async () => {
+    const result = await run([
+      'lines.call(None); lines.move((F, 12))',
+      'lines.feed([(1, 1000, -1, 0), (2, 600, -1, 0)])',
+      'lines.backward_begin()',
+      // A free between nodes, then the engine sums node 15's gradient (a marker, no memory): the dispatch
+      // path polls there and charges the free to node 15's line (11), not to the next allocation's (10).
+      'lines.feed([(1, -1000, 15, 0, 0), (0, 0, 15, -1, 0), (3, 40, 5, 0, 7)])',
+      // Inside op 7, after its allocation: polled when op 7 returns, so node 5's (line 10).
+      'lines.feed([(2, -600, 5, 0, 7), (4, 8, 15, 0, 8)])',
+      'lines.backward_end()',
+    ]);
+    assert.deepEqual(result.backward['11'], [8, 1000, 0, 1]);
+    assert.deepEqual(result.backward['10'], [40, 600, 0, 1]);
+  });
+
   it("charges the frees before a returned frame's first allocation to it (its locals dying), then pops it", async () => {
     const result = await run([
       'lines.call(None); lines.move((F, 20))',

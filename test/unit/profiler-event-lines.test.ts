@@ -23,7 +23,9 @@ function run(body: string[]): Promise<{ self: Figures; backward: Figures }> {
   ].join('\n');
   return new Promise((resolve, reject) =>
     execFile(PYTHON, ['-c', code], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, stdout, stderr) =>
-      error ? reject(new Error(stderr || error.message)) : resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '{}')),
+      error
+        ? reject(new Error(stderr || error.message))
+        : resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { self: Figures; backward: Figures }),
     ),
   );
 }

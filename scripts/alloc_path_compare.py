@@ -25,79 +25,99 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import torch  # noqa: E402
 
 import bench_zoo  # noqa: E402
-from memhint_harness import allochook  # noqa: E402
+from memhint_harness import allochook, event_lines  # noqa: E402
+from memhint_harness.event_lines import ALLOCATED, ALLOCATIONS, FREED, PEAK  # noqa: E402
 
 ZOO_FILE = os.path.abspath(bench_zoo.__file__)
 
 
 class Lines:
-    """Drains the hook at each user-file trace event and charges what it returns to the running line."""
+    """Drains the hook at each user-file trace event into an EventLines (the charging rules live there)."""
 
     def __init__(self, hook):
         self.hook = hook
-        self.stack = []  # [line] per user frame, innermost last
         self.starts, self.sites = [], []  # sequence-number ranges: starts[i] .. starts[i+1] made at sites[i]
         self.last_peek = 0
-        self.acc = {}  # line -> [self allocated, self allocations, bw allocated, bw allocations]
+        self.returned = False  # the top frame returned at the last drain: popped at this one
+        self.events = event_lines.EventLines(self.node_site)
+
+    def node_site(self, node):
+        i = bisect.bisect_right(self.starts, node) - 1
+        return self.sites[i] if i >= 0 else None
 
     def drain(self):
-        peek, events = self.hook.take()
-        site = self.stack[-1] if self.stack else None
+        peek, events = self.hook.take(True)
+        lines = self.events
+        site = lines.stack[-1].key if lines.stack else None
         if peek != self.last_peek:
             self.starts.append(self.last_peek)
             self.sites.append(site)
             self.last_peek = peek
-        for _ptr, size, node, _device in events:
-            if size <= 0:
-                continue
-            if node >= 0:
-                i = bisect.bisect_right(self.starts, node) - 1
-                line, k = (self.sites[i] if i >= 0 else None), 2
-            else:
-                line, k = site, 0
-            if line is None:
-                continue
-            acc = self.acc.setdefault(line, [0, 0, 0, 0])
-            acc[k] += size
-            acc[k + 1] += 1
+        returned, self.returned = self.returned, False
+        lines.feed(events, returned=returned)
 
     def trace(self, frame, event, arg):
         if event != "call" or frame.f_code.co_filename != ZOO_FILE:
             return None
         self.drain()
-        self.stack.append(frame.f_lineno)
+        self.events.call(None)  # the frame's first line event names its line
         return self.local
 
     def local(self, frame, event, arg):
         if event == "line":
             self.drain()
             self.hook.node_reset()  # a new user line: any backward() of the last one is over
-            self.stack[-1] = frame.f_lineno
+            self.events.move((ZOO_FILE, frame.f_lineno))
         elif event == "return":
             self.drain()
-            self.stack.pop()
+            self.returned = True
         return self.local
+
+    def backward(self, original):
+        """Tensor.backward wrapped as the harness wraps it: the backward phase's start and end."""
+        def run(tensor, *args, **kwargs):
+            self.drain()
+            self.events.backward_begin()
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                self.drain()
+                self.hook.node_reset()
+                self.events.backward_end()
+        return run
 
 
 def measure(name, hook):
     torch.set_num_threads(1)
     model, optimizer, inputs, targets, kind = bench_zoo.MODELS[name][1]()
     lines = Lines(hook)
+    original = torch.Tensor.backward
+    torch.Tensor.backward = lines.backward(original)
     assert hook.start(True), "the profiler slot is taken"
     try:
-        bench_zoo.train_step(model, optimizer, inputs, targets, kind)  # warmup, as report_identity's --warmup 1
-        lines.drain()
-        lines.acc.clear()
+        # Step 0 is the warmup, as report_identity's --warmup 1: records kept, nothing charged.
         sys.settrace(lines.trace)
         try:
-            for _ in range(3):
-                bench_zoo.train_step(model, optimizer, inputs, targets, kind)
+            for step in range(4):
+                lines.events.counting = step > 0
+                result = bench_zoo.train_step(model, optimizer, inputs, targets, kind)
+                # The harness keeps the step's return value until the step has ended (its free is no
+                # line's): drained here first, so that the returned frame is popped before it dies.
+                lines.drain()
+                del result
         finally:
             sys.settrace(None)
         lines.drain()
     finally:
         hook.stop()
-    return lines.acc
+        torch.Tensor.backward = original
+    out = {}
+    for key in set(lines.events.self_c) | set(lines.events.bw_c):
+        c = lines.events.self_c.get(key, [0] * 8)
+        b = lines.events.bw_c.get(key, [0] * 8)
+        out[key[1]] = [c[ALLOCATED], c[ALLOCATIONS], c[FREED], c[PEAK],
+                       b[ALLOCATED], b[ALLOCATIONS], b[FREED], b[PEAK]]
+    return out
 
 
 def dispatch_lines(report, name):
@@ -106,8 +126,9 @@ def dispatch_lines(report, name):
         line = json.loads(text)
         if line["file"] != ZOO_FILE:
             continue
-        out[line["line"]] = [line["self"]["allocated"], line["self"]["allocations"],
-                             line["backward"]["allocated"], line["backward"]["allocations"]]
+        self_, backward = line["self"], line["backward"]
+        out[line["line"]] = [self_["allocated"], self_["allocations"], self_["freed"], self_["peak"],
+                             backward["allocated"], backward["allocations"], backward["freed"], backward["peak"]]
     return out
 
 
@@ -128,11 +149,11 @@ def main():
             continue
         hooked, dispatched = measure(name, hook), dispatch_lines(report, name)
         keys = sorted(k for k in set(hooked) | set(dispatched) if any(hooked.get(k, ())) or any(dispatched.get(k, ())))
-        diffs = [(k, dispatched.get(k, [0] * 4), hooked.get(k, [0] * 4)) for k in keys
-                 if dispatched.get(k, [0] * 4) != hooked.get(k, [0] * 4)]
+        diffs = [(k, dispatched.get(k, [0] * 8), hooked.get(k, [0] * 8)) for k in keys
+                 if dispatched.get(k, [0] * 8) != hooked.get(k, [0] * 8)]
         print("%s: %d lines with allocations, %d differ" % (name, len(keys), len(diffs)))
         for line, a, b in diffs[:6]:
-            print("  line %d [self bytes, self n, bw bytes, bw n] dispatch %s hook %s" % (line, a, b))
+            print("  line %d [self allocated, n, freed, peak; backward allocated, n, freed, peak]\n    dispatch %s\n    hook     %s" % (line, a, b))
         differing += bool(diffs)
     return 1 if differing else 0
 

@@ -179,7 +179,7 @@ def main():
         finally:
             sys.settrace(None)
 
-    hook_arm, hook_ops_arm, profiler_arm, hook_events, hook_missing = None, None, None, [0, 0], None
+    hook_arm, hook_ops_arm, hook_lines_arm, profiler_arm, hook_events, hook_missing = None, None, None, None, [0, 0], None
     if options.alloc_arms:
         from memhint_harness import allochook
 
@@ -206,8 +206,29 @@ def main():
         def hook_ops_arm():
             hook_arm(True)
 
+        from memhint_harness.event_lines import EventLines
+
+        def hook_lines_arm():
+            """hook_ops_arm's hook with the event-fed tracker's bookkeeping (event_lines.py) over the step's
+            events, op ids and sum markers (take(True)), drained once: the Python cost per event of the
+            per-line figures. Not counted: per-line drains (the line tracer's events), which need the
+            harness's C tracer to call take() at line changes (docs/profiler.md, the event-fed tracker)."""
+            torch.autograd.backward, torch.autograd.grad = originals
+            lines = EventLines(lambda node: ("step", 0))
+            lines.call(("step", 0))
+            sys.settrace(_no_trace)
+            hook.start(True)
+            try:
+                step(*args, **kwargs)
+            finally:
+                hook.stop()
+                sys.settrace(None)
+            _peek, events = hook.take(True)
+            lines.feed(events)
+            lines.ret()
+
         if hook is None:  # a torch without headers (Debian's 1.13): torch.profiler's arm alone
-            hook_arm = hook_ops_arm = None
+            hook_arm = hook_ops_arm = hook_lines_arm = None
 
         def profiler_arm():
             """torch.profiler with memory events around one step; the time is the step's alone (the
@@ -233,7 +254,7 @@ def main():
         return wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
 
     arms = [unprofiled, profiled] + ([floor] if floor_mode is not None else [])
-    arms += [arm for arm in (hook_arm, hook_ops_arm, profiler_arm) if arm is not None]
+    arms += [arm for arm in (hook_arm, hook_ops_arm, hook_lines_arm, profiler_arm) if arm is not None]
     for _ in range(options.warmup):  # the harness's warmup steps, each side's caches and allocator warm
         for arm in arms:
             arm()
@@ -268,6 +289,7 @@ def main():
                       "hookEventsPerStep": hook_events[0] if hook_arm is not None else None,
                       "hookOpsCpu": summary(1, times[hook_ops_arm]) if hook_ops_arm is not None else None,
                       "hookOpsEventsPerStep": hook_events[1] if hook_ops_arm is not None else None,
+                      "hookLinesCpu": summary(1, times[hook_lines_arm]) if hook_lines_arm is not None else None,
                       "hookUnavailable": hook_missing or None,
                       "profilerMemoryCpu": summary(1, times[profiler_arm]) if profiler_arm is not None else None,
                       "pageFaultsPerStep": faults,

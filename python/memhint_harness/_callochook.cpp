@@ -24,6 +24,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <cstdint>
 #include <cstring>
@@ -43,6 +44,7 @@ struct Event {
   int8_t device;  // c10::DeviceType of the memory
   uint64_t op;    // the innermost visible aten op open on the thread when recorded (0: none or not watched)
   uint32_t thread;  // which thread recorded it (t_thread)
+  bool sum = false;  // not memory: the engine summed a gradient into an input buffer here (see op_start)
 };
 
 std::mutex g_mutex;
@@ -93,7 +95,20 @@ bool decomposes(const at::RecordFunction& fn) {
   return composite;
 }
 
-struct Reporter final : public c10::MemoryReportingInfoBase {
+// Whatever sits in the PROFILER_STATE slot, torch reads as a profiler's state: profilerEnabled(),
+// getProfilerConfig() and the like static_cast it to torch::profiler::impl::ProfilerStateBase and read its
+// config. A bare MemoryReportingInfoBase there made them read past the object: an autograd.Function's
+// apply (THPFunction_apply -> unpack_input -> getProfilerConfig) copied a garbage ProfilerConfig and threw
+// std::bad_array_new_length / std::bad_alloc. So the Reporter is a ProfilerStateBase whose config says
+// Disabled: every "is the profiler on?" question torch asks on this thread answers no (as it would without
+// the hook), while the allocator, which asks memoryProfilingEnabled() only, still reports to it.
+struct Reporter final : public torch::profiler::impl::ProfilerStateBase {
+  Reporter()
+      : torch::profiler::impl::ProfilerStateBase(
+            torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::Disabled)) {}
+  torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return torch::profiler::impl::ActiveProfilerType::NONE;
+  }
   void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t /*total_allocated*/, size_t /*total_reserved*/,
                          c10::Device device) override {
     int64_t node = t_nodes.empty() ? t_last_node : t_nodes.back();
@@ -173,7 +188,16 @@ std::unique_ptr<at::ObserverContext> op_start(const at::RecordFunction& fn) {
   while (outer != t_ops.rend() && outer->engine) ++outer;
   bool visible = outer == t_ops.rend() || (outer->id != 0 && outer->decomposes);
   bool composite = visible && decomposes(fn);
+  // The engine's own op between nodes (no node's call open, directly inside its range around a node): the
+  // sum of a gradient into the next node's input buffer. The dispatch path looks for freed storages there
+  // (Tracker.carry_over polls before taking the sum over), so a consumer mimicking its report needs the
+  // moment: a marker event (no memory) with the node that ran last.
+  bool engine_sum = t_nodes.empty() && !t_ops.empty() && t_ops.back().engine;
   std::lock_guard<std::mutex> guard(g_mutex);
+  if (engine_sum) {
+    if (t_thread == 0) t_thread = ++g_threads;
+    g_events.push_back(Event{0, 0, t_last_node, -1, 0, t_thread, true});
+  }
   t_ops.push_back(OpFrame{visible ? g_next_op++ : 0, g_events.size(), composite, false});
   return nullptr;
 }
@@ -253,10 +277,16 @@ PyObject* stop(PyObject* /*self*/, PyObject* /*args*/) {
   Py_RETURN_NONE;
 }
 
-// take() -> (sequence_number_peek, events): the calling thread's next autograd sequence number and the
-// events since the last take, as a list of (ptr, bytes, node, device type) tuples (an empty tuple when
-// none: the common case costs no allocation).
-PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
+// take(with_ops=False) -> (sequence_number_peek, events): the calling thread's next autograd sequence
+// number and the events since the last take, as a list of (ptr, bytes, node, device type) tuples (an empty
+// tuple when none: the common case costs no allocation). with_ops adds a fifth item, the id of the
+// innermost visible op open when the event was recorded (0: none, or start() without ops): the dispatch
+// path sees an op's frees when the op returns, so a consumer mimicking it needs to know which frees
+// happened inside the op that made an allocation (event_lines.py), and the engine's gradient sums as
+// (0, 0, node, -1, 0) markers (op_start).
+PyObject* take(PyObject* /*self*/, PyObject* args) {
+  int with_ops = 0;
+  if (!PyArg_ParseTuple(args, "|p", &with_ops)) return nullptr;
   std::vector<Event> events;
   {
     std::lock_guard<std::mutex> guard(g_mutex);
@@ -265,7 +295,9 @@ PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
   PyObject* peek = PyLong_FromUnsignedLongLong(at::sequence_number::peek());
   if (peek == nullptr) return nullptr;
   size_t kept = 0;
-  for (const Event& e : events) kept += e.bytes != 0;
+  // Sum markers only for with_ops (event_lines.py's view); other consumers get memory events alone.
+  auto wanted = [with_ops](const Event& e) { return e.bytes != 0 || (e.sum && with_ops); };
+  for (const Event& e : events) kept += wanted(e);
   PyObject* list = kept == 0 ? PyTuple_New(0) : PyList_New(static_cast<Py_ssize_t>(kept));
   if (list == nullptr) {
     Py_DECREF(peek);
@@ -273,10 +305,13 @@ PyObject* take(PyObject* /*self*/, PyObject* /*args*/) {
   }
   size_t i = 0;
   for (const Event& e : events) {
-    if (e.bytes == 0) continue;
-    PyObject* item = Py_BuildValue("(KLLi)", static_cast<unsigned long long>(e.ptr),
-                                   static_cast<long long>(e.bytes), static_cast<long long>(e.node),
-                                   static_cast<int>(e.device));
+    if (!wanted(e)) continue;  // a dropped transient, or a sum marker ((0, 0, node, -1, 0)) not asked for
+    PyObject* item = with_ops ? Py_BuildValue("(KLLiK)", static_cast<unsigned long long>(e.ptr),
+                                              static_cast<long long>(e.bytes), static_cast<long long>(e.node),
+                                              static_cast<int>(e.device), static_cast<unsigned long long>(e.op))
+                              : Py_BuildValue("(KLLi)", static_cast<unsigned long long>(e.ptr),
+                                              static_cast<long long>(e.bytes), static_cast<long long>(e.node),
+                                              static_cast<int>(e.device));
     if (item == nullptr) {
       Py_DECREF(peek);
       Py_DECREF(list);
@@ -301,7 +336,8 @@ PyMethodDef methods[] = {
      "start(ops=False): install the hook on this thread (ops: drop each aten op's transient allocations); "
      "False if the profiler slot is taken."},
     {"stop", stop, METH_NOARGS, "Remove the hook."},
-    {"take", take, METH_NOARGS, "(sequence number peek, events since the last take)."},
+    {"take", take, METH_VARARGS,
+     "take(with_ops=False): (sequence number peek, events since the last take); with_ops: each with its op."},
     {"node_reset", node_reset, METH_NOARGS, "The calling thread's backward() is over."},
     {"total", total, METH_NOARGS, "(events recorded, events dropped as transients) since the module was loaded."},
     {nullptr, nullptr, 0, nullptr},

@@ -164,6 +164,116 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
     assert.deepEqual(result.views.True, expected, JSON.stringify(result.views));
   });
 
+  it('records a custom autograd.Function forward and backward with ops=True (the slot holds a profiler state)', async () => {
+    // torch reads whatever is in the PROFILER_STATE slot as a profiler's state: an autograd.Function's apply
+    // asks for the profiler's config (THPFunction_apply -> getProfilerConfig). With a bare memory reporter
+    // there, it read past the object and threw std::bad_array_new_length (std::bad_alloc on 2.13); the
+    // reporter is now a profiler state whose config says disabled.
+    const code = [
+      'import json, torch',
+      'from memhint_harness import allochook',
+      'torch.set_num_threads(1)',
+      'hook, why = allochook.load()',
+      'if hook is None:',
+      '    print(json.dumps({"why": why})); raise SystemExit(0)',
+      'class Square(torch.autograd.Function):',
+      '    @staticmethod',
+      '    def forward(ctx, x):',
+      '        ctx.save_for_backward(x)',
+      '        return x * x',
+      '    @staticmethod',
+      '    def backward(ctx, grad):',
+      '        (x,) = ctx.saved_tensors',
+      '        return 2 * x * grad',
+      'x = torch.randn(64, 64, requires_grad=True)',
+      'views = {}',
+      'for ops in (False, True):',
+      '    assert hook.start(ops)',
+      '    node, _ = hook.take()', // the Function's node takes the next sequence number
+      '    y = Square.apply(x)',
+      '    _, forward = hook.take()',
+      '    loss = y.sum()',
+      '    hook.take()',
+      '    loss.backward()',
+      '    hook.node_reset()',
+      '    _, backward = hook.take()',
+      '    enabled = torch.autograd._profiler_enabled()',
+      '    hook.stop()',
+      '    x.grad = None',
+      '    del y, loss',
+      '    views[str(ops)] = {"forward": sorted(b for _, b, _, _ in forward if b > 0),',
+      '                       "backward": sorted(b for _, b, n, _ in backward if b > 0 and n == node),',
+      '                       "enabled": enabled}',
+      'print(json.dumps({"views": views}))',
+    ].join('\n');
+    const run = await py(code, { MEMHINT_ALLOCHOOK: '' });
+    assert.equal(run.code, 0, run.stderr);
+    const result = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as {
+      why?: string;
+      views: Record<string, { forward: number[]; backward: number[]; enabled: boolean }>;
+    };
+    if (!headers) {
+      assert.match(result.why ?? '', /no C\+\+ headers/);
+      return;
+    }
+    const block = 64 * 64 * 4;
+    // Forward: x * x. Backward (the Function's node): 2 * x, then its product with the gradient; ops=False
+    // also sees the 2 Python wraps in a 0-dim tensor and its float32 copy, which no op returns.
+    assert.deepEqual(result.views.True, { forward: [block], backward: [block, block], enabled: false });
+    assert.deepEqual(result.views.False, { forward: [block], backward: [4, 8, block, block], enabled: false });
+  });
+
+  it("with take(True) gives each event its op and marks the engine's gradient sums", async () => {
+    // y's two gradients (from sin's and cos's nodes) are summed by the engine in y's input buffer. The
+    // dispatch path polls for frees there, so event_lines.py needs the moment: a (0, 0, node, -1, 0) marker
+    // carrying the node whose gradient was summed. take() without the flag keeps the 4-tuples, no markers.
+    const code = [
+      'import json, torch',
+      'from memhint_harness import allochook',
+      'torch.set_num_threads(1)',
+      'hook, why = allochook.load()',
+      'if hook is None:',
+      '    print(json.dumps({"why": why})); raise SystemExit(0)',
+      'x = torch.randn(256, 256, requires_grad=True)',
+      'out = {}',
+      'for flag in (True, False):',
+      '    assert hook.start(True)',
+      '    y = x * 2',
+      '    first, _ = hook.take()',
+      '    z = (y.sin() + y.cos()).sum()',
+      '    hook.take()',
+      '    z.backward()',
+      '    hook.node_reset()',
+      '    _, events = hook.take(flag) if flag else hook.take()',
+      '    hook.stop()',
+      '    x.grad = None',
+      '    out[str(flag)] = {"sizes": sorted({len(e) for e in events}),',
+      '                      "markers": [list(e) for e in events if e[1] == 0],',
+      '                      "ops": sum(1 for e in events if len(e) > 4 and e[1] > 0 and e[4] > 0),',
+      '                      "nodes": [first, first + 1]}',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const run = await py(code, { MEMHINT_ALLOCHOOK: '' });
+    assert.equal(run.code, 0, run.stderr);
+    const result = JSON.parse(run.stdout.trim().split('\n').pop() ?? '{}') as Record<
+      string,
+      { sizes: number[]; markers: number[][]; ops: number; nodes: number[] }
+    > & { why?: string };
+    if (!headers) {
+      assert.match(result.why ?? '', /no C\+\+ headers/);
+      return;
+    }
+    const withOps = result.True;
+    assert.deepEqual(withOps.sizes, [5]);
+    assert.ok(withOps.ops > 0, JSON.stringify(withOps));
+    // At least y's sum, charged to sin's or cos's node; every marker is (0, 0, node, -1, 0).
+    assert.ok(withOps.markers.length >= 1, JSON.stringify(withOps));
+    assert.ok(withOps.markers.every(([ptr, bytes, , device, op]) => ptr === 0 && bytes === 0 && device === -1 && op === 0));
+    assert.ok(withOps.markers.some(([, , node]) => withOps.nodes.includes(node)), JSON.stringify(withOps));
+    assert.deepEqual(result.False.sizes, [4]);
+    assert.deepEqual(result.False.markers, []);
+  });
+
   it('refuses to start while torch.profiler holds the memory-reporting slot', async function () {
     if (!headers) this.skip(); // no hook to start on a torch without headers: the test above checks the refusal
     const code = [

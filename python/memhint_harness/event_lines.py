@@ -1,0 +1,186 @@
+"""Per-line figures from allocator events (issue #17, "the tracker fed from events", first piece).
+
+The dispatch path (tracker.py) learns of an allocation when an op returns a storage it has not seen, and
+of a free when a weak reference is found expired at the next poll. The allocation hook (allochook.py)
+hands over both as events, in order, with the address, the signed size and the backward node running.
+EventLines turns such a stream into the per-line `self` and `backward` figures the report has
+(allocated, freed, peak, allocations), with the tracker's rules:
+
+- an allocation is charged to the line at the top of the user stack; inside a backward node, to the
+  forward line that made the node (`node_site`), as `backward`;
+- a free is charged to the line running when it happens (the dispatch path: at its next poll, which is
+  when the next op returns a new storage, or at the next trace event, so the same line). In backward()
+  the dispatch path's poll time shows: a free is charged to the node of the op that returns the *next*
+  new storage (the engine frees a node's input gradients after its call, and the poll that finds them
+  dead runs after the next node's op), including frees inside that op after its allocation; frees left
+  when backward() ends go to the backward() line itself. The events say which node held the block; to
+  give the same report, backward frees wait for the next allocation's op here too (`_pending`; with the
+  op ids of `take(True)`, a free inside the op of the last allocation is that allocation's) or for the
+  engine's next gradient sum (a marker event (0, 0, node, -1): the dispatch path polls there too, and
+  charges what it finds to the node whose gradient is summed);
+  a free of a block allocated before the stream began is not known (no record) and is not counted;
+- a line's self peak is the highest live level reached at one of its own (forward) allocations, above the
+  level when the line began, over all its executions; a line's backward peak is the highest live level at
+  one of its nodes' allocations above the level when backward() began.
+
+Records are keyed by address: an address is reused only after its free, which comes first in the stream.
+No torch here: the events are plain tuples, so the rules can be checked without an allocator. Not used
+by the profiler yet (docs/profiler.md, "The event-fed tracker"): scripts/alloc_path_compare.py compares
+its figures with the dispatch report's.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+Key = Tuple[str, int]  # (file, line)
+
+# Indices into the per-line figure lists, as records.LineAcc orders them.
+ALLOCATED, FREED, PEAK, ALLOCATIONS = 0, 1, 2, 3
+
+
+class _Frame:
+    __slots__ = ("key", "start", "self_max")
+
+    def __init__(self, key: Optional[Key], live: int):
+        self.key = key
+        self.start = live
+        self.self_max = live
+
+
+class EventLines:
+    """Per-line self and backward figures from an ordered stream of (ptr, bytes, node, device) events."""
+
+    def __init__(self, node_site: Callable[[int], Optional[Key]]):
+        self.node_site = node_site  # backward node (sequence number) -> forward line, or None
+        self.live = 0
+        self.records: Dict[int, Tuple[int, Optional[Key]]] = {}  # address -> (bytes, backward line or None)
+        self.stack: List[_Frame] = []
+        self.self_c: Dict[Key, List[int]] = {}
+        self.bw_c: Dict[Key, List[int]] = {}
+        self.in_backward = 0
+        self.backward_start = 0
+        self.counting = True  # False: keep the live level and records, charge nothing (warmup)
+        self._pending = 0  # bytes freed in backward() since its last allocation (see the module's doc)
+        self._last_op = 0  # the op id of the last allocation in backward() (0: unknown)
+        self._last_site: Optional[Key] = None  # its backward line, or None: the running line's self
+
+    # ---------------------------------------------------------------- the user stack
+
+    def call(self, key: Key) -> None:
+        """A user frame starts at line `key` (its caller's line goes on)."""
+        self.stack.append(_Frame(key, self.live))
+
+    def move(self, key: Key) -> None:
+        """The top frame moves to line `key`: the line it leaves is closed (its peak)."""
+        if not self.stack:
+            self.call(key)
+            return
+        top = self.stack[-1]
+        self._close(top)
+        top.key, top.start, top.self_max = key, self.live, self.live
+
+    def ret(self) -> None:
+        """The top frame has returned."""
+        if self.stack:
+            self._close(self.stack.pop())
+
+    def _close(self, frame: _Frame) -> None:
+        if frame.key is None or not self.counting:
+            return
+        rise = frame.self_max - frame.start
+        c = self._figures(self.self_c, frame.key)
+        if rise > c[PEAK]:
+            c[PEAK] = rise
+
+    # ---------------------------------------------------------------- backward
+
+    def backward_begin(self) -> None:
+        self._last_op, self._last_site = 0, None
+        self.in_backward += 1
+        if self.in_backward == 1:
+            self.backward_start = self.live
+
+    def backward_end(self) -> None:
+        self.in_backward = max(0, self.in_backward - 1)
+        if not self.in_backward:
+            self._settle(None)
+
+    def _settle(self, site: Optional[Key]) -> None:
+        """Charges backward frees waiting for a poll: to the backward line `site`, or to the running line."""
+        freed, self._pending = self._pending, 0
+        if not freed or not self.counting:
+            return
+        if site is not None:
+            self._figures(self.bw_c, site)[FREED] += freed
+        elif self.stack and self.stack[-1].key is not None:
+            self._figures(self.self_c, self.stack[-1].key)[FREED] += freed
+
+    # ---------------------------------------------------------------- events
+
+    def feed(self, events: Iterable[Tuple[int, ...]], returned: bool = False) -> None:
+        """Charges a batch of events, in order. `returned`: the top frame returned before the batch began;
+        frees up to its first allocation are its locals dying and are charged to it before it is popped (the
+        dispatch path pops a returned frame at its first poll after the return)."""
+        pending_return = returned
+        for event in events:  # (ptr, bytes, node, device[, op])
+            ptr, size, node = event[0], event[1], event[2]
+            op = event[4] if len(event) > 4 else 0
+            if pending_return and size > 0:
+                self.ret()
+                pending_return = False
+            if size > 0:
+                self._allocated(ptr, size, node, op)
+            elif size < 0:
+                self._freed(ptr, op)
+            elif self.in_backward and self._pending:  # (0, 0, node, -1): the engine's gradient sum, a poll
+                self._settle(self.node_site(node) if node >= 0 else None)
+        if pending_return:
+            self.ret()
+
+    def _allocated(self, ptr: int, size: int, node: int, op: int) -> None:
+        self.live += size
+        site = self.node_site(node) if node >= 0 and self.in_backward else None
+        if self._pending:
+            self._settle(site)
+        self._last_op, self._last_site = op, site
+        self.records[ptr] = (size, site)
+        if not self.counting:
+            return
+        if site is not None:
+            c = self._figures(self.bw_c, site)
+            c[ALLOCATED] += size
+            c[ALLOCATIONS] += 1
+            rise = self.live - self.backward_start
+            if rise > c[PEAK]:
+                c[PEAK] = rise
+            return
+        if not self.stack:
+            return
+        top = self.stack[-1]
+        if self.live > top.self_max and not self.in_backward:
+            top.self_max = self.live
+        if top.key is not None:
+            c = self._figures(self.self_c, top.key)
+            c[ALLOCATED] += size
+            c[ALLOCATIONS] += 1
+
+    def _freed(self, ptr: int, op: int) -> None:
+        rec = self.records.pop(ptr, None)
+        if rec is None:
+            return  # allocated before the stream began: neither its size nor its line is known
+        self.live -= rec[0]
+        if not self.counting:
+            return
+        if self.in_backward:
+            self._pending += rec[0]
+            if op != 0 and op == self._last_op:  # inside the op that made the last allocation: polled with it
+                self._settle(self._last_site)
+        elif self.stack and self.stack[-1].key is not None:
+            self._figures(self.self_c, self.stack[-1].key)[FREED] += rec[0]
+
+    @staticmethod
+    def _figures(table: Dict[Key, List[int]], key: Key) -> List[int]:
+        c = table.get(key)
+        if c is None:
+            c = table[key] = [0, 0, 0, 0]
+        return c

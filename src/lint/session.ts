@@ -51,6 +51,8 @@ export class AnalysisSession {
 
   /** Records that a running compute read `key` of `index` and got `list` (IndexDef.get calls it; nothing else should). */
   noteRead(index: Peekable, key: string, list: readonly unknown[]): void {
+    // A one-shot session opens no frame (collect and sealed run computes bare): nothing would keep the read.
+    if (this.oneShot) return;
     const frames = this.frames;
     // Three pushes, no object per read: an index is read thousands of times per lint.
     if (frames.length > 0) frames[frames.length - 1].flat.push(index, key, list);
@@ -116,6 +118,8 @@ export class AnalysisSession {
    * a signature of the value in their deps (VersionMemo's `signed`), not by the index keys behind it.
    */
   sealed<V>(compute: () => V): V {
+    // One version only: the frame exists to be dropped (see collect), so a one-shot session skips it.
+    if (this.oneShot) return compute();
     this.frames.push({ flat: [], kids: [] });
     try {
       return compute();
@@ -214,7 +218,9 @@ export class VersionMemo<V> {
       session.existing<{ kind: string; byFile: WeakMap<SourceFile, Entry<V>> }>(this) ?? session.store(this, () => ({ kind: 'version', byFile: new WeakMap<SourceFile, Entry<V>>() }));
     let e = store.byFile.get(file);
     if (e === undefined) {
-      e = this.signed ? { value: session.sealed(() => compute(file)), reads: NO_READS } : session.collect(() => compute(file));
+      // A one-shot session collects no reads (see collect): its computes run bare.
+      if (session.oneShot) e = { value: compute(file), reads: NO_READS };
+      else e = this.signed ? { value: session.sealed(() => compute(file)), reads: NO_READS } : session.collect(() => compute(file));
       store.byFile.set(file, e);
     } else session.replay(e.reads);
     return e.value;
@@ -238,7 +244,7 @@ export class VersionMemo<V> {
     }
     // The guard's placeholder has no reads of its own: the running compute's frame collects them.
     if (whileComputing.length > 0) perFile.set(key, { value: whileComputing[0] as V, reads: NO_READS });
-    const e = session.collect(() => compute(key));
+    const e: Entry<V> = session.oneShot ? { value: compute(key), reads: NO_READS } : session.collect(() => compute(key));
     perFile.set(key, e);
     return e.value;
   }
@@ -277,6 +283,12 @@ export class NodeMemo<V> {
       session.replay(hit.reads);
       return hit.value;
     }
+    if (session.oneShot) {
+      // No reads to collect (see collect): no closure and no result object per compute, millions in a long file.
+      const value = compute(node);
+      store.byNode.set(node, { deps, value, reads: NO_READS });
+      return value;
+    }
     const { value, reads } = session.collect(() => compute(node), true);
     store.byNode.set(node, { deps, value, reads });
     return value;
@@ -312,6 +324,13 @@ export class NodeMemo<V> {
     const session = file.session;
     const store = this.storeOf(session);
     const hit = store.byNode.get(node);
+    if (session.oneShot) {
+      // One version: an entry's reads always hold (they are NO_READS) and its body is this version's.
+      if (hit !== undefined && hit.deps === deps) return hit.value;
+      const value = compute(node);
+      store.byNode.set(node, { deps, value, reads: NO_READS });
+      return value;
+    }
     if (hit !== undefined && hit.deps === deps && readsHold(file, hit.reads) && (hit.pieces ?? NO_PIECES).every((p) => p.parent === body)) {
       session.replay(hit.reads);
       return hit.value;

@@ -54,6 +54,12 @@ export class ProjectIndex implements ProjectLookup {
   private readonly modules = new Map<string, Entry>();
   /** `fromDir \0 module` -> real path of the module's file, or null (nothing readable there). */
   private readonly found = new Map<string, string | null>();
+  /**
+   * `fromPath \0 module` -> what `found` and `roots` answer for it: resolveImport asks the same few imports
+   * of a file for every name it resolves (tens of thousands of times in a long file), and `path.resolve`
+   * (it reads the working directory) with the key building cost more than the lookup. Cleared with `found`.
+   */
+  private readonly foundFrom = new Map<string, { readonly real: string | null; readonly root: string }>();
   private readonly roots = new Map<string, string>();
   /** `path \0 name` -> real paths of the modules importersOf found. */
   private readonly importers = new Map<string, readonly string[]>();
@@ -81,6 +87,7 @@ export class ProjectIndex implements ProjectLookup {
   invalidate(absPath?: string): void {
     this.generation++;
     this.found.clear();
+    this.foundFrom.clear();
     this.importers.clear();
     if (absPath === undefined || this.options.oneShot === true) {
       for (const e of this.modules.values()) e.doc.dispose();
@@ -102,14 +109,25 @@ export class ProjectIndex implements ProjectLookup {
   }
 
   module(fromPath: string, moduleName: string): ProjectModule | null {
-    const fromDir = path.dirname(path.resolve(fromPath));
+    // Only an absolute path names the same file whatever the working directory is by the next call.
+    const fromKey = path.isAbsolute(fromPath) ? `${fromPath}\u0000${moduleName}` : null;
+    let hit = fromKey === null ? undefined : this.foundFrom.get(fromKey);
+    if (hit === undefined) {
+      hit = this.moduleFile(path.dirname(path.resolve(fromPath)), moduleName);
+      if (fromKey !== null) this.foundFrom.set(fromKey, hit);
+    }
+    return hit.real === null ? null : this.load(hit.real, hit.root);
+  }
+
+  /** The real path of module `moduleName` seen from `fromDir` (or null), and the project root it is loaded under. */
+  private moduleFile(fromDir: string, moduleName: string): { readonly real: string | null; readonly root: string } {
     const key = `${fromDir}\u0000${moduleName}`;
     let real = this.found.get(key);
     if (real === undefined) {
       real = this.locate(fromDir, moduleName);
       this.found.set(key, real);
     }
-    return real === null ? null : this.load(real, this.rootFor(fromDir));
+    return { real, root: this.rootFor(fromDir) };
   }
 
   importersOf(fromPath: string, name: string): readonly ProjectModule[] {

@@ -124,6 +124,27 @@ describe('project index bounds', () => {
     }
   });
 
+  it('finds a module created after a lookup missed it once invalidate() is called, and not before', async () => {
+    const linter = await getLinter();
+    const project = new ProjectIndex(linter.parser, { maxFileSize: 1 << 20, rootOf: () => tmp });
+    const file = path.join(tmp, 'main.py');
+    const doc = linter.open('from dep import f\n', { project: project.contextFor(file) });
+    try {
+      assert.equal(resolveImport(doc.source, 'f'), null);
+      fs.writeFileSync(path.join(tmp, 'dep.py'), 'def f():\n    return 1\n');
+      // Lookups are remembered (per folder and per importing file) until the owner invalidates.
+      assert.equal(resolveImport(doc.source, 'f'), null, 'a miss is remembered until invalidated');
+      project.invalidate(path.join(tmp, 'dep.py'));
+      assert.equal(resolveImport(doc.source, 'f')?.where, 'dep.py:1');
+      // The same module from another file of the folder, and from a path given relative to the working directory.
+      assert.equal(project.module(path.join(tmp, 'other.py'), 'dep')?.display, 'dep.py');
+      assert.equal(project.module(path.relative(process.cwd(), file), 'dep')?.display, 'dep.py');
+    } finally {
+      doc.dispose();
+      project.dispose();
+    }
+  });
+
   it('sees a module change after invalidate(), and its stamp moves', async () => {
     const linter = await getLinter();
     const project = new ProjectIndex(linter.parser, { maxFileSize: 1 << 20, rootOf: () => tmp });

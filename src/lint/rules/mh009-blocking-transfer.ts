@@ -1118,12 +1118,22 @@ function mappedLambda(file: SourceFile, lambda: SyntaxNode): SyntaxNode | null {
 
 /**
  * What a for loop inside the step ranges over when that is batch data: `for k, v in batch.items()` (its
- * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch). A dict
- * batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a comprehension over it.
+ * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch), `for j,
+ * db in enumerate(batch)` (a batch of micro-batches, FastSpeech's expanded batches: the pair's second
+ * element). A dict batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a
+ * comprehension over it.
  */
 function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMap<string, Loader>): { loader: Loader; pair: boolean } | null {
   let base = iterable;
   let pair = false;
+  if (iterable.type === 'call' && calleeName(file, iterable) === 'enumerate') {
+    // `enumerate(batch)` (a `start=` aside): its pairs' second elements are the batch's elements. Not over
+    // `.items()`, whose nested `(k, v)` pattern the caller does not unpack.
+    const [inner, ...rest] = positionalArguments(iterable);
+    if (inner === undefined || rest.length > 1 || inner.type === 'call' || hasSplat(iterable)) return null;
+    const root = batchRoot(file, inner, names);
+    return root === null || root.name === null ? null : { loader: root.loader, pair: true };
+  }
   if (iterable.type === 'call') {
     const m = calleeMethod(file, iterable);
     const fn = childByField(iterable, 'function');

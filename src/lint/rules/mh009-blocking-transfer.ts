@@ -9,7 +9,7 @@ import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, storedItems, subscriptValues, valuesOf } from '../analysis/values';
-import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
+import { callSiteArguments, importedReturns, importerArguments, unboundName } from '../analysis/imported-values';
 import { reexportedLibraryName, resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
@@ -91,7 +91,7 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   const method = calleeMethod(file, call);
   // `data.DataLoader(...)` with `data` from a star import (`from src.imports import *` re-exporting
   // `from torch.utils import data`): the head is bound by no import or assignment the file shows.
-  if (method === 'DataLoader' && viaWildcard(file, call)) return true;
+  if (method === 'DataLoader' && (viaWildcard(file, call) || notebookGlobalLoader(file, call))) return true;
   if (method === null || !method.endsWith('Loader')) {
     // `from torch.utils.data import DataLoader as DL`: aliases need the import lookup.
     const fn = childByField(call, 'function');
@@ -158,6 +158,16 @@ function dropInSource(file: SourceFile, call: SyntaxNode): string | null {
     }
   }
   return null;
+}
+
+/**
+ * `DataLoader(...)` in a file that imports torch but binds no `DataLoader` (a notebook exported cell by cell
+ * into files: `from torch.utils.data import DataLoader` ran in an earlier cell): torch's class.
+ */
+function notebookGlobalLoader(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'identifier' || !unboundName(file, 'DataLoader')) return false;
+  return [...importBindings(file).values()].some((b) => b.qualified === 'torch' || b.qualified.startsWith('torch.'));
 }
 
 function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
@@ -478,7 +488,7 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
     const defName = childByField(binding.def, 'name');
     // `audio_model.train()` is another function: only calls by the bare name would call this one.
     if (defName === null || callsNamed(file, file.textOf(defName)).some((c) => childByField(c, 'function')?.type === 'identifier')) return null;
-    const sites = importerArguments(file, binding.def, file.textOf(name));
+    const sites = importerArguments(file, binding.def, file.textOf(name), true);
     if (sites === null) return null;
     const loaders: Loader[] = [];
     for (const site of sites) {

@@ -4,9 +4,9 @@
 // a subclass of a project base class that builds it. The file using the network cannot see its construction,
 // so MH011 asks the class that builds it whether it freezes it or hands its parameters to an optimizer.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { importBindings } from './imports';
 import { keyOf, modelFacts } from './models';
 import { optimizedModels } from './optimized';
+import { frozenThroughHelpers } from './indirect';
 import { resolveImport } from '../project/resolve';
 
 export interface ProjectHeldNetwork {
@@ -34,7 +34,21 @@ function selfConstructions(file: SourceFile, cls: SyntaxNode, attribute: string)
   return out;
 }
 
-/** `self.<attribute>` (or a part of it) is in `keys`. */
+/** The names `from m import A, B as C` statements bind (relative imports too: `from .base import BaseAgent`). */
+function fromImportedNames(file: SourceFile): string[] {
+  const out: string[] = [];
+  for (const stmt of file.nodesOfType('import_from_statement')) {
+    const module = childByField(stmt, 'module_name');
+    for (const item of stmt.children) {
+      if (item === module || (item.type !== 'dotted_name' && item.type !== 'aliased_import')) continue;
+      const bound = item.type === 'aliased_import' ? childByField(item, 'alias') : item;
+      if (bound !== null) out.push(file.textOf(bound));
+    }
+  }
+  return out;
+}
+
+/** `self.<attribute>` is in `keys`. */
 function covers(keys: ReadonlySet<string>, attribute: string): boolean {
   return keys.has(`self.${attribute}`);
 }
@@ -42,14 +56,14 @@ function covers(keys: ReadonlySet<string>, attribute: string): boolean {
 /**
  * The construction of `attribute` by the project classes this file imports by name (`from utils.agents import
  * DDPGAgent`), when exactly one builds it (`self.<attribute> = Net(...)` in one of its methods) and neither
- * freezes it (`requires_grad_(False)`, `p.requires_grad = False` over its parameters) nor hands its
+ * freezes it (`requires_grad_(False)`, `p.requires_grad = False` over its parameters, a freezing helper) nor hands its
  * parameters to an optimizer there. Null otherwise: no such class, several (which one holds it is not read),
  * or one that trains or freezes it.
  */
 export function projectHeldNetwork(file: SourceFile, attribute: string): ProjectHeldNetwork | null {
   if (file.session.project === null) return null;
   let found: ProjectHeldNetwork | null = null;
-  for (const local of importBindings(file).keys()) {
+  for (const local of fromImportedNames(file)) {
     const resolved = resolveImport(file, local);
     if (resolved === null || resolved.kind !== 'class' || resolved.node === null) continue;
     const foreign = resolved.module.file;
@@ -57,7 +71,7 @@ export function projectHeldNetwork(file: SourceFile, attribute: string): Project
     if (built.length === 0) continue;
     if (found !== null && found.file !== foreign) return null;
     const facts = modelFacts(foreign);
-    if (covers(facts.frozen, attribute) || covers(optimizedModels(foreign).optimized, attribute)) return null;
+    if (covers(facts.frozen, attribute) || covers(frozenThroughHelpers(foreign), attribute) || covers(optimizedModels(foreign).optimized, attribute)) return null;
     const value = childByField(built[0], 'right')!;
     found = { file: foreign, value, where: `${resolved.module.display}:${foreign.lineOf(built[0].start) + 1}` };
   }

@@ -1855,11 +1855,12 @@ function copyTarget(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
  * of the project whose training loop copies its batches to CUDA (`engine.train_fn(train_loader, model,
  * optimizer, device)`; `Train(model, train_loader, ..., device).run_epoch()`). Where the callee copies to a
  * device it was given (`.to(device)`, `.to(self.device)`), the caller's argument decides whether it is CUDA.
- * The finding is on the construction here; `where` names the loop that copies.
+ * The finding is on the construction here; `where` names the loop that copies. With `builtElsewhere`, the
+ * loaders handed are those this file got from another module (exportedLoaders reads an importer this way).
  */
-function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
+function handedLoaders(file: SourceFile, builtElsewhere = false): { loader: Loader; where: string }[] {
   const out: { loader: Loader; where: string }[] = [];
-  if (file.session.project === null || !file.text.includes('Loader')) return out;
+  if (file.session.project === null || (!builtElsewhere && !file.text.includes('Loader'))) return out;
   for (const call of file.nodesOfType('call')) {
     if ((argumentNodes(call) ?? []).length === 0) continue;
     const callee = handedCallee(file, call);
@@ -1868,7 +1869,7 @@ function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
     for (const [param, arg] of callee.arguments) {
       if (arg.type !== 'identifier' && arg.type !== 'attribute' && arg.type !== 'call') continue;
       const loader = loaderOf(file, arg, 0);
-      if (loader === null || loader.pinned !== 'no' || loader.calls.length === 0) continue;
+      if (loader === null || loader.pinned !== 'no' || (builtElsewhere ? (loader.built ?? []).length === 0 : loader.calls.length === 0)) continue;
       for (const loop of callee.loopsOver(param)) {
         const found = loopIterable(foreign, loop);
         const header: LoopLoader = { loader, enumerated: found?.enumerated ?? false, zipped: null };
@@ -1893,8 +1894,9 @@ function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
  * Case 2 across files, the other way round: an unpinned DataLoader of this file that another module of the
  * project imports (a module-level `train_loader`, or what a function of this file returns, `get_loaders()`)
  * and whose training loop there copies its batches to CUDA. The importer's loop is read as when that module
- * is linted; its loaders keep the spans of their constructions here (`built`). The finding is on the
- * construction; `where` names the importer's loop.
+ * is linted; its loaders keep the spans of their constructions here (`built`). The importer may also hand
+ * the loader on to a function or class of a third module whose training loop copies it (handedLoaders). The
+ * finding is on the construction; `where` names the loop.
  */
 function exportedLoaders(file: SourceFile): { call: SyntaxNode; where: string }[] {
   const project = file.session.project;
@@ -1935,6 +1937,14 @@ function exportedLoaders(file: SourceFile): { call: SyntaxNode; where: string }[
         for (const b of cuda.flatMap((t) => t.loader.built ?? [])) {
           const call = b.path === project.path ? unpinned.find((c) => c.start === b.start && c.end === b.end) : undefined;
           if (call !== undefined) out.push({ call, where: `${importer.display}:${other.lineOf(loop.start) + 1}` });
+        }
+      }
+      // Handed on by the importer to a third module's training loop: `a_loader, b_loader = get_loader(...)` in
+      // main.py, then `Trainer(config, a_loader, b_loader)` of trainer.py, whose loop copies to CUDA.
+      for (const handed of handedLoaders(other, true)) {
+        for (const b of handed.loader.built ?? []) {
+          const call = b.path === project.path ? unpinned.find((c) => c.start === b.start && c.end === b.end) : undefined;
+          if (call !== undefined) out.push({ call, where: `${handed.where}, handed on by ${importer.display}` });
         }
       }
     }

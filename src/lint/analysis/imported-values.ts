@@ -8,7 +8,8 @@ import { callsNamed } from './calls';
 import { enclosingClass } from './models';
 import { keywordArgument, positionalArguments } from './context';
 import { parameterNames, positionalParameters } from './parameters';
-import { returnsOf } from './values';
+import { assignedNames, functionsNamed, returnsOf } from './values';
+import { importBindings } from './imports';
 import { returnOffCallPath } from './flag-returns';
 
 export interface ImportedReturns {
@@ -103,10 +104,12 @@ export interface ImporterArguments {
  * What the modules that import this file pass for parameter `name` of its module-level function `def`
  * (`fit_one_epoch(..., gen, gen_val, ...)` in train.py for `def fit_one_epoch(..., gen, gen_val, ...)` of
  * utils/utils_fit.py), when the file itself never calls it. Only calls that resolve to this very function
- * count. Null when nothing is found, or when a call's argument cannot be read (splats, an omitted
- * argument without a default).
+ * count; with `notebookGlobals`, also a call by the bare name that nothing in the calling module binds (no
+ * import, def, assignment or star import: a notebook exported cell by cell into files, whose functions were
+ * globals of the notebook). Null when nothing is found, or when a call's argument cannot be read (splats, an
+ * omitted argument without a default).
  */
-export function importerArguments(file: SourceFile, def: SyntaxNode, name: string): ImporterArguments[] | null {
+export function importerArguments(file: SourceFile, def: SyntaxNode, name: string, notebookGlobals = false): ImporterArguments[] | null {
   const ctx = file.session.project;
   const defName = childByField(def, 'name');
   if (ctx === null || defName === null || enclosingClass(def) !== null || def.parent?.type !== 'module') return null;
@@ -120,7 +123,8 @@ export function importerArguments(file: SourceFile, def: SyntaxNode, name: strin
       const fn = childByField(call, 'function');
       if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
       const resolved = resolveImport(module.file, module.file.textOf(fn).replace(/\s+/g, ''));
-      if (resolved === null || resolved.kind !== 'function' || resolved.module.path !== ctx.path) continue;
+      const global = resolved === null && notebookGlobals && fn.type === 'identifier' && unboundName(module.file, fnName);
+      if (!global && (resolved === null || resolved.kind !== 'function' || resolved.module.path !== ctx.path)) continue;
       const list = childByField(call, 'arguments');
       if (list === null || list.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
       const arg = keywordArgument(module.file, call, name) ?? positionalArguments(call)[index] ?? null;
@@ -131,4 +135,14 @@ export function importerArguments(file: SourceFile, def: SyntaxNode, name: strin
     if (args.length > 0) out.push({ module, args });
   }
   return out.length === 0 ? null : out;
+}
+
+/**
+ * Nothing in `file` binds `name`: no import (nor a star import that may), no def or class, no assignment. In a
+ * notebook exported into files, such a name was a global of an earlier cell.
+ */
+export function unboundName(file: SourceFile, name: string): boolean {
+  if (importBindings(file).has(name) || functionsNamed(file, name).length > 0 || assignedNames(file, name).length > 0) return false;
+  if (file.nodesOfType('import_from_statement').some((st) => st.children.some((c) => c.type === 'wildcard_import'))) return false;
+  return !file.nodesOfType('class_definition').some((c) => file.textOf(childByField(c, 'name') ?? c) === name);
 }

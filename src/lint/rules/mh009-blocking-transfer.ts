@@ -9,7 +9,7 @@ import { calleeMethod, calleeName, importBindings } from '../analysis/imports';
 import { enclosingFunction, enclosingLoops, keywordArgument, positionalArguments, withAliasCalls } from '../analysis/context';
 import { parameterNames, positionalParameters } from '../analysis/parameters';
 import { assignedNames, bindingOf, functionsNamed, parameterValuesOf, returnsOf, storedItems, subscriptValues, valuesOf } from '../analysis/values';
-import { callSiteArguments, importedReturns, importerArguments } from '../analysis/imported-values';
+import { callSiteArguments, importedReturns, importerArguments, unboundName } from '../analysis/imported-values';
 import { reexportedLibraryName, resolveImport, type ResolvedName } from '../project/resolve';
 import { callsNamed, callsNamedByFunction, callsWithKeyword, unitCallGroups } from '../analysis/calls';
 import { enclosingPiece, importSignature, intern, unitsOf } from '../analysis/unitcache';
@@ -91,7 +91,7 @@ export function isDataLoader(file: SourceFile, call: SyntaxNode): boolean {
   const method = calleeMethod(file, call);
   // `data.DataLoader(...)` with `data` from a star import (`from src.imports import *` re-exporting
   // `from torch.utils import data`): the head is bound by no import or assignment the file shows.
-  if (method === 'DataLoader' && viaWildcard(file, call)) return true;
+  if (method === 'DataLoader' && (viaWildcard(file, call) || notebookGlobalLoader(file, call))) return true;
   if (method === null || !method.endsWith('Loader')) {
     // `from torch.utils.data import DataLoader as DL`: aliases need the import lookup.
     const fn = childByField(call, 'function');
@@ -158,6 +158,16 @@ function dropInSource(file: SourceFile, call: SyntaxNode): string | null {
     }
   }
   return null;
+}
+
+/**
+ * `DataLoader(...)` in a file that imports torch but binds no `DataLoader` (a notebook exported cell by cell
+ * into files: `from torch.utils.data import DataLoader` ran in an earlier cell): torch's class.
+ */
+function notebookGlobalLoader(file: SourceFile, call: SyntaxNode): boolean {
+  const fn = childByField(call, 'function');
+  if (fn?.type !== 'identifier' || !unboundName(file, 'DataLoader')) return false;
+  return [...importBindings(file).values()].some((b) => b.qualified === 'torch' || b.qualified.startsWith('torch.'));
 }
 
 function viaWildcard(file: SourceFile, call: SyntaxNode): boolean {
@@ -478,7 +488,7 @@ function boundLoader(file: SourceFile, name: SyntaxNode, depth: number): Loader 
     const defName = childByField(binding.def, 'name');
     // `audio_model.train()` is another function: only calls by the bare name would call this one.
     if (defName === null || callsNamed(file, file.textOf(defName)).some((c) => childByField(c, 'function')?.type === 'identifier')) return null;
-    const sites = importerArguments(file, binding.def, file.textOf(name));
+    const sites = importerArguments(file, binding.def, file.textOf(name), true);
     if (sites === null) return null;
     const loaders: Loader[] = [];
     for (const site of sites) {
@@ -1118,12 +1128,22 @@ function mappedLambda(file: SourceFile, lambda: SyntaxNode): SyntaxNode | null {
 
 /**
  * What a for loop inside the step ranges over when that is batch data: `for k, v in batch.items()` (its
- * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch). A dict
- * batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a comprehension over it.
+ * values: `pair`), `for v in batch.values()`, `for t in batch` (the elements of a list/tuple batch), `for j,
+ * db in enumerate(batch)` (a batch of micro-batches, FastSpeech's expanded batches: the pair's second
+ * element). A dict batch moved entry by entry (`batch[k] = v.cuda()`) copies the same pinned tensors as a
+ * comprehension over it.
  */
 function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMap<string, Loader>): { loader: Loader; pair: boolean } | null {
   let base = iterable;
   let pair = false;
+  if (iterable.type === 'call' && calleeName(file, iterable) === 'enumerate') {
+    // `enumerate(batch)` (a `start=` aside): its pairs' second elements are the batch's elements. Not over
+    // `.items()`, whose nested `(k, v)` pattern the caller does not unpack.
+    const [inner, ...rest] = positionalArguments(iterable);
+    if (inner === undefined || rest.length > 1 || inner.type === 'call' || hasSplat(iterable)) return null;
+    const root = batchRoot(file, inner, names);
+    return root === null || root.name === null ? null : { loader: root.loader, pair: true };
+  }
   if (iterable.type === 'call') {
     const m = calleeMethod(file, iterable);
     const fn = childByField(iterable, 'function');
@@ -1835,11 +1855,12 @@ function copyTarget(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
  * of the project whose training loop copies its batches to CUDA (`engine.train_fn(train_loader, model,
  * optimizer, device)`; `Train(model, train_loader, ..., device).run_epoch()`). Where the callee copies to a
  * device it was given (`.to(device)`, `.to(self.device)`), the caller's argument decides whether it is CUDA.
- * The finding is on the construction here; `where` names the loop that copies.
+ * The finding is on the construction here; `where` names the loop that copies. With `builtElsewhere`, the
+ * loaders handed are those this file got from another module (exportedLoaders reads an importer this way).
  */
-function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
+function handedLoaders(file: SourceFile, builtElsewhere = false): { loader: Loader; where: string }[] {
   const out: { loader: Loader; where: string }[] = [];
-  if (file.session.project === null || !file.text.includes('Loader')) return out;
+  if (file.session.project === null || (!builtElsewhere && !file.text.includes('Loader'))) return out;
   for (const call of file.nodesOfType('call')) {
     if ((argumentNodes(call) ?? []).length === 0) continue;
     const callee = handedCallee(file, call);
@@ -1848,7 +1869,7 @@ function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
     for (const [param, arg] of callee.arguments) {
       if (arg.type !== 'identifier' && arg.type !== 'attribute' && arg.type !== 'call') continue;
       const loader = loaderOf(file, arg, 0);
-      if (loader === null || loader.pinned !== 'no' || loader.calls.length === 0) continue;
+      if (loader === null || loader.pinned !== 'no' || (builtElsewhere ? (loader.built ?? []).length === 0 : loader.calls.length === 0)) continue;
       for (const loop of callee.loopsOver(param)) {
         const found = loopIterable(foreign, loop);
         const header: LoopLoader = { loader, enumerated: found?.enumerated ?? false, zipped: null };
@@ -1873,8 +1894,9 @@ function handedLoaders(file: SourceFile): { loader: Loader; where: string }[] {
  * Case 2 across files, the other way round: an unpinned DataLoader of this file that another module of the
  * project imports (a module-level `train_loader`, or what a function of this file returns, `get_loaders()`)
  * and whose training loop there copies its batches to CUDA. The importer's loop is read as when that module
- * is linted; its loaders keep the spans of their constructions here (`built`). The finding is on the
- * construction; `where` names the importer's loop.
+ * is linted; its loaders keep the spans of their constructions here (`built`). The importer may also hand
+ * the loader on to a function or class of a third module whose training loop copies it (handedLoaders). The
+ * finding is on the construction; `where` names the loop.
  */
 function exportedLoaders(file: SourceFile): { call: SyntaxNode; where: string }[] {
   const project = file.session.project;
@@ -1915,6 +1937,14 @@ function exportedLoaders(file: SourceFile): { call: SyntaxNode; where: string }[
         for (const b of cuda.flatMap((t) => t.loader.built ?? [])) {
           const call = b.path === project.path ? unpinned.find((c) => c.start === b.start && c.end === b.end) : undefined;
           if (call !== undefined) out.push({ call, where: `${importer.display}:${other.lineOf(loop.start) + 1}` });
+        }
+      }
+      // Handed on by the importer to a third module's training loop: `a_loader, b_loader = get_loader(...)` in
+      // main.py, then `Trainer(config, a_loader, b_loader)` of trainer.py, whose loop copies to CUDA.
+      for (const handed of handedLoaders(other, true)) {
+        for (const b of handed.loader.built ?? []) {
+          const call = b.path === project.path ? unpinned.find((c) => c.start === b.start && c.end === b.end) : undefined;
+          if (call !== undefined) out.push({ call, where: `${handed.where}, handed on by ${importer.display}` });
         }
       }
     }

@@ -6,7 +6,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import type { Rule, RuleFinding } from '../types';
 import { positionalArguments } from '../analysis/context';
 import { calleeMethod, calleeName } from '../analysis/imports';
-import { callsByScope, computesGradients, forwardReceiver, keyOf, modelFacts, nameWords, scopeOf } from '../analysis/models';
+import { callsByScope, computesGradients, forwardReceiver, keyOf, looksLikeModelName, modelFacts, nameWords, scopeOf } from '../analysis/models';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { enclosingClassName, optimizedModels } from '../analysis/optimized';
 import { callsNamed } from '../analysis/calls';
@@ -17,6 +17,7 @@ import { resolveImport } from '../project/resolve';
 import { innermostCall, wrapperCalls } from '../analysis/module-forward-sites';
 import { callSites, frozenThroughHelpers, mapReceiver, recordingForwards } from '../analysis/indirect';
 import { pretrainedInEval } from '../analysis/pretrained-eval';
+import { projectHeldNetwork } from '../analysis/project-held-networks';
 
 /** Name tokens of networks that are never trained where they are used. */
 const FROZEN_ROLE = new Set(['target', 'targ', 'tgt', 'teacher', 'ema', 'vgg', 'lpips', 'perceptual', 'inception', 'frozen', 'fixed']);
@@ -202,6 +203,14 @@ function check(file: SourceFile): RuleFinding[] {
       list.push(call);
     }
   }
+  // `agent.target_critic(next_obs)`: a network named as fixed, held by an object whose class another module of
+  // the project defines (the model heuristics take only bare names such as `agent.critic` on other objects):
+  // a forward pass when that class builds it.
+  for (const [key, calls] of projectHeldForwards(file)) {
+    if (recording.has(key)) continue;
+    const kept = calls.filter((call) => { const scope = scopeOf(call); return scope !== null && records(file, call, scope); });
+    if (kept.length > 0) recording.set(key, kept);
+  }
   const { optimized, selfOptimizing } = optimizedModels(file);
   // A wrapper module's forward (`return self.student(x), self.teacher(x)`) called as `distiller(x)` in a
   // training step: its networks' forwards record there. Not when an optimizer takes the wrapper's own
@@ -233,6 +242,12 @@ function check(file: SourceFile): RuleFinding[] {
     if (c === undefined) {
       // Handed in (`def train_student(student, teacher, ...)`): only a network named as fixed, reported at its forward.
       if (namedAsFixed(file, key) && isParameterOf(file, key, use)) findings.push(finding(file, key, use, use, 'handed in: if the caller freezes it, this is already fine'));
+      else if (namedAsFixed(file, key) && key.includes('.')) {
+        // Held by an object of a project class (`agent.target_critic(x)`, `self.target_net(x)` of a base class):
+        // built, and neither frozen nor optimized, in that class's module.
+        const held = projectHeldNetwork(file, key.slice(key.lastIndexOf('.') + 1));
+        if (held !== null && !freezesItself(held.file, held.value)) findings.push(finding(file, key, use, use, `built in ${held.where}, where nothing freezes it or hands its parameters to an optimizer`));
+      }
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
@@ -245,6 +260,37 @@ function check(file: SourceFile): RuleFinding[] {
     findings.push(finding(file, key, c.assignment, use, copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'));
   }
   return findings.sort((a, b) => a.start - b.start);
+}
+
+/** Objects whose attributes are configuration, not networks. */
+const CONFIG_OBJECT = /(^|\.)(args|opt|opts|options|config|cfg|conf|hparams|hp|params|flags|settings|kwargs)$/;
+
+/**
+ * Calls `obj.<name>(...)` whose name is a network's named as fixed (`target_critic`, `teacher_net`), on an
+ * object other than `self` or a configuration, that a project class this file imports builds
+ * (`self.target_critic = MLPNetwork(...)`), by key.
+ */
+function projectHeldForwards(file: SourceFile): Map<string, SyntaxNode[]> {
+  const out = new Map<string, SyntaxNode[]>();
+  if (file.session.project === null) return out;
+  const held = new Map<string, boolean>();
+  for (const call of file.nodesOfType('call')) {
+    const fn = childByField(call, 'function');
+    if (fn?.type !== 'attribute') continue;
+    const key = keyOf(file, fn);
+    const dot = key === null ? -1 : key.lastIndexOf('.');
+    if (key === null || dot < 0) continue;
+    const base = key.slice(0, dot);
+    const name = key.slice(dot + 1);
+    if (base === 'self' || CONFIG_OBJECT.test(base) || !looksLikeModelName(name) || !namedAsFixed(file, name)) continue;
+    let known = held.get(name);
+    if (known === undefined) held.set(name, (known = projectHeldNetwork(file, name) !== null));
+    if (!known) continue;
+    let list = out.get(key);
+    if (list === undefined) out.set(key, (list = []));
+    list.push(call);
+  }
+  return out;
 }
 
 function finding(file: SourceFile, key: string, at: SyntaxNode, use: SyntaxNode, why: string): RuleFinding {

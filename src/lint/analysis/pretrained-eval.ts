@@ -4,7 +4,9 @@
 // that might optimize them: `Classifier(encoder)`). A linear probe or a pretrained loss network in a
 // training step is the typical use: nothing in the file ever trains them, so their parameters requiring grad
 // only cost memory. MH011 reads it as a third sign of a fixed network, beside names and weight copies.
+import { VersionMemo } from '../session';
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { callsNamed } from './calls';
 import { keywordArgument } from './context';
 import { calleeMethod, calleeName } from './imports';
 import { keyOf } from './models';
@@ -36,29 +38,63 @@ function chainEvals(file: SourceFile, value: SyntaxNode): boolean {
   return false;
 }
 
-/** Method calls on `key` in the file: `encoder.eval()`, `encoder.train()`, ... */
+/** Method calls on `key` in the file: `encoder.eval()`, `encoder.train()`, ... (from the calls by method name). */
 function methodCalls(file: SourceFile, key: string, method: string): SyntaxNode[] {
   const out: SyntaxNode[] = [];
-  for (const call of file.nodesOfType('call')) {
+  for (const call of callsNamed(file, method)) {
     const fn = childByField(call, 'function');
-    if (fn?.type !== 'attribute' || calleeMethod(file, call) !== method) continue;
-    if (keyOf(file, childByField(fn, 'object')) === key) out.push(call);
+    if (fn?.type === 'attribute' && keyOf(file, childByField(fn, 'object')) === key) out.push(call);
+  }
+  return out;
+}
+
+/**
+ * The file's identifiers by text, once per version: MH011 asks about each pretrained network of the file,
+ * and scanning every identifier per network was quadratic in a file with many.
+ */
+const identifiersByText = new VersionMemo<ReadonlyMap<string, readonly SyntaxNode[]>>('pretrained-eval.identifiers');
+
+function identifiersNamed(file: SourceFile, text: string): readonly SyntaxNode[] {
+  // Every identifier of the file, not one key of an index: a per-reader memo holding it holds for this version only.
+  file.session.noteWholeFileRead(file);
+  const byText = identifiersByText.get(file, (f) => {
+    const out = new Map<string, SyntaxNode[]>();
+    for (const id of f.nodesOfType('identifier')) {
+      const t = f.textOf(id);
+      const list = out.get(t);
+      if (list === undefined) out.set(t, [id]);
+      else list.push(id);
+    }
+    return out;
+  });
+  return byText.get(text) ?? [];
+}
+
+/**
+ * The nodes whose key is `key`: the identifiers named so, or for a dotted key (`self.encoder`) the
+ * attributes ending in its last name whose whole key it is.
+ */
+function nodesKeyed(file: SourceFile, key: string): readonly SyntaxNode[] {
+  const dot = key.lastIndexOf('.');
+  const named = identifiersNamed(file, key.slice(dot + 1));
+  if (dot < 0) return named;
+  const out: SyntaxNode[] = [];
+  for (const id of named) {
+    const p = id.parent;
+    if (p?.type === 'attribute' && childByField(p, 'attribute') === id && keyOf(file, p) === key) out.push(p);
   }
   return out;
 }
 
 /** `key` used as a value other than a receiver: an argument, an element, the right side of an assignment. */
 function handedAway(file: SourceFile, key: string): boolean {
-  for (const type of ['identifier', 'attribute']) {
-    for (const n of file.nodesOfType(type)) {
-      if (keyOf(file, n) !== key) continue;
-      const p = n.parent;
-      if (p === null) continue;
-      if (p.type === 'attribute' && childByField(p, 'object') === n) continue; // `key.eval()`, `key.fc`
-      if (p.type === 'call' && childByField(p, 'function') === n) continue; // a forward pass
-      if (p.type === 'assignment' && childByField(p, 'left') === n) continue; // its own binding
-      if (p.type === 'argument_list' || p.type === 'keyword_argument' || p.type === 'list' || p.type === 'tuple' || p.type === 'pair' || p.type === 'assignment' || p.type === 'expression_list' || p.type === 'return_statement') return true;
-    }
+  for (const n of nodesKeyed(file, key)) {
+    const p = n.parent;
+    if (p === null) continue;
+    if (p.type === 'attribute' && childByField(p, 'object') === n) continue; // `key.eval()`, `key.fc`
+    if (p.type === 'call' && childByField(p, 'function') === n) continue; // a forward pass
+    if (p.type === 'assignment' && childByField(p, 'left') === n) continue; // its own binding
+    if (p.type === 'argument_list' || p.type === 'keyword_argument' || p.type === 'list' || p.type === 'tuple' || p.type === 'pair' || p.type === 'assignment' || p.type === 'expression_list' || p.type === 'return_statement') return true;
   }
   return false;
 }

@@ -266,12 +266,21 @@ function walkTyped<A>(
   acc: A,
 ): void {
   const at = lists.map((list) => firstStartingAtOrAfter(list, owner.start));
+  // The lists are the unit's own nodes, so every node in them is in the unit's subtree: no test needed.
+  // A nested owner (a function) tests each node once (`tested[k]` is the position last found inside):
+  // the test walks parents for a node starting where the owner starts, and `f(x)(x)...` is thousands of
+  // calls starting at one offset, so testing every list's head again on every step was quadratic.
+  const everyNodeInside = owner === unit && self;
+  const tested = lists.map(() => -1);
   /** The next node of list k in the owner's subtree (skipping the owner unless `self`), or null. */
   const head = (k: number): SyntaxNode | null => {
     const list = lists[k];
     while (at[k] < list.length && list[at[k]].start <= owner.end) {
       const n = list[at[k]];
-      if ((self || n !== owner) && inSubtree(n, owner)) return n;
+      if (tested[k] === at[k] || everyNodeInside || ((self || n !== owner) && inSubtree(n, owner))) {
+        tested[k] = at[k];
+        return n;
+      }
       at[k]++;
     }
     return null;

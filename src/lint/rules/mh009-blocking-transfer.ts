@@ -45,20 +45,34 @@ const CUDA_TENSOR_TYPE = /^(torch\.cuda\.\w+Tensor|['"]torch\.cuda\.\w+Tensor['"
 function isCudaTensorType(file: SourceFile, arg: SyntaxNode, depth = 0): boolean {
   if (depth > MAX_DEPTH) return false;
   if (CUDA_TENSOR_TYPE.test(file.textOf(arg))) return true;
-  if (arg.type === 'parenthesized_expression') {
-    const inner = firstNamedChild(arg);
-    return inner !== null && isCudaTensorType(file, inner, depth + 1);
-  }
-  if (arg.type === 'conditional_expression') {
-    // Named children: the value, the condition, the alternative.
-    const [value, , alternative] = namedChildren(arg);
-    return [value, alternative].some((b) => b !== undefined && isCudaTensorType(file, b, depth + 1));
-  }
+  const branch = eitherBranch(arg, (b) => isCudaTensorType(file, b, depth + 1));
+  if (branch !== null) return branch;
   if (arg.type !== 'identifier' && arg.type !== 'attribute') return false;
   const values = valuesOf(file, arg);
   return values !== null && values.some((v) => isCudaTensorType(file, v, depth + 1));
 }
-const WRAPPERS = /^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm|enumerate|iter|itertools\.islice|islice|track|rich\.progress\.track|[\w.]+\.log_every)$/;
+
+/**
+ * `(x)` holds when `x` does; `a if c else b` when either branch does (CUDA whenever a branch is: a run on a
+ * GPU machine takes that branch). Null for any other expression.
+ */
+function eitherBranch(arg: SyntaxNode, holds: (branch: SyntaxNode) => boolean): boolean | null {
+  if (arg.type === 'parenthesized_expression') {
+    const inner = firstNamedChild(arg);
+    return inner !== null && holds(inner);
+  }
+  if (arg.type === 'conditional_expression') {
+    // Named children: the value, the condition, the alternative.
+    const [value, , alternative] = namedChildren(arg);
+    return [value, alternative].some((b) => b !== undefined && holds(b));
+  }
+  return null;
+}
+
+/** tqdm's progress bars by callee name (`tqdm`, `tqdm.auto`, `tqdm.auto.tqdm`...): a regex alternation. */
+const TQDM = String.raw`tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm`;
+const TQDM_CALLEE = new RegExp(`^(${TQDM})$`);
+const WRAPPERS = new RegExp(String.raw`^(${TQDM}|enumerate|iter|itertools\.islice|islice|track|rich\.progress\.track|[\w.]+\.log_every)$`);
 
 type Pinned = 'yes' | 'no' | 'unknown';
 
@@ -379,7 +393,7 @@ function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode |
   const callee = calleeName(file, expr) ?? '';
   // `with tqdm(loader, total=n) as progress_bar:`: a progress bar used as a context manager (so that it
   // closes) iterates the loader it wraps, as `progress_bar = tqdm(loader)` does.
-  if (/^(tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm)$/.test(callee)) return positionalArguments(expr)[0] ?? keywordArgument(file, expr, 'iterable');
+  if (TQDM_CALLEE.test(callee)) return positionalArguments(expr)[0] ?? keywordArgument(file, expr, 'iterable');
   if (!/(^|\.)BatchMemoryManager$/.test(callee)) return null;
   return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
 }
@@ -894,7 +908,7 @@ function fetchedLoader(file: SourceFile, call: SyntaxNode, depth: number): { loa
   return it === null ? null : iteratorLoader(file, it, depth);
 }
 
-const ITERATORS = /^(iter|enumerate|itertools\.cycle|cycle|tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm)$/;
+const ITERATORS = new RegExp(`^(iter|enumerate|itertools\\.cycle|cycle|${TQDM})$`);
 
 function iteratorLoader(file: SourceFile, it: SyntaxNode, depth: number): { loader: Loader; enumerated: boolean } | null {
   if (depth > MAX_DEPTH) return null;
@@ -1205,16 +1219,9 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
     const first = positionalArguments(arg)[0];
     return first !== undefined && isCudaDevice(file, first, depth + 1);
   }
-  if (arg.type === 'parenthesized_expression') {
-    const inner = firstNamedChild(arg);
-    return inner !== null && isCudaDevice(file, inner, depth + 1);
-  }
-  if (arg.type === 'conditional_expression') {
-    // `args.device if torch.cuda.is_available() else "cpu"`: CUDA whenever a branch is, as for the literal
-    // `"cuda" if ... else "cpu"` above (a run on a GPU machine takes that branch).
-    const [value, , alternative] = namedChildren(arg);
-    return [value, alternative].some((b) => b !== undefined && isCudaDevice(file, b, depth + 1));
-  }
+  // `args.device if torch.cuda.is_available() else "cpu"`: as the literal `"cuda" if ... else "cpu"` above.
+  const branch = eitherBranch(arg, (b) => isCudaDevice(file, b, depth + 1));
+  if (branch !== null) return branch;
   const values = arg.type === 'subscript' ? subscriptValues(file, arg) : arg.type === 'identifier' || arg.type === 'attribute' ? valuesOf(file, arg) : null;
   if (values !== null && values.some((v) => isCudaDevice(file, v, depth + 1))) return true;
   if (arg.type === 'identifier' && (passedCuda(file, arg, depth) || keptCudaDefault(file, arg, depth))) return true;

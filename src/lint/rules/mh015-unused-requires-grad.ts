@@ -16,10 +16,9 @@ import { callsNamed } from '../analysis/calls';
 import { isTestFunction } from './mh001-missing-no-grad';
 import { forwardReceiver, isModelKey, keyOf } from '../analysis/models';
 import { looksLikeOptimizer } from '../analysis/vocabulary';
-import { VersionMemo } from '../session';
+import { namesOf } from './mh015-scope-names';
 import type { Rule, RuleFinding } from '../types';
 
-const SCOPES = new Set(['function_definition', 'class_definition', 'lambda']);
 /** Receivers' attributes that show the code uses (or inspects) the tensor's gradient. */
 const GRAD_ATTRIBUTES = new Set(['grad', 'register_hook', 'retain_grad', 'requires_grad', 'grad_fn', 'is_leaf', 'register_post_accumulate_grad_hook']);
 const GRADIENT_CONSUMERS = /^(torch\.(autograd|func|optim)\.|functorch\.)|(^|\.)(grad|vjp|jvp|jacobian|hessian|gradcheck|gradgradcheck|jacrev|jacfwd|Parameter|ParameterList|ParameterDict|register_parameter)$/;
@@ -29,8 +28,6 @@ const MAX_ALIASES = 8;
 const SAMPLE_INPUT_CONSUMERS = /^torch\.(onnx|jit|export|fx|_dynamo|cuda\.make_graphed_callables|cuda\.graphs)\b/;
 /** Activation checkpointing (not model checkpoints: `checkpoint = torch.load(...)`). */
 const ACTIVATION_CHECKPOINTING = /\butils\.checkpoint\b|\bcheckpoint_sequential\b|\bgradient_checkpointing|\buse_reentrant\b|\benable_input_require_grads\b/;
-/** Calls that compare values: in a scope that also reads `.grad`, a gradient test. */
-const COMPARISONS = new Set(['assert_close', 'allclose', 'assert_allclose', 'isclose', 'gradcheck', 'gradgradcheck']);
 
 interface Creation {
   /** The node to report (the call or the assignment). */
@@ -110,41 +107,6 @@ function isLoopOrModule(file: SourceFile, ident: SyntaxNode): boolean {
 }
 
 type Verdict = 'unused' | 'used' | 'escapes';
-
-interface ScopeNames {
-  /** Identifiers by name, in document order, with whether each sits in a nested definition. */
-  readonly byName: Map<string, { node: SyntaxNode; nested: boolean }[]>;
-  /** The scope inspects the graph (`print(y.grad_fn)`, `.is_leaf`) or compares gradients: autograd demonstration or test code. */
-  readonly inspects: boolean;
-}
-
-const scopeNames = new VersionMemo<ScopeNames>('MH015.scopeNames');
-
-/** One walk per scope (function or module), shared by every creation in it. */
-function namesOf(file: SourceFile, scope: SyntaxNode): ScopeNames {
-  return scopeNames.keyed(file, scope, () => {
-    const byName = new Map<string, { node: SyntaxNode; nested: boolean }[]>();
-    let inspects = false;
-    let readsGrad = false;
-    let compares = false;
-    const stack: { n: SyntaxNode; nested: boolean }[] = [{ n: scope, nested: false }];
-    while (stack.length > 0) {
-      const { n, nested } = stack.pop()!;
-      if (n.type === 'identifier') {
-        const name = file.textOf(n);
-        if (name === 'grad_fn' || name === 'is_leaf') inspects = true;
-        if (name === 'grad' && n.field === 'attribute') readsGrad = true;
-        if (COMPARISONS.has(name)) compares = true;
-        const list = byName.get(name);
-        if (list === undefined) byName.set(name, [{ node: n, nested }]);
-        else list.push({ node: n, nested });
-      }
-      const inner = nested || (n !== scope && SCOPES.has(n.type));
-      for (let i = n.children.length - 1; i >= 0; i--) stack.push({ n: n.children[i], nested: inner });
-    }
-    return { byName, inspects: inspects || (readsGrad && compares) };
-  });
-}
 
 /** Builtins that read or pass on a tensor without touching its gradient. */
 const PLAIN_BUILTINS = new Set(['print', 'len', 'float', 'int', 'bool', 'str', 'repr', 'format', 'abs', 'min', 'max', 'sum', 'round', 'isinstance', 'type', 'id', 'list', 'tuple', 'zip', 'enumerate', 'range', 'Variable', 'Tensor']);
@@ -242,7 +204,7 @@ function isUnused(file: SourceFile, creation: Creation): boolean {
     if (seen.has(name)) continue;
     seen.add(name);
     if (seen.size > MAX_ALIASES) return false;
-    for (const { node, nested } of names.byName.get(name) ?? []) {
+    for (const { node, nested } of names.uses(name)) {
       if (node.start < creation.at.end) continue;
       if (nested) return false;
       const aliases: string[] = [];

@@ -459,4 +459,8 @@ describe('giant def main(): incremental re-lint after random edits matches a fre
     // Two of the six keep a finding once their module-level networks become main's locals.
     await randomEditsInMain('MH010', ruleFixtures('MH010'), GRAD_SNIPPETS, 3, 0.25);
   });
+
+  it('MH015 fixtures with their statements moved into def main() (scope identifiers per statement of main)', async () => {
+    await randomEditsInMain('MH015', ruleFixtures('MH015'), [...GRAD_SNIPPETS, '\n    print(x.grad)\n', '\n    z = torch.randn(4, requires_grad=True)\n', '\n    G_ideas = None\n'], 4);
+  });
 });

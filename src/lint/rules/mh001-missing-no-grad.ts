@@ -21,6 +21,7 @@ import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/
 import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
 import { graphFreeIntent } from '../analysis/volatile-inputs';
+import { calledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -490,6 +491,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   const moduleForward = scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope));
   // A step function returned by a factory (`def make_val_step(): def step(x): ...; return step`): who calls it, and under what grad mode, is not visible here.
   if (isReturnedClosure(file, scope)) return [];
+  // Run only by other modules of the project, every time under no_grad: nothing here records a graph.
+  if (scope.type === 'function_definition' && !calledInFile(file, scope) && calledOnlyGradOffByImporters(file, scope)) return [];
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;

@@ -6,7 +6,7 @@ import { childByField, namedChildren, type SourceFile, type SyntaxNode } from '.
 import { disablesGrad, keywordArgument, withItemCalls } from './context';
 import { VersionMemo } from '../session';
 
-const mentionsIntent = new VersionMemo<boolean>('volatile-inputs.mentions');
+const intentPossible = new VersionMemo<boolean>('volatile-inputs.possible');
 
 /** Methods that keep a tensor what it was (moved, reshaped, cast): `Variable(x, volatile=True).cuda()` is still the volatile input. */
 const KEEPING_METHODS = /^(cuda|cpu|to|float|double|half|long|view|reshape|unsqueeze|squeeze|contiguous|permute|transpose|type)$/;
@@ -20,8 +20,9 @@ const MAX_HOPS = 4;
  * binds it (`'no-grad-binding'`). Null otherwise.
  */
 export function graphFreeIntent(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): 'volatile' | 'no-grad-binding' | null {
-  // Most files say neither: one scan per version spares them the argument walk.
-  if (!mentionsIntent.get(file, (f) => /volatile|no_grad|inference_mode/.test(f.text))) return null;
+  // Most files have neither a `volatile` nor a no_grad block that only binds names: one pass per version
+  // spares them the argument walk (a long script's every forward would walk its scope per argument).
+  if (!intentPossible.get(file, (f) => f.text.includes('volatile') || f.nodesOfType('with_statement').some((w) => bindsOnly(f, w)))) return null;
   const args = childByField(call, 'arguments');
   if (args === null) return null;
   for (const arg of namedChildren(args)) {
@@ -71,9 +72,21 @@ function boundUnderNoGradOnly(file: SourceFile, assignment: SyntaxNode, right: S
   if (!isPlainWrap(file, right)) return false;
   for (let p = assignment.parent; p !== null; p = p.parent) {
     if (p.type === 'function_definition' || p.type === 'class_definition' || p.type === 'module') return false;
-    if (p.type === 'with_statement' && p.end <= callStart && withItemCalls(p).some((c) => disablesGrad(file, c))) return true;
+    if (p.type === 'with_statement' && p.end <= callStart && bindsOnly(file, p)) return true;
   }
   return false;
+}
+
+/** A no_grad block whose statements are all plain bindings (`with torch.no_grad(): noisev = noise`). */
+function bindsOnly(file: SourceFile, withStmt: SyntaxNode): boolean {
+  const body = childByField(withStmt, 'body');
+  if (body === null || !withItemCalls(withStmt).some((c) => disablesGrad(file, c))) return false;
+  return namedChildren(body).every((stmt) => {
+    if (stmt.type === 'comment') return true;
+    const assignment = stmt.type === 'expression_statement' ? namedChildren(stmt)[0] : null;
+    const right = assignment?.type === 'assignment' ? childByField(assignment, 'right') : null;
+    return right !== null && isPlainWrap(file, right);
+  });
 }
 
 /** `noise`, `Variable(noise)`, `noise.cuda()`, `Variable(noise).to(device)`: the same tensor, renamed or moved. */

@@ -20,6 +20,8 @@ import { iteratesEvalData } from '../analysis/eval-loops';
 import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/flag-paths';
 import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
+import { graphFreeIntent } from '../analysis/volatile-inputs';
+import { calledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -158,7 +160,7 @@ function hasAssert(fn: SyntaxNode): boolean {
   return false;
 }
 
-type EvalContext = { readonly kind: 'eval-mode'; readonly marker: Marker } | { readonly kind: 'name' | 'loader' };
+type EvalContext = { readonly kind: 'eval-mode'; readonly marker: Marker } | { readonly kind: 'name' | 'loader' | 'volatile' | 'no-grad-binding' };
 
 function evalContext(file: SourceFile, info: ScopeInfo, call: SyntaxNode, receiver: string): EvalContext | null {
   // The latest .eval()/.train() on this module (or on a module containing it) before the call.
@@ -242,9 +244,24 @@ function noGradFix(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): Fix |
 }
 
 function wrapFix(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): Fix | null {
-  const torch = torchName(file);
   const stmt = noGradStatement(file, scope, call);
-  if (torch === null || stmt === null) return null;
+  return stmt === null ? null : wrapStatementFix(file, stmt);
+}
+
+const SIMPLE_STATEMENTS = new Set(['expression_statement', 'return_statement']);
+
+/** The forward's own simple statement (`pred = net(Variable(x, volatile=True))`), wrapped alone. */
+function ownStatementFix(file: SourceFile, call: SyntaxNode): Fix | null {
+  for (let n: SyntaxNode | null = call; n !== null; n = n.parent) {
+    if (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda') return null;
+    if (n.parent !== null && (n.parent.type === 'block' || n.parent.type === 'module')) return SIMPLE_STATEMENTS.has(n.type) ? wrapStatementFix(file, n) : null;
+  }
+  return null;
+}
+
+function wrapStatementFix(file: SourceFile, stmt: SyntaxNode): Fix | null {
+  const torch = torchName(file);
+  if (torch === null) return null;
   const first = file.lineOf(stmt.start);
   const last = file.lineOf(stmt.end);
   const lineStart = file.lineStarts[first];
@@ -442,7 +459,12 @@ function helperStores(file: SourceFile, helper: HelperForward): boolean {
 function reportedInHelper(file: SourceFile, helper: HelperForward): boolean {
   return helper.path.slice(1).some((node) => {
     const scope = scopeOf(node);
-    return scope !== null && scopeFindings(file, scope).some((f) => f.start === node.start);
+    if (scope === null) return false;
+    // A helper with a forward its author meant to be graph-free (`forward(split)`'s volatile test branch)
+    // is judged there, reported or already under no_grad: the helper path names the helper's first
+    // forward (the training branch's), not the one this call's arguments select.
+    if (nodesInScope(file, scope, CALL_NODES).some((c) => graphFreeIntent(file, scope, c) !== null)) return true;
+    return scopeFindings(file, scope).some((f) => f.start === node.start);
   });
 }
 
@@ -464,9 +486,13 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   if (forwards.length === 0) return [];
   const info = scopeInfo(file, scope);
   if (info.skip) return [];
-  if (scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope))) return [];
+  // A module's `forward` runs under whatever its caller does; only a forward pass it makes on a `volatile=True`
+  // input is its own evaluation (the author asked for no graph there, and the flag no longer gives it).
+  const moduleForward = scope.type === 'function_definition' && enclosingClass(scope) !== null && /^(forward|__call__)$/.test(file.textOf(childByField(scope, 'name') ?? scope));
   // A step function returned by a factory (`def make_val_step(): def step(x): ...; return step`): who calls it, and under what grad mode, is not visible here.
   if (isReturnedClosure(file, scope)) return [];
+  // Run only by other modules of the project, every time under no_grad: nothing here records a graph.
+  if (scope.type === 'function_definition' && !calledInFile(file, scope) && calledOnlyGradOffByImporters(file, scope)) return [];
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;
@@ -478,6 +504,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   for (const { call, receiver, helper, method, definedIn, outputCut } of forwards) {
     // One finding per function, unless the earlier ones sit on early-exit paths this forward never shares.
     if (scope.type === 'function_definition' && findings.length > 0 && !reported.every((r) => onEarlyExitBranch(r, call))) break;
+    const intent = graphFreeIntent(file, scope, call);
+    if (moduleForward && intent === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozenNetwork(file, receiver, scope)) continue;
     if (underInputGradients(scope, info, call)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
@@ -521,7 +549,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     }
     // Its output is backpropagated here: the graph is needed (an attack, test-time adaptation...).
     if (forwardsFeedingBackward(file, scope).has(call)) continue;
-    const context = evalContext(file, info, call, receiver);
+    const context: EvalContext | null = intent !== null ? { kind: intent } : evalContext(file, info, call, receiver);
     if (context !== null) {
       if (evalFound && !reported.every((r) => onEarlyExitBranch(r, call) || separateModuleLoop(file, scope, r, call))) continue;
       // A module's own `infer()`/`predict()` runs under whatever its caller does (WaveGlow's `infer`, called
@@ -529,10 +557,22 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       // runs it with autograd on is reported at the call.
       if (context.kind === 'name' && (returnsGraph(file, scope) || frameworkMethod(scope) || isModelMethod(file, scope))) continue;
       if (backpropagatesAfter(file, scope, call)) continue;
-      const why = context.kind === 'eval-mode' ? `after \`${context.marker.receiver}.eval()\`` : context.kind === 'loader' ? 'over an evaluation loader' : 'in evaluation code';
+      const why =
+        context.kind === 'eval-mode'
+          ? `after \`${context.marker.receiver}.eval()\``
+          : context.kind === 'loader'
+            ? 'over an evaluation loader'
+            : context.kind === 'volatile'
+              ? 'on a `volatile=True` input (ignored since PyTorch 0.4: it no longer turns autograd off)'
+              : context.kind === 'no-grad-binding'
+                ? 'on an input bound inside a `with torch.no_grad():` block that ends before this call (a tensor does not carry no_grad out of the block)'
+                : 'in evaluation code';
       evalFound = true;
       reported.push(call);
-      findings.push(finding(file, scope, call, receiver, why, where, crossFile + inMethod(definedIn), helper));
+      const found = finding(file, scope, call, receiver, why, where, crossFile + inMethod(definedIn), helper);
+      // Wrap only the forward's own statement: `volatile` (or the binding block) covered that forward alone, and the function
+      // (a `forward(split)` with a training branch) may record graphs for training elsewhere.
+      findings.push(intent !== null ? { ...found, fix: ownStatementFix(file, call) } : found);
       continue;
     }
     const inference = inferenceContext(file, scope, call, outputCut === true);
@@ -549,7 +589,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     findings.push(finding(file, scope, call, receiver, INFERENCE_WHY[inference.kind], where, crossFile + inMethod(definedIn), helper));
   }
   // Separate paths of one function: a decorator would fix them all at once, so each fix wraps its own statement.
-  if (scope.type === 'function_definition' && findings.length > 1) return findings.map((f, i) => ({ ...f, fix: wrapFix(file, scope, reported[i]) }));
+  if (scope.type === 'function_definition' && findings.length > 1) return findings.map((f, i) => ({ ...f, fix: graphFreeIntent(file, scope, reported[i]) !== null ? f.fix : wrapFix(file, scope, reported[i]) }));
   return findings;
 }
 

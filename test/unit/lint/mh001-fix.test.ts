@@ -209,4 +209,48 @@ describe('MH001 missing-no-grad fix', () => {
     assert.match(before, /^True /m);
     assert.equal(after, before.replace(/True/g, 'False'));
   });
+
+  // A pix2pix-style wrapper whose `forward(split)` trains on one branch and tests on a `volatile=True` input:
+  // the whole `if` reaches no backward by itself, but wrapping it would switch off the training branch too.
+  const splitForward = [
+    'import torch',
+    'from torch.autograd import Variable',
+    '',
+    'class Wrapper:',
+    '    def __init__(self, net):',
+    '        self.net = net',
+    '',
+    '    def forward(self, split, x):',
+    "        if split == 'train':",
+    '            self.prediction = self.net(Variable(x))',
+    "        elif split == 'test':",
+    '            self.prediction = self.net(Variable(x, volatile=True))',
+    '            self.pred = self.prediction.data.argmax(1)',
+    '',
+    '    def optimize(self, x, y):',
+    "        self.forward('train', x)",
+    '        torch.nn.functional.cross_entropy(self.prediction, y).backward()',
+    '',
+    'torch.manual_seed(0)',
+    'w = Wrapper(torch.nn.Linear(4, 3))',
+    'w.optimize(torch.ones(2, 4), torch.tensor([0, 1]))',
+    "w.forward('test', torch.ones(2, 4))",
+    "print(w.net.weight.grad is not None, w.prediction.requires_grad, w.pred.tolist())",
+    '',
+  ].join('\n');
+
+  it('wraps only the statement of a volatile forward, never the training branch beside it (real torch)', async function () {
+    const [f] = only(await lint(splitForward), 'MH001');
+    assert.ok(f?.fix, 'MH001 with a fix');
+    assert.equal(lineOf(splitForward, f.start), 12);
+    const fixed = applyFix(splitForward, f.fix);
+    assert.match(fixed, /\n {8}if split == 'train':\n {12}self\.prediction = self\.net\(Variable\(x\)\)\n {8}elif split == 'test':\n {12}with torch\.no_grad\(\):\n {16}self\.prediction = self\.net\(Variable\(x, volatile=True\)\)\n {12}self\.pred = /);
+    assert.deepEqual(await syntaxErrors(fixed), []);
+    assert.deepEqual(only(await lint(fixed), 'MH001'), []);
+    if (!hasTorch()) return;
+    this.timeout(120000);
+    const before = runPython(splitForward).trim();
+    assert.match(before, /^True True /);
+    assert.equal(runPython(fixed).trim(), before.replace(/^True True /, 'True False '));
+  });
 });

@@ -1,0 +1,49 @@
+// A module-level function that this file never calls, whose every call in the modules importing it runs
+// under no_grad: `def evaluate(model, loader)` of evaluation.py, run by train.py only inside `with
+// torch.no_grad():`. Its forward passes record nothing, whatever evaluation context it shows on its own;
+// without the importers the rule can only say "if its caller runs it under no_grad, this is already fine".
+import { resolveImport } from '../project/resolve';
+import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { callsNamed } from './calls';
+import { gradOffAt } from './gradstate';
+import { enclosingClass } from './models';
+
+/**
+ * Every importer's call of the function runs with autograd off, and there is at least one. A use of its
+ * name other than a call or an import (`hooks=[evaluate]`, `run(evaluate)`) hands it to code that may call it
+ * with autograd on: then false.
+ */
+export function calledOnlyGradOffByImporters(file: SourceFile, def: SyntaxNode): boolean {
+  const ctx = file.session.project;
+  const defName = childByField(def, 'name');
+  if (ctx === null || defName === null || enclosingClass(def) !== null || def.parent?.type !== 'module') return false;
+  const name = file.textOf(defName);
+  let calls = 0;
+  for (const module of ctx.lookup.importersOf(ctx.path, name)) {
+    const other = module.file;
+    const resolved = new Set<SyntaxNode>();
+    for (const call of callsNamed(other, name)) {
+      const fn = childByField(call, 'function');
+      if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
+      const target = resolveImport(other, other.textOf(fn).replace(/\s+/g, ''));
+      if (target === null || target.kind !== 'function' || target.module.path !== ctx.path) continue;
+      if (!gradOffAt(other, call)) return false;
+      resolved.add(fn.type === 'attribute' ? (childByField(fn, 'attribute') ?? fn) : fn);
+      calls++;
+    }
+    if (handedElsewhere(other, name, resolved)) return false;
+  }
+  return calls > 0;
+}
+
+/** The importer names the function other than in its calls and its import statements. */
+function handedElsewhere(file: SourceFile, name: string, calledNames: ReadonlySet<SyntaxNode>): boolean {
+  for (const id of file.nodesOfType('identifier')) {
+    if (calledNames.has(id) || file.textOf(id) !== name) continue;
+    let n: SyntaxNode | null = id.parent;
+    while (n !== null && n.type !== 'import_from_statement' && n.type !== 'import_statement' && n.type !== 'module') n = n.parent;
+    if (n?.type === 'import_from_statement' || n?.type === 'import_statement') continue;
+    return true;
+  }
+  return false;
+}

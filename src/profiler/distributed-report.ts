@@ -3,7 +3,7 @@
 // failed and how, and what DDP holds. Pure: no I/O.
 import * as fs from 'node:fs';
 import type { DdpInfo, DistributedOutcome, FsdpUnitInfo, RankOutcome, RankStatus } from './distributed';
-import type { ModuleStats, ProfileReport, SourceLocation } from './report';
+import { moduleFigures, type ModuleFigures, type ProfileReport, type SourceLocation } from './report';
 import { collectiveErrors, collectiveSites, formatCollectives, type CollectiveSite } from './collectives';
 import { formatBytes } from './units';
 
@@ -49,16 +49,8 @@ export interface MergedLine extends SourceLocation {
 }
 
 /** One nn.Module's figures in one rank (per step; each including its submodules, as the rank's report has them). */
-export interface RankModuleFigures {
+export interface RankModuleFigures extends ModuleFigures {
   readonly rank: number;
-  readonly calls: number;
-  readonly params: number;
-  readonly grads: number;
-  readonly optimizer: number;
-  readonly saved: number;
-  readonly forwardAlloc: number;
-  readonly backwardAlloc: number;
-  readonly liveAtPeak: number;
 }
 
 /** A module of the profiled model (by its root class and path) as every rank measured it. */
@@ -186,7 +178,7 @@ function mergeModules(outcomes: readonly RankOutcome[]): MergedModule[] {
     for (const m of outcome.report?.modules ?? []) {
       const k = `${m.root}\0${m.path}`;
       const entry = merged.get(k) ?? { root: m.root, path: m.path, type: m.type, ranks: [] };
-      entry.ranks.push(rankModule(outcome.rank, m));
+      entry.ranks.push({ rank: outcome.rank, ...moduleFigures(m) });
       merged.set(k, entry);
     }
   }
@@ -196,20 +188,6 @@ function mergeModules(outcomes: readonly RankOutcome[]): MergedModule[] {
   }));
   // Worst rank's weight first; ties keep the tree's order (a root before its submodules, paths in order).
   return modules.sort((a, b) => moduleWeight(b.ranks[0]) - moduleWeight(a.ranks[0]) || a.root.localeCompare(b.root) || a.path.localeCompare(b.path));
-}
-
-function rankModule(rank: number, m: ModuleStats): RankModuleFigures {
-  return {
-    rank,
-    calls: m.calls,
-    params: m.params,
-    grads: m.grads,
-    optimizer: m.optimizer,
-    saved: m.saved,
-    forwardAlloc: m.forward_alloc,
-    backwardAlloc: m.backward_alloc,
-    liveAtPeak: m.live_at_peak,
-  };
 }
 
 function mergeLeaks(outcomes: readonly RankOutcome[]): MergedLeak[] {

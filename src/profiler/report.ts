@@ -302,6 +302,32 @@ export interface ModuleStats {
   readonly live_at_peak: Bytes;
 }
 
+/** A module's per-step figures in the editor's and the merged reports' camel case (ModuleStats keeps the harness's keys). */
+export interface ModuleFigures {
+  readonly calls: number;
+  readonly params: Bytes;
+  readonly grads: Bytes;
+  readonly optimizer: Bytes;
+  readonly saved: Bytes;
+  readonly forwardAlloc: Bytes;
+  readonly backwardAlloc: Bytes;
+  readonly liveAtPeak: Bytes;
+}
+
+/** The harness's figures of one module (already per step) under the TypeScript side's names. */
+export function moduleFigures(m: ModuleStats): ModuleFigures {
+  return {
+    calls: m.calls,
+    params: m.params,
+    grads: m.grads,
+    optimizer: m.optimizer,
+    saved: m.saved,
+    forwardAlloc: m.forward_alloc,
+    backwardAlloc: m.backward_alloc,
+    liveAtPeak: m.live_at_peak,
+  };
+}
+
 /**
  * A multi-process DataLoader the script iterated, at the user line that built it. Worker memory is USS/PSS,
  * never RSS (which counts every page a worker shares with the main process once per worker).

@@ -1,6 +1,6 @@
 // Messages between the extension and the memory summary webview (media/summary.js), and the view model
 // it renders. Plain types shared by both sides; no `vscode` here.
-import type { MemoryKind } from '../../profiler/report';
+import type { MemoryKind, ModuleFigures } from '../../profiler/report';
 import type { RanksView } from '../ranks/ranksView';
 
 export interface LineRow {
@@ -41,7 +41,7 @@ export interface TimelineView {
 }
 
 /** One nn.Module of the per-module breakdown (report.modules), in tree order; per-step byte figures. */
-export interface ModuleRow {
+export interface ModuleRow extends ModuleFigures {
   /** `GPT/transformer.h.3.mlp`: unique across roots. */
   readonly id: string;
   /** The parent's id, or null for a root model. */
@@ -50,14 +50,6 @@ export interface ModuleRow {
   /** Last path component (`mlp`), or the root's class name. */
   readonly name: string;
   readonly type: string;
-  readonly calls: number;
-  readonly params: number;
-  readonly grads: number;
-  readonly optimizer: number;
-  readonly saved: number;
-  readonly forwardAlloc: number;
-  readonly backwardAlloc: number;
-  readonly liveAtPeak: number;
 }
 
 /** What `memhint predict` adds: the allocator model's figures and the what-ifs it ran with. */

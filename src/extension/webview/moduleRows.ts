@@ -1,5 +1,5 @@
 // The per-module breakdown (report.modules) as tree rows for the summary. Pure; no `vscode` here.
-import type { ModuleStats } from '../../profiler/report';
+import { moduleFigures, type ModuleStats } from '../../profiler/report';
 import type { ModuleRow } from './messages';
 
 /**
@@ -28,15 +28,8 @@ export function moduleRows(modules: readonly ModuleStats[]): ModuleRow[] {
       depth,
       name: m.path === '' ? m.root : m.path.slice(m.path.lastIndexOf('.') + 1),
       type: m.type,
-      calls: m.calls,
-      params: m.params,
-      grads: m.grads,
-      optimizer: m.optimizer,
       // The harness already divides these by the profiled steps.
-      saved: m.saved,
-      forwardAlloc: m.forward_alloc,
-      backwardAlloc: m.backward_alloc,
-      liveAtPeak: m.live_at_peak,
+      ...moduleFigures(m),
     });
   }
   return rows;

@@ -69,7 +69,9 @@ function moduleBindings(file: SourceFile): Map<string, SyntaxNode[]> {
     const right = childByField(a, 'right');
     if (left?.type !== 'identifier' || right === null) continue;
     const key = file.textOf(left);
-    out.set(key, [...(out.get(key) ?? []), right]);
+    const list = out.get(key);
+    if (list === undefined) out.set(key, [right]);
+    else list.push(right);
   }
   return out;
 }

@@ -4,7 +4,7 @@
 // where it is defined. It counts here only when this file backpropagates that very method's output
 // somewhere (the update step's `policy_loss` is computed from `self.policy.sample(state_batch)`'s
 // `log_pi`): then the method records a graph, and so does every other call of it made with autograd on.
-import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
+import { childByField, firstStartingAtOrAfter, type SourceFile, type SyntaxNode } from '../syntax';
 import { backwardTargets, callsByScope, forwardReceiver, isModelKey, keyOf, scopeOf } from './models';
 import { traceForwards } from './backprop';
 import { flowOf, flowSignature } from './flow';
@@ -115,8 +115,12 @@ export function methodForwardCalls(file: SourceFile, scope: SyntaxNode): { reado
   if (methods.size === 0) return [];
   const out: { call: SyntaxNode; receiver: string }[] = [];
   for (const name of new Set([...methods].map((k) => k.slice(k.lastIndexOf('.') + 1)))) {
-    for (const call of callsNamed(file, name)) {
-      if (call.start < scope.start || call.start >= scope.end || scopeOf(call) !== scope) continue;
+    // The calls are in document order: only those starting inside the scope, found by bisection (a scan of
+    // every call of the name per scope was scopes x calls on a long file).
+    const calls = callsNamed(file, name);
+    for (let i = firstStartingAtOrAfter(calls, scope.start); i < calls.length && calls[i].start < scope.end; i++) {
+      const call = calls[i];
+      if (scopeOf(call) !== scope) continue;
       const key = methodKey(file, call);
       const receiver = methodReceiver(file, call);
       if (key !== null && receiver !== null && methods.has(key)) out.push({ call, receiver });

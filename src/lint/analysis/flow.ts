@@ -70,6 +70,12 @@ export class ScopeFlow {
   readonly defs = new Map<string, Def[]>();
   private readonly defTaint = new Map<Def, Taint>();
   private readonly backwardKeys = new Set<string>();
+  /**
+   * Answers to outside questions (taintOf at depth 0), per expression: rules ask about the same calls many
+   * times (MH010 traces each D input through every call it reaches, asking each call's taint), and each
+   * answer walks up to MAX_DEPTH receivers and operands. Valid as long as the flow is (see flowOf).
+   */
+  private readonly outsideTaint = new Map<SyntaxNode, Taint>();
   private depth = 0;
 
   constructor(
@@ -111,9 +117,16 @@ export class ScopeFlow {
   taintOf(expr: SyntaxNode | null): Taint {
     if (expr === null) return Taint.Unknown;
     if (this.depth > MAX_DEPTH) return Taint.Unknown;
+    const outside = this.depth === 0;
+    if (outside) {
+      const known = this.outsideTaint.get(expr);
+      if (known !== undefined) return known;
+    }
     this.depth++;
     try {
-      return this.evaluate(expr);
+      const t = this.evaluate(expr);
+      if (outside) this.outsideTaint.set(expr, t);
+      return t;
     } finally {
       this.depth--;
     }

@@ -1228,7 +1228,7 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   // `config.DEVICE` / `from config import DEVICE`: a module-level value of another module of the project.
   const imported = values === null && (arg.type === 'identifier' || arg.type === 'attribute') ? importedValue(file, arg) : null;
   if (imported !== null && isCudaDevice(imported.module.file, imported.node!, depth + 1)) return true;
-  return arg.type === 'attribute' && argparseDefaultIsCuda(file, arg);
+  return arg.type === 'attribute' && argparseCudaDevice(file, arg);
 }
 
 /** The module-level value of another module of the project a name of this file refers to, or null. */
@@ -1318,10 +1318,11 @@ export function isNeverCuda(file: SourceFile, target: SyntaxNode): boolean {
 }
 
 /**
- * `args.device` with `parser.add_argument("--device", default="cuda")` in the file, or in the module of the
- * project whose function built `args` (`args = get_arguments()` imported from args.py).
+ * `args.device` with `parser.add_argument("--device", default="cuda")` (or `args.gpu` with `type=int`) in the
+ * file, or in the module of the project whose function built `args` (`args = get_arguments()` imported from
+ * args.py).
  */
-function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
+function argparseCudaDevice(file: SourceFile, attr: SyntaxNode): boolean {
   const name = childByField(attr, 'attribute');
   if (name === null) return false;
   if (argparseDeclaresCuda(file, file.textOf(name))) return true;
@@ -1333,28 +1334,42 @@ function argparseDefaultIsCuda(file: SourceFile, attr: SyntaxNode): boolean {
   });
 }
 
-/** Whether `--<flag>` (or its dashed spelling) is first declared in `file` with a CUDA default. */
+/**
+ * Whether `--<flag>` (or its dashed spelling) is first declared in `file` as a CUDA device: a CUDA default
+ * (`default="cuda:0"`), or an integer (`type=int`), which where a device goes is a GPU index
+ * (`torch.device(args.device_index if use_cuda else "cpu")`, as `torch.device(0)` is cuda:0).
+ */
 function argparseDeclaresCuda(file: SourceFile, flag: string): boolean {
   const declared = argparseFlags(file);
   // The first add_argument (in document order) declaring either spelling decides.
   const found = [declared.get(`--${flag}`), declared.get(`--${flag.replace(/_/g, '-')}`)].filter((d) => d !== undefined);
   if (found.length === 0) return false;
-  return found.reduce((a, b) => (b.order < a.order ? b : a)).defaultIsCuda;
+  const first = found.reduce((a, b) => (b.order < a.order ? b : a));
+  return first.defaultIsCuda || first.integer;
 }
 
-const argparseFlagMemo = new VersionMemo<ReadonlyMap<string, { order: number; defaultIsCuda: boolean }>>('MH009.argparseFlags');
+interface ArgparseFlag {
+  /** Position among the file's add_argument calls. */
+  readonly order: number;
+  readonly defaultIsCuda: boolean;
+  /** Declared `type=int`. */
+  readonly integer: boolean;
+}
 
-/** Each flag's first `add_argument` in the file (its position among them, and whether its default is CUDA): one pass per version. */
-function argparseFlags(file: SourceFile): ReadonlyMap<string, { order: number; defaultIsCuda: boolean }> {
+const argparseFlagMemo = new VersionMemo<ReadonlyMap<string, ArgparseFlag>>('MH009.argparseFlags');
+
+/** Each flag's first `add_argument` in the file: one pass per version. */
+function argparseFlags(file: SourceFile): ReadonlyMap<string, ArgparseFlag> {
   return argparseFlagMemo.get(file, (f) => {
-    const flags = new Map<string, { order: number; defaultIsCuda: boolean }>();
+    const flags = new Map<string, ArgparseFlag>();
     callsNamed(f, 'add_argument').forEach((call, order) => {
       const first = positionalArguments(call)[0];
       if (first === undefined || first.type !== 'string') return;
       const flag = f.textOf(first).slice(1, -1);
       if (flags.has(flag)) return;
       const dflt = keywordArgument(f, call, 'default');
-      flags.set(flag, { order, defaultIsCuda: dflt !== null && /^['"]cuda/.test(f.textOf(dflt)) });
+      const type = keywordArgument(f, call, 'type');
+      flags.set(flag, { order, defaultIsCuda: dflt !== null && /^['"]cuda/.test(f.textOf(dflt)), integer: type !== null && f.textOf(type) === 'int' });
     });
     return flags;
   });

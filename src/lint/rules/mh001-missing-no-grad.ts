@@ -522,9 +522,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
         start: call.start,
         end: call.end,
         message:
-          `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is False: no backward follows), ` +
+          `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is ${shorten(flagPath.value)}: no backward follows), ` +
           `so every intermediate activation stays allocated for a backward pass that never comes. Make that call under \`with torch.no_grad():\`, ` +
-          `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.flag}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
+          `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.condition}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
         fix: null,
       });
       break;

@@ -22,6 +22,7 @@ import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
 import { graphFreeIntent } from '../analysis/volatile-inputs';
 import { calledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
+import { ownInferenceDataPass } from '../analysis/imported-data-passes';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -398,9 +399,11 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   }
   // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
   // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
-  // its file reports it, not every call.
+  // its file reports it, not every call; so is one that walks a data set of its own and trains nothing
+  // (swa's `utils.bn_update(loader, model)`).
   for (const { call, receiver, definedIn, callee } of importedFunctionForwardCalls(file, scope)) {
-    if (!out.some((c) => c.call === call) && !namedLikeEvaluation(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
+    if (out.some((c) => c.call === call) || namedLikeEvaluation(callee.file, callee.node) || ownInferenceDataPass(callee.file, callee.node)) continue;
+    out.push({ call, receiver, helper: null, method: false, definedIn });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }

@@ -4,8 +4,9 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { backwardTargets, callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { nodesInScope } from '../analysis/scope-nodes';
+import { callsWithin } from '../analysis/calls';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
@@ -102,6 +103,20 @@ function underInputGradients(scope: SyntaxNode, info: ScopeInfo, call: SyntaxNod
     const region = scopeOf(site) === scope ? (enclosingLoops(site)[0] ?? scope) : scope;
     return contains(region, call);
   });
+}
+
+/**
+ * The forward runs once the scope's optimisation of its inputs is over: it sits in no loop of the scope, a
+ * loop before it backpropagates (a GAN projector's `latent.requires_grad = True` and its Adam loop over the
+ * latent), and nothing after it in the scope takes gradients (the final `img = g_ema([latent])`, only saved).
+ * The input gradients served that loop; this forward's graph serves nothing. A single attack step
+ * (`x.requires_grad_()`, `loss.backward()` outside a loop) is left alone: its forward may be the attack's.
+ */
+function afterInputOptimization(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): boolean {
+  if (enclosingLoops(call).some((l) => contains(scope, l))) return false;
+  const gradients = callsWithin(file, scope).filter((c) => backwardTargets(file, c) !== null);
+  if (gradients.some((c) => c.start >= call.end)) return false;
+  return gradients.some((c) => enclosingLoops(c).some((l) => contains(scope, l) && l.end <= call.start));
 }
 
 function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
@@ -510,7 +525,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const intent = graphFreeIntent(file, scope, call);
     if (moduleForward && intent === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozenNetwork(file, receiver, scope)) continue;
-    if (underInputGradients(scope, info, call)) continue;
+    if (underInputGradients(scope, info, call) && !afterInputOptimization(file, scope, call)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // The flow analysis does not follow a method's output: report it only where every use is visibly cut
     // from its history (`return action.detach().cpu().numpy()[0]`), never where it may be returned for a loss.

@@ -22,7 +22,7 @@ import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/
 import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
 import { graphFreeIntent } from '../analysis/volatile-inputs';
-import { calledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
+import { calledOnlyGradOffByImporters, methodCalledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
 import { ownInferenceDataPass } from '../analysis/imported-data-passes';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
@@ -510,7 +510,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   // A step function returned by a factory (`def make_val_step(): def step(x): ...; return step`): who calls it, and under what grad mode, is not visible here.
   if (isReturnedClosure(file, scope)) return [];
   // Run only by other modules of the project, every time under no_grad: nothing here records a graph.
-  if (scope.type === 'function_definition' && !calledInFile(file, scope) && calledOnlyGradOffByImporters(file, scope)) return [];
+  if (scope.type === 'function_definition' && !calledInFile(file, scope) && (calledOnlyGradOffByImporters(file, scope) || methodCalledOnlyGradOffByImporters(file, scope))) return [];
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;

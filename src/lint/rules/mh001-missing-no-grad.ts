@@ -4,8 +4,9 @@ import { childByField, contains, firstNamedChild, firstStartingAtOrAfter, namedC
 import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingLoops, positionalArguments, keywordArgument } from '../analysis/context';
 import { importBindings, qualifiedName } from '../analysis/imports';
-import { callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, scopeOf } from '../analysis/models';
+import { backwardTargets, callsByScope, computesGradients, enclosingClass, forwardReceiver, inputGradientSites, isModelKey, keyOf, scopeOf } from '../analysis/models';
 import { nodesInScope } from '../analysis/scope-nodes';
+import { callsWithin } from '../analysis/calls';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
 import { factsSignature, flowOf, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
@@ -21,7 +22,8 @@ import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/
 import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
 import { graphFreeIntent } from '../analysis/volatile-inputs';
-import { calledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
+import { calledOnlyGradOffByImporters, methodCalledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
+import { ownInferenceDataPass } from '../analysis/imported-data-passes';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
 
 const EVAL_TOKENS = new Set(['eval', 'evaluate', 'evaluation', 'evaluating', 'validate', 'validation', 'val', 'valid', 'test', 'testing', 'predict', 'prediction', 'predictions', 'infer', 'inference']);
@@ -101,6 +103,20 @@ function underInputGradients(scope: SyntaxNode, info: ScopeInfo, call: SyntaxNod
     const region = scopeOf(site) === scope ? (enclosingLoops(site)[0] ?? scope) : scope;
     return contains(region, call);
   });
+}
+
+/**
+ * The forward runs once the scope's optimisation of its inputs is over: it sits in no loop of the scope, a
+ * loop before it backpropagates (a GAN projector's `latent.requires_grad = True` and its Adam loop over the
+ * latent), and nothing after it in the scope takes gradients (the final `img = g_ema([latent])`, only saved).
+ * The input gradients served that loop; this forward's graph serves nothing. A single attack step
+ * (`x.requires_grad_()`, `loss.backward()` outside a loop) is left alone: its forward may be the attack's.
+ */
+function afterInputOptimization(file: SourceFile, scope: SyntaxNode, call: SyntaxNode): boolean {
+  if (enclosingLoops(call).some((l) => contains(scope, l))) return false;
+  const gradients = callsWithin(file, scope).filter((c) => backwardTargets(file, c) !== null);
+  if (gradients.some((c) => c.start >= call.end)) return false;
+  return gradients.some((c) => enclosingLoops(c).some((l) => contains(scope, l) && l.end <= call.start));
 }
 
 function isEvalFunctionName(file: SourceFile, fn: SyntaxNode): boolean {
@@ -398,9 +414,11 @@ function candidates(file: SourceFile, scope: SyntaxNode): Candidate[] {
   }
   // A routine of another module handed the model (`beam_search(src, model, ...)`) is part of the caller's
   // evaluation. One named like evaluation (`evaluate(model, loader)`) is an evaluation function of its own:
-  // its file reports it, not every call.
+  // its file reports it, not every call; so is one that walks a data set of its own and trains nothing
+  // (swa's `utils.bn_update(loader, model)`).
   for (const { call, receiver, definedIn, callee } of importedFunctionForwardCalls(file, scope)) {
-    if (!out.some((c) => c.call === call) && !namedLikeEvaluation(callee.file, callee.node)) out.push({ call, receiver, helper: null, method: false, definedIn });
+    if (out.some((c) => c.call === call) || namedLikeEvaluation(callee.file, callee.node) || ownInferenceDataPass(callee.file, callee.node)) continue;
+    out.push({ call, receiver, helper: null, method: false, definedIn });
   }
   return out.sort((a, b) => a.call.start - b.call.start);
 }
@@ -492,7 +510,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   // A step function returned by a factory (`def make_val_step(): def step(x): ...; return step`): who calls it, and under what grad mode, is not visible here.
   if (isReturnedClosure(file, scope)) return [];
   // Run only by other modules of the project, every time under no_grad: nothing here records a graph.
-  if (scope.type === 'function_definition' && !calledInFile(file, scope) && calledOnlyGradOffByImporters(file, scope)) return [];
+  if (scope.type === 'function_definition' && !calledInFile(file, scope) && (calledOnlyGradOffByImporters(file, scope) || methodCalledOnlyGradOffByImporters(file, scope))) return [];
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;
@@ -507,7 +525,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const intent = graphFreeIntent(file, scope, call);
     if (moduleForward && intent === null) continue;
     if (gradOffAt(file, call) || gradMaybeOffAt(file, call) || isFrozenNetwork(file, receiver, scope)) continue;
-    if (underInputGradients(scope, info, call)) continue;
+    if (underInputGradients(scope, info, call) && !afterInputOptimization(file, scope, call)) continue;
     if (helper !== null && reportedInHelper(file, helper)) continue;
     // The flow analysis does not follow a method's output: report it only where every use is visibly cut
     // from its history (`return action.detach().cpu().numpy()[0]`), never where it may be returned for a loss.
@@ -522,9 +540,9 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
         start: call.start,
         end: call.end,
         message:
-          `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is False: no backward follows), ` +
+          `\`${receiver}(…)\` runs with autograd recording when \`${site}\` selects the evaluation path (\`${flagPath.flag}\` is ${shorten(flagPath.value)}: no backward follows), ` +
           `so every intermediate activation stays allocated for a backward pass that never comes. Make that call under \`with torch.no_grad():\`, ` +
-          `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.flag}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
+          `or run this function's loop under \`with torch.set_grad_enabled(${flagPath.condition}):\`. Do not decorate ${where} with \`@torch.no_grad()\`: it also trains.`,
         fix: null,
       });
       break;

@@ -103,20 +103,57 @@ function isPlainWrap(file: SourceFile, expr: SyntaxNode): boolean {
   return /^(autograd\.|torch\.autograd\.)?Variable$/.test(file.textOf(fn)) && args.length === 1 && isPlainWrap(file, args[0]);
 }
 
-/** The right side of the last plain `name = ...` of the scope (not of nested functions) before `before`. */
-function latestAssignment(file: SourceFile, scope: SyntaxNode, name: string, before: number): { node: SyntaxNode; right: SyntaxNode; start: number } | null {
-  let best: { node: SyntaxNode; right: SyntaxNode; start: number } | null = null;
-  const stack = [scope];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (n.start >= before) continue;
-    if (n !== scope && (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda')) continue;
-    if (n.type === 'assignment') {
-      const left = childByField(n, 'left');
-      const right = childByField(n, 'right');
-      if (left?.type === 'identifier' && right !== null && file.textOf(left) === name && n.end <= before && (best === null || n.start > best.start)) best = { node: n, right, start: n.start };
+/** A plain `name = ...` of a scope: the assignment, its right side and where it starts. */
+interface PlainAssignment {
+  readonly node: SyntaxNode;
+  readonly right: SyntaxNode;
+  readonly start: number;
+}
+
+/**
+ * The plain `name = ...` assignments of each scope (not of nested functions, classes or lambdas) by name,
+ * sorted by start: one walk of the scope per version, where a walk per identifier argument of every call
+ * made a long script's module scope quadratic (16% of a 5 MB lint's CPU).
+ */
+const plainAssignmentsByName = new VersionMemo<ReadonlyMap<string, readonly PlainAssignment[]>>('volatile-inputs.assignments');
+
+function plainAssignments(file: SourceFile, scope: SyntaxNode): ReadonlyMap<string, readonly PlainAssignment[]> {
+  return plainAssignmentsByName.keyed(file, scope, () => {
+    const byName = new Map<string, PlainAssignment[]>();
+    const stack = [scope];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n !== scope && (n.type === 'function_definition' || n.type === 'class_definition' || n.type === 'lambda')) continue;
+      if (n.type === 'assignment') {
+        const left = childByField(n, 'left');
+        const right = childByField(n, 'right');
+        if (left?.type === 'identifier' && right !== null) {
+          const name = file.textOf(left);
+          const list = byName.get(name);
+          if (list === undefined) byName.set(name, [{ node: n, right, start: n.start }]);
+          else list.push({ node: n, right, start: n.start });
+        }
+      }
+      for (const c of n.children) stack.push(c);
     }
-    for (const c of n.children) stack.push(c);
+    // The walk pops the last child first; the search below wants document order.
+    for (const list of byName.values()) list.sort((a, b) => a.start - b.start);
+    return byName;
+  });
+}
+
+/** The right side of the last plain `name = ...` of the scope (not of nested functions) ending by `before`. */
+function latestAssignment(file: SourceFile, scope: SyntaxNode, name: string, before: number): PlainAssignment | null {
+  const list = plainAssignments(file, scope).get(name);
+  if (list === undefined) return null;
+  // Assignments starting before `before`, the latest first: the first that also ends by it is the latest
+  // such (no two assignments start at one offset; those still open at `before` hold the call).
+  let hi = list.length;
+  for (let lo = 0; lo < hi; ) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid].start < before) lo = mid + 1;
+    else hi = mid;
   }
-  return best;
+  for (let i = hi - 1; i >= 0; i--) if (list[i].node.end <= before) return list[i];
+  return null;
 }

@@ -18,6 +18,7 @@ import { inferenceSignature, reachesGradients } from '../analysis/inference';
 import { numberThroughProject } from '../analysis/project-number-returns';
 import { isTestFunction } from './mh001-missing-no-grad';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
+import { mayAppendTensorMethod } from './mh002-fix-targets';
 
 const STORE_METHODS = new Set(['append', 'extend', 'insert', 'appendleft']);
 /** Expressions that can take `.detach()` without parentheses. */
@@ -612,7 +613,7 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     let fix: Fix | null = null;
     if (sink.kind === 'accumulate') {
       const method = accumulatorMethod(file, flow, sink, key, leaves);
-      const fixable = leaves.length > 0 && leaves.every((l) => !NOT_A_TENSOR.has(l.type));
+      const fixable = leaves.length > 0 && leaves.every((l) => !NOT_A_TENSOR.has(l.type) && mayAppendTensorMethod(file, flow, l));
       const edits = fixable ? leaves.map((l) => appendCall(file, l, method)) : [];
       // Show the value as the fix would leave it (`loss.item() * x.size(0)`), never `a * b.item()`.
       const suggested = fixable ? shorten(editedText(file, sink.value, edits)) : PRIMARY.has(sink.value.type) ? `${short}.item()` : `(${short}).item()`;
@@ -625,14 +626,14 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
       message =
         `\`${file.textOf(sink.node).split('\n')[0]}\` hands a tensor with autograd history to \`${key}\`, which keeps it across iterations: every step's graph stays alive. ` +
         `Pass \`${short}.${method}()\` instead.`;
-      if (!NOT_A_TENSOR.has(sink.value.type)) fix = { title: `Pass ${short}.${method}()`, edits: [appendCall(file, sink.value, method)] };
+      if (!NOT_A_TENSOR.has(sink.value.type) && mayAppendTensorMethod(file, flow, sink.value)) fix = { title: `Pass ${short}.${method}()`, edits: [appendCall(file, sink.value, method)] };
     } else {
       message =
         `Storing \`${short}\` in \`${key}\` keeps its autograd graph alive after the step (and its activations if no backward runs through it). ` +
         (NOT_A_TENSOR.has(sink.value.type)
           ? 'Store detached tensors in it (`.detach()`, or `.item()` for scalars).'
           : `Store \`${PRIMARY.has(sink.value.type) ? short : `(${short})`}.detach()\` (or \`.item()\` for a scalar).`);
-      if (leaves.length > 0 && !NOT_A_TENSOR.has(sink.value.type) && (sink.node.type !== 'call' || !/\.extend$/.test(file.textOf(childByField(sink.node, 'function') ?? sink.node)))) {
+      if (leaves.length > 0 && !NOT_A_TENSOR.has(sink.value.type) && mayAppendTensorMethod(file, flow, sink.value) && (sink.node.type !== 'call' || !/\.extend$/.test(file.textOf(childByField(sink.node, 'function') ?? sink.node)))) {
         fix = { title: 'Store a detached tensor', edits: [appendCall(file, sink.value, 'detach')] };
       }
     }

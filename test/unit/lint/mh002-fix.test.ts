@@ -116,4 +116,105 @@ describe('MH002 retained-graph fix', () => {
     assert.match(before, /\[True, True, True, True, True, True\]$/);
     assert.match(after, /\[False, False, False, False, False, False\]$/);
   });
+
+  // A dict holding one loss is tainted as a whole, so every entry read from it is reported (the finding is
+  // the rule's call); `.detach()` on its int epoch, or on a dict of gradients, raised AttributeError where
+  // the code used to run. The fix is offered only where the value is a tensor.
+  const DICTS = [
+    'import torch',
+    '',
+    'def train(model, loader, opt, criterion, epochs=2):',
+    "    best = {'epoch': 0, 'loss': 0.0}",
+    '    best_epochs = []',
+    '    best_losses = []',
+    '    for epoch in range(epochs):',
+    '        total = 0.0',
+    '        for x, y in loader:',
+    '            loss = criterion(model(x), y)',
+    '            opt.zero_grad()',
+    '            loss.backward()',
+    '            opt.step()',
+    '            total = total + loss',
+    "        best['epoch'] = epoch",
+    "        best['loss'] = total",
+    "        best_epochs.append(best['epoch'])",
+    "        best_losses.append(best['loss'])",
+    '    return best_epochs, best_losses',
+    '',
+    'def meta_grads(model, tasks, criterion):',
+    '    params = list(model.parameters())',
+    '    names = [n for n, _ in model.named_parameters()]',
+    '    per_task = []',
+    '    for x, y in tasks:',
+    '        loss = criterion(model(x), y)',
+    '        grads = torch.autograd.grad(loss, params, create_graph=True)',
+    '        named = {n: g for n, g in zip(names, grads)}',
+    '        per_task.append(named)',
+    '    return per_task',
+    '',
+    'def outputs(model, loader, opt):',
+    '    seen = []',
+    '    for x, y in loader:',
+    "        out = {'loss': model(x).sum(), 'n': x.shape[0]}",
+    "        out['loss'].backward()",
+    '        opt.step()',
+    "        seen.append(out['loss'])",
+    '    return seen',
+    '',
+    'def epoch_losses(model, loader, opt, criterion, epochs=2):',
+    '    history = []',
+    '    for epoch in range(epochs):',
+    '        loss = 0.',
+    '        for x, y in loader:',
+    '            batch_loss = criterion(model(x), y)',
+    '            opt.zero_grad()',
+    '            batch_loss.backward()',
+    '            opt.step()',
+    '            loss += batch_loss',
+    '        history.append(loss)',
+    '    return history',
+    '',
+  ].join('\n');
+
+  it('offers no fix on a dict entry that holds a number or on a name bound to a dict; keeps it on tensors', async () => {
+    const findings = only(await lint(DICTS), 'MH002');
+    const fixed = (line: number) => {
+      const f = findings.find((x) => lineOf(DICTS, x.start) === line);
+      assert.ok(f, `MH002 on line ${line}`);
+      return f.fix !== null;
+    };
+    assert.equal(fixed(17), false, "best['epoch'] is an int");
+    assert.equal(fixed(29), false, 'named is a dict of gradients');
+    assert.equal(fixed(18), true, "best['loss'] was last written with a loss");
+    assert.equal(fixed(38), true, "out['loss'] is a tensor in the dict literal");
+    assert.equal(fixed(14), true);
+    // `loss = 0.` then `loss += batch_loss`: a tensor once the loop ran (the accumulator itself).
+    assert.equal(fixed(DICTS.split('\n').indexOf('        history.append(loss)') + 1), true);
+  });
+
+  it('every fix it offers on dict-held values leaves a program that runs (real torch)', async function () {
+    if (!hasTorch()) this.skip();
+    let fixed = DICTS;
+    for (let round = 0; round < 10; round++) {
+      const next = only(await lint(fixed), 'MH002').find((f) => f.fix !== null);
+      if (next === undefined) break;
+      fixed = applyFix(fixed, next.fix!);
+    }
+    assert.ok(fixed.includes("seen.append(out['loss'].detach())"), fixed);
+    assert.ok(fixed.includes('total = total + loss.item()'), fixed);
+    const run = [
+      fixed,
+      'torch.manual_seed(0)',
+      'model = torch.nn.Linear(4, 1)',
+      'opt = torch.optim.SGD(model.parameters(), lr=0.01)',
+      'loader = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(3)]',
+      'epochs, losses = train(model, loader, opt, torch.nn.functional.mse_loss)',
+      'grads = meta_grads(model, loader, torch.nn.functional.mse_loss)',
+      'seen = outputs(model, loader, opt)',
+      'history = epoch_losses(model, loader, opt, torch.nn.functional.mse_loss)',
+      'print(epochs, [type(l).__name__ for l in losses], len(grads), [s.grad_fn is None for s in seen], [type(h).__name__ for h in history])',
+      '',
+    ].join('\n');
+    assert.equal(runPython(run).trim(), "[0, 1] ['float', 'float'] 3 [True, True, True] ['float', 'float']");
+  });
 });

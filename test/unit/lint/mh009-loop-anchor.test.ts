@@ -6,9 +6,8 @@
 // fresh linter's.
 import * as assert from 'node:assert/strict';
 import { lintFile, defaultSettings } from '../../../src/lint';
-import { NodeMemo } from '../../../src/lint/session';
-import type { SourceFile, SyntaxNode } from '../../../src/lint/syntax';
 import { findingsView as view, getLinter, getOracle } from './harness';
+import { countingMemo } from './memo-counting';
 
 const MAIN = `import torch
 from torch.utils.data import DataLoader
@@ -36,36 +35,9 @@ def main(pin=True, device='cuda'):
     print('done', 1)
 `;
 
-type Method = (this: NodeMemo<unknown>, ...args: unknown[]) => unknown;
-
-/**
- * Runs `body` counting the computes of MH009's loop memo in `session`: its tracked lookups (with or
- * without a body anchor) are wrapped meanwhile, the compute being their last argument.
- */
+/** Runs `body` counting the computes of MH009's loop memo in `session`. */
 function countingLoopComputes<T>(session: unknown, body: (count: () => number) => T): T {
-  const proto = NodeMemo.prototype as unknown as Record<'getTracked' | 'getTrackedWithin', Method>;
-  const originals = { getTracked: proto.getTracked, getTrackedWithin: proto.getTrackedWithin };
-  let computes = 0;
-  for (const method of ['getTracked', 'getTrackedWithin'] as const) {
-    const original = originals[method];
-    proto[method] = function (...args) {
-      // The oracle's lints run the same descriptor in a session of their own: not counted.
-      if (this.name !== 'MH009.loop' || (args[0] as SourceFile).session !== session) return original.apply(this, args);
-      const compute = args[args.length - 1] as (n: SyntaxNode) => unknown;
-      return original.apply(this, [
-        ...args.slice(0, -1),
-        (n: SyntaxNode) => {
-          computes++;
-          return compute(n);
-        },
-      ]);
-    };
-  }
-  try {
-    return body(() => computes);
-  } finally {
-    Object.assign(proto, originals);
-  }
+  return countingMemo('MH009.loop', session, (counts) => body(() => counts().computes));
 }
 
 describe('MH009: per-loop results in a giant def main()', () => {

@@ -4,36 +4,10 @@
 // linter's does.
 import * as assert from 'node:assert/strict';
 import { lintFile, defaultSettings } from '../../../src/lint';
-import { NodeMemo } from '../../../src/lint/session';
-import type { SourceFile } from '../../../src/lint/syntax';
 import { findingsView as view, getLinter, getOracle } from './harness';
+import { countingMemo } from './memo-counting';
 
 const DESCRIPTOR = 'MH015.statementNames';
-
-/** Counts the lookups and computes of the NodeMemo `DESCRIPTOR` in `session` while `body` runs. */
-function counting<T>(session: unknown, body: (counts: () => { lookups: number; computes: number }) => T): T {
-  const proto = NodeMemo.prototype as unknown as { get: (this: NodeMemo<unknown>, ...args: unknown[]) => unknown };
-  const original = proto.get;
-  let lookups = 0;
-  let computes = 0;
-  proto.get = function (...args) {
-    if (this.name !== DESCRIPTOR || (args[0] as SourceFile).session !== session) return original.apply(this, args);
-    lookups++;
-    const compute = args[args.length - 1] as (...a: unknown[]) => unknown;
-    return original.apply(this, [
-      ...args.slice(0, -1),
-      (...a: unknown[]) => {
-        computes++;
-        return compute(...a);
-      },
-    ]);
-  };
-  try {
-    return body(() => ({ lookups, computes }));
-  } finally {
-    proto.get = original;
-  }
-}
 
 // `x` requires grad for the saliency map a later statement of main reads (`x.grad`); `z` is unused noise.
 // `y` is read in an edit below.
@@ -67,7 +41,7 @@ async function editingMain(body: (edit: Edit, first: View) => void): Promise<voi
   try {
     const first = view(lintFile(doc.source, defaultSettings));
     assert.deepEqual(first, view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    counting(doc.source.session, (counts) => {
+    countingMemo(DESCRIPTOR, doc.source.session, (counts) => {
       body((from, to) => {
         const at = text.indexOf(from);
         assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);

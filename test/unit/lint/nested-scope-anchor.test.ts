@@ -6,43 +6,8 @@
 // them; either way the findings are a fresh linter's.
 import * as assert from 'node:assert/strict';
 import { lintFile, defaultSettings } from '../../../src/lint';
-import { NodeMemo } from '../../../src/lint/session';
-import type { SourceFile } from '../../../src/lint/syntax';
 import { findingsView as view, getLinter, getOracle } from './harness';
-
-type Method = (this: NodeMemo<unknown>, ...args: unknown[]) => unknown;
-const METHODS = ['get', 'getTracked', 'getTrackedWithin'] as const;
-
-/**
- * Runs `body` counting, for the NodeMemo descriptor `name` in `session`, the lookups and the computes
- * (the lookup's compute is its last argument); the oracle's lints run in sessions of their own.
- */
-function counting<T>(name: string, session: unknown, body: (counts: () => { lookups: number; computes: number }) => T): T {
-  const proto = NodeMemo.prototype as unknown as Record<(typeof METHODS)[number], Method>;
-  const originals = { get: proto.get, getTracked: proto.getTracked, getTrackedWithin: proto.getTrackedWithin };
-  let lookups = 0;
-  let computes = 0;
-  for (const method of METHODS) {
-    const original = originals[method];
-    proto[method] = function (...args) {
-      if (this.name !== name || (args[0] as SourceFile).session !== session) return original.apply(this, args);
-      lookups++;
-      const compute = args[args.length - 1] as (...a: unknown[]) => unknown;
-      return original.apply(this, [
-        ...args.slice(0, -1),
-        (...a: unknown[]) => {
-          computes++;
-          return compute(...a);
-        },
-      ]);
-    };
-  }
-  try {
-    return body(() => ({ lookups, computes }));
-  } finally {
-    Object.assign(proto, originals);
-  }
-}
+import { countingMemo } from './memo-counting';
 
 /** Opens `text`, runs `body` with an `edit(from, to)` that applies an edit and checks it against a fresh linter. */
 async function editing(text: string, descriptor: string, body: (edit: (from: string, to: string) => { lookups: number; computes: number }) => void): Promise<void> {
@@ -51,7 +16,7 @@ async function editing(text: string, descriptor: string, body: (edit: (from: str
   const doc = linter.open(text);
   try {
     assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    counting(descriptor, doc.source.session, (counts) => {
+    countingMemo(descriptor, doc.source.session, (counts) => {
       body((from, to) => {
         const at = text.indexOf(from);
         assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);

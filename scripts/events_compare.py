@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_identity  # noqa: E402
 
 LINE_FIELDS = ("self", "inclusive", "backward", "calls")
-STEP_FIELDS = ("allocated", "freed", "peak")
+STEP_FIELDS = ("allocated", "freed", "peakLive")
 EVENTS_NOTE = "MEMHINT_EVENTS=1: per-line figures"
 
 

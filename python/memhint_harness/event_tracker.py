@@ -97,6 +97,8 @@ class EventTracker(Tracker):
             self.live_bytes = feed.live
 
     def feed_call(self) -> None:
+        """A user frame starts: what its caller's line allocated until now is the caller's."""
+        self.drain()
         self.feed.call(None)  # the frame's first line event names its line
 
     def feed_line(self, key: Key) -> None:

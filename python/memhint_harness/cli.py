@@ -335,7 +335,7 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     import contextlib
 
     from .analysis import Registry, State
-    from .event_tracker import NOTE, EventTracker, start_hook
+    from .event_tracker import NOTE, EventTracker, install_module_boundary, start_hook
     from .runner import Runner
 
     if device_type != "cpu":
@@ -351,6 +351,7 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     runner.notes.append(NOTE)
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
+    install_module_boundary(tracker)
     _patch_backward(torch, tracker)
     from .workers import WorkerWatch
 

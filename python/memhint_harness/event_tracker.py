@@ -182,6 +182,27 @@ class EventTracker(Tracker):
         self._copy_figures()
 
 
+def install_module_boundary(tracker: EventTracker) -> Optional[Any]:
+    """A global forward post-hook that ends a returned user frame (`forward`) when its module call returns.
+
+    The dispatch path's module hooks run there, and their call pops a returned frame (linetrace.py): frees
+    made after that, by the caller's line (`logits, loss = model(X, Y)` dropping the last micro-step's
+    tensors), are the caller's. Without a hook, nothing runs between the return and the caller's next line,
+    and those frees would stay on the callee's return line (event_lines.py's rule for a frame's dying
+    locals). One Python call per module call. Returns the handle, or None where torch has no global hooks."""
+    from torch.nn.modules import module as module_api
+
+    register = getattr(module_api, "register_module_forward_hook", None)
+    if register is None:
+        return None
+
+    def module_returned(module, args, output):
+        if tracker.returning and not tracker.disabled:
+            tracker.poll()
+
+    return register(module_returned)
+
+
 def start_hook() -> Tuple[Optional[Any], str]:
     """The allocation hook started on this thread, or (None, why the dispatch path runs instead)."""
     from . import allochook

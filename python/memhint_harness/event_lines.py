@@ -79,8 +79,8 @@ class EventLines:
 
     # ---------------------------------------------------------------- the user stack
 
-    def call(self, key: Key) -> None:
-        """A user frame starts at line `key` (its caller's line goes on)."""
+    def call(self, key: Optional[Key]) -> None:
+        """A user frame starts at line `key` (None: named by its first line event); its caller's line goes on."""
         self.stack.append(_Frame(key, self.live))
         self._distinct = None
 

@@ -349,6 +349,8 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     # No pack hook on this path yet (saved for backward is not computed from events: NOTE).
     runner = Runner(tracker, state, channel, options, saved_tensors=False)
     runner.notes.append(NOTE)
+    if options.budget is not None:
+        runner.notes.append("MEMHINT_EVENTS=1: --budget is not checked on the event path yet")
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
     install_module_boundary(tracker)

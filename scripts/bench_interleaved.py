@@ -158,14 +158,25 @@ def main():
         torch.autograd.backward, torch.autograd.grad = originals
         step(*args, **kwargs)
 
+    # MEMHINT_EVENTS=1: instrument() made the event-fed tracker, whose allocation hook records from then on;
+    # it is switched off for the other arms, so that they do not pay for it (its start and stop are timed).
+    event_hook = getattr(tracker, "hook", None)
+    if event_hook is not None:
+        event_hook.stop()
+
     def profiled():
         torch.autograd.backward, torch.autograd.grad = patched
+        if event_hook is not None:
+            event_hook.start(True)
         _settrace(tracker.trace_call)
         try:
             with mode:
                 runner.call_step(step, args, kwargs)
         finally:
             sys.settrace(None)
+            if event_hook is not None:
+                tracker.poll()
+                event_hook.stop()
 
     floor_mode = pass_through_mode() if options.floor else None
 
@@ -294,7 +305,8 @@ def main():
                       "profilerMemoryCpu": summary(1, times[profiler_arm]) if profiler_arm is not None else None,
                       "pageFaultsPerStep": faults,
                       "device": options.device, "torch": str(torch.__version__), "python": sys.version.split()[0],
-                      "tracer": getattr(linetrace, "TRACER_KIND", "python")}))
+                      "tracer": getattr(linetrace, "TRACER_KIND", "python"),
+                      "path": "events" if event_hook is not None else "dispatch"}))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ const SUITES = [
   'out/test/unit/profiler-cli.test.js',
   'out/test/unit/profiler-hostile.test.js',
   'out/test/unit/profiler-allochook.test.js',
+  'out/test/unit/profiler-events.test.js',
   'out/test/unit/sampler-profile.test.js',
   'out/test/unit/extension/runProfile.test.js',
 ];

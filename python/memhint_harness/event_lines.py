@@ -21,7 +21,12 @@ EventLines turns such a stream into the per-line `self` and `backward` figures t
   a free of a block allocated before the stream began is not known (no record) and is not counted;
 - a line's self peak is the highest live level reached at one of its own (forward) allocations, above the
   level when the line began, over all its executions; a line's backward peak is the highest live level at
-  one of its nodes' allocations above the level when backward() began.
+  one of its nodes' allocations above the level when backward() began;
+- inclusive figures (`incl_c`) charge every allocation and free that the self or backward figures charge
+  once more to each distinct line of the user stack (a recursive line once), as tracker._charge_accs; a
+  line's inclusive peak is the highest live level at any allocation while it ran (its callees' and backward
+  allocations included) above the level it began at, a returned frame's reached level passing to its caller;
+- the step's totals and peak (`step_allocated`, `step_freed`, `peak`, `peak_key`) while counting.
 
 Records are keyed by address: an address is reused only after its free, which comes first in the stream.
 No torch here: the events are plain tuples, so the rules can be checked without an allocator. Not used
@@ -33,18 +38,20 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 Key = Tuple[str, int]  # (file, line)
+Figures = List[int]
 
 # Indices into the per-line figure lists, as records.LineAcc orders them.
 ALLOCATED, FREED, PEAK, ALLOCATIONS = 0, 1, 2, 3
 
 
 class _Frame:
-    __slots__ = ("key", "start", "self_max")
+    __slots__ = ("key", "start", "self_max", "incl_max")
 
     def __init__(self, key: Optional[Key], live: int):
         self.key = key
         self.start = live
         self.self_max = live
+        self.incl_max = live
 
 
 class EventLines:
@@ -57,6 +64,12 @@ class EventLines:
         self.stack: List[_Frame] = []
         self.self_c: Dict[Key, List[int]] = {}
         self.bw_c: Dict[Key, List[int]] = {}
+        self.incl_c: Dict[Key, List[int]] = {}
+        self._distinct: Optional[List[Figures]] = None  # incl_c lists of the stack's distinct lines (None: stale)
+        self.step_allocated = 0
+        self.step_freed = 0
+        self.peak = 0  # the highest live level while counting (reset by the caller at each step's start)
+        self.peak_key: Optional[Key] = None  # the line charged with the allocation that reached it
         self.in_backward = 0
         self.backward_start = 0
         self.counting = True  # False: keep the live level and records, charge nothing (warmup)
@@ -66,9 +79,10 @@ class EventLines:
 
     # ---------------------------------------------------------------- the user stack
 
-    def call(self, key: Key) -> None:
-        """A user frame starts at line `key` (its caller's line goes on)."""
+    def call(self, key: Optional[Key]) -> None:
+        """A user frame starts at line `key` (None: named by its first line event); its caller's line goes on."""
         self.stack.append(_Frame(key, self.live))
+        self._distinct = None
 
     def move(self, key: Key) -> None:
         """The top frame moves to line `key`: the line it leaves is closed (its peak)."""
@@ -77,12 +91,17 @@ class EventLines:
             return
         top = self.stack[-1]
         self._close(top)
-        top.key, top.start, top.self_max = key, self.live, self.live
+        top.key, top.start, top.self_max, top.incl_max = key, self.live, self.live, self.live
+        self._distinct = None
 
     def ret(self) -> None:
         """The top frame has returned."""
         if self.stack:
-            self._close(self.stack.pop())
+            frame = self.stack.pop()
+            self._distinct = None
+            self._close(frame)
+            if self.stack and frame.incl_max > self.stack[-1].incl_max:
+                self.stack[-1].incl_max = frame.incl_max
 
     def _close(self, frame: _Frame) -> None:
         if frame.key is None or not self.counting:
@@ -91,6 +110,32 @@ class EventLines:
         c = self._figures(self.self_c, frame.key)
         if rise > c[PEAK]:
             c[PEAK] = rise
+        rise = frame.incl_max - frame.start
+        c = self._figures(self.incl_c, frame.key)
+        if rise > c[PEAK]:
+            c[PEAK] = rise
+
+    def _stack_figures(self) -> List[Figures]:
+        """The inclusive figures of the stack's distinct lines, cached until the stack changes."""
+        distinct = self._distinct
+        if distinct is None:
+            seen = set()
+            distinct = []
+            for frame in self.stack:
+                if frame.key is not None and frame.key not in seen:
+                    seen.add(frame.key)
+                    distinct.append(self._figures(self.incl_c, frame.key))
+            self._distinct = distinct
+        return distinct
+
+    def _charge_inclusive(self, nbytes: int, freed: bool) -> None:
+        if freed:
+            for c in self._stack_figures():
+                c[FREED] += nbytes
+        else:
+            for c in self._stack_figures():
+                c[ALLOCATED] += nbytes
+                c[ALLOCATIONS] += 1
 
     # ---------------------------------------------------------------- backward
 
@@ -110,10 +155,13 @@ class EventLines:
         freed, self._pending = self._pending, 0
         if not freed or not self.counting:
             return
+        self.step_freed += freed
         if site is not None:
             self._figures(self.bw_c, site)[FREED] += freed
+            self._charge_inclusive(freed, True)
         elif self.stack and self.stack[-1].key is not None:
             self._figures(self.self_c, self.stack[-1].key)[FREED] += freed
+            self._charge_inclusive(freed, True)
 
     # ---------------------------------------------------------------- events
 
@@ -146,6 +194,13 @@ class EventLines:
         self.records[ptr] = (size, site)
         if not self.counting:
             return
+        self.step_allocated += size
+        top = self.stack[-1] if self.stack else None
+        if self.live > self.peak:
+            self.peak = self.live
+            self.peak_key = site if site is not None else top.key if top is not None else None
+        if top is not None and self.live > top.incl_max:
+            top.incl_max = self.live
         if site is not None:
             c = self._figures(self.bw_c, site)
             c[ALLOCATED] += size
@@ -153,16 +208,17 @@ class EventLines:
             rise = self.live - self.backward_start
             if rise > c[PEAK]:
                 c[PEAK] = rise
+            self._charge_inclusive(size, False)
             return
-        if not self.stack:
+        if top is None:
             return
-        top = self.stack[-1]
         if self.live > top.self_max and not self.in_backward:
             top.self_max = self.live
         if top.key is not None:
             c = self._figures(self.self_c, top.key)
             c[ALLOCATED] += size
             c[ALLOCATIONS] += 1
+            self._charge_inclusive(size, False)
 
     def _freed(self, ptr: int, op: int) -> None:
         rec = self.records.pop(ptr, None)
@@ -175,8 +231,11 @@ class EventLines:
             self._pending += rec[0]
             if op != 0 and op == self._last_op:  # inside the op that made the last allocation: polled with it
                 self._settle(self._last_site)
-        elif self.stack and self.stack[-1].key is not None:
+            return
+        self.step_freed += rec[0]
+        if self.stack and self.stack[-1].key is not None:
             self._figures(self.self_c, self.stack[-1].key)[FREED] += rec[0]
+            self._charge_inclusive(rec[0], True)
 
     @staticmethod
     def _figures(table: Dict[Key, List[int]], key: Key) -> List[int]:

@@ -552,4 +552,7 @@ class Tracker:
         self.events = None
         return events
 
+    def finish(self):
+        """The run is over (the event-fed tracker gives its hook back here); nothing to do on this path."""
+
 

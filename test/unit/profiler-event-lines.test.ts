@@ -10,7 +10,14 @@ const PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 
 type Figures = Record<string, [number, number, number, number]>; // line -> [allocated, freed, peak, allocations]
 
-function run(body: string[]): Promise<{ self: Figures; backward: Figures }> {
+interface Result {
+  self: Figures;
+  backward: Figures;
+  inclusive: Figures;
+  step: [number, number, number]; // allocated, freed, peak
+}
+
+function run(body: string[]): Promise<Result> {
   const code = [
     'import json',
     'from memhint_harness.event_lines import EventLines',
@@ -19,13 +26,15 @@ function run(body: string[]): Promise<{ self: Figures; backward: Figures }> {
     'lines = EventLines(lambda node: (F, 10) if node < 10 else (F, 11) if node < 20 else None)',
     ...body,
     'print(json.dumps({"self": {str(k[1]): v for k, v in lines.self_c.items()},',
-    '                  "backward": {str(k[1]): v for k, v in lines.bw_c.items()}}))',
+    '                  "backward": {str(k[1]): v for k, v in lines.bw_c.items()},',
+    '                  "inclusive": {str(k[1]): v for k, v in lines.incl_c.items()},',
+    '                  "step": [lines.step_allocated, lines.step_freed, lines.peak]}))',
   ].join('\n');
   return new Promise((resolve, reject) =>
     execFile(PYTHON, ['-c', code], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, stdout, stderr) =>
       error
         ? reject(new Error(stderr || error.message))
-        : resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { self: Figures; backward: Figures }),
+        : resolve(JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Result),
     ),
   );
 }
@@ -99,5 +108,36 @@ describe('event lines (per-line figures from allocator events)', function () {
     assert.deepEqual(result.self['30'], [1010, 1000, 1010, 2]);
     // The caller's peak counts the callee's 10 B still live at its allocation (the level, not its own bytes).
     assert.deepEqual(result.self['20'], [50, 10, 60, 1]);
+  });
+
+  it('charges inclusive figures to every distinct line of the stack, and keeps the step totals and peak', async () => {
+    const result = await run([
+      'lines.counting = False',
+      'lines.call(None); lines.move((F, 40))', // the step's line, set up before counting starts
+      'lines.feed([(1, 100, -1, 0)])',
+      'lines.counting = True; lines.peak = lines.live',
+      'lines.call(None); lines.move((F, 50))', // a callee
+      'lines.call(None); lines.move((F, 50))', // the same line, recursively: charged once
+      'lines.feed([(2, 1000, -1, 0), (2, -1000, -1, 0), (3, 30, -1, 0)])',
+      'lines.ret()',
+      'lines.feed([(1, -100, -1, 0)])',
+      'lines.ret()',
+      'lines.move((F, 41))', // loss.backward() in the step's frame
+      'lines.backward_begin()',
+      'lines.feed([(4, 8, 5, 0), (5, 16, 15, 0)])', // nodes of lines 10 and 11
+      'lines.backward_end()',
+      'lines.move((F, 42))',
+    ]);
+    // Line 50 ran inside line 40: its self figures are its own, inclusive once for the recursive pair.
+    assert.deepEqual(result.self['50'], [1030, 1100, 1000, 2]);
+    assert.deepEqual(result.inclusive['50'], [1030, 1100, 1000, 2]);
+    // Line 40 includes its callee's bytes; its peak is the level they reached above the level it began at
+    // (0, before counting started), as on the dispatch path; it allocated nothing itself while counted.
+    assert.deepEqual(result.inclusive['40'], [1030, 1100, 1100, 2]);
+    assert.deepEqual(result.self['40'], [0, 0, 0, 0]);
+    // Backward allocations: the nodes' lines (backward) and the backward() line's inclusive figures.
+    assert.deepEqual(result.inclusive['41'], [24, 0, 24, 2]);
+    assert.deepEqual(result.backward['10'], [8, 0, 8, 1]);
+    assert.deepEqual(result.step, [1054, 1100, 1100]);
   });
 });

@@ -1,0 +1,219 @@
+"""The event-fed tracker (issue #17; opt-in with MEMHINT_EVENTS=1, CPU, where the allocation hook builds).
+
+The dispatch path (tracker.py) runs a Python TorchDispatchMode on every aten op: ~3 us per op before any
+bookkeeping, and the mode itself changes what some kernels allocate (docs/profiler.md, "Composite kernels
+under a mode", "Gradient sums"). Here no mode is entered. The allocation hook (allochook.py) records every
+allocation and free in C++, in order, with the backward node running; the line tracer drains it with
+`take(True)` at each call, line and return of a user frame, at backward()'s start and end and at step
+boundaries, and an EventLines (event_lines.py) turns the events into the report's per-line figures with
+the dispatch path's rules.
+
+What comes from the events: per-line self, inclusive and backward figures (allocated, freed, peak,
+allocations), call counts (the line tracer's, as on the dispatch path), the step's allocated and freed
+bytes and its peak. What does not yet (no records of kinds, no module or pack hooks): modules, saved for
+backward, leaks, what is live at the peak by kind, kernel workspaces, graphs never backpropagated; the
+report's notes say so (NOTE), and those fields are empty rather than measured.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import Any, List, Optional, Tuple
+
+from .event_lines import EventLines, Key
+from .linetrace import LineTracer
+from .tracker import Tracker
+
+_get_ident = threading.get_ident
+
+ENV = "MEMHINT_EVENTS"
+
+NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls) and each step's allocated, freed "
+        "and peak bytes come from the allocation hook's events, with no dispatch mode; not computed from events "
+        "yet, so left empty here (not measured as zero): modules, saved for backward, leaks, what is live at the "
+        "peak by kind, kernel workspaces, graphs never backpropagated, the timeline within a step")
+
+
+class _StepTotal:
+    """Stands for a step's allocations or frees in the runner's event list (runner.py sums the deltas); no
+    record: nothing of this path reads records."""
+
+    __slots__ = ()
+
+
+_TOTAL = _StepTotal()
+
+
+class EventLineTracer(LineTracer):
+    """The line tracer, telling the tracker's EventLines of each user frame and line it sees."""
+
+    def _trace_call(self, frame):
+        local = super()._trace_call(frame)
+        if local is not None:
+            self.tracker.feed_call()
+        return local
+
+    def _trace_local(self, frame, event):
+        local = super()._trace_local(frame, event)
+        if event == "line":
+            stack = self.tracker.stack
+            if stack and stack[-1].frame == id(frame):
+                self.tracker.feed_line((stack[-1].file, stack[-1].line))
+        return local
+
+
+class EventTracker(Tracker):
+    def __init__(self, storage_api, user_files, hook: Any, budget=None):
+        super().__init__(storage_api, user_files, "cpu", budget=budget)
+        self.hook = hook  # the allocation hook module, started by the caller (allochook.load())
+        self._starts: List[int] = []  # autograd sequence-number ranges: _starts[i].. were made at _sites[i]
+        self._sites: List[Optional[Key]] = []
+        self._last_peek = 0
+        self.feed = EventLines(self._node_site)
+        self.feed.counting = False  # until the first profiled step (setup and warmup are not charged)
+        self.tracer = EventLineTracer(self, user_files)
+        self.trace_call = self.tracer.trace_call
+        self.finished = False
+
+    # ----------------------------------------------------------------- events
+
+    def _node_site(self, node: int) -> Optional[Key]:
+        i = bisect.bisect_right(self._starts, node) - 1
+        return self._sites[i] if i >= 0 else None
+
+    def drain(self, returned: bool = False) -> None:
+        """Charges what the hook recorded since the last drain. The autograd nodes numbered since then were
+        made by the line that was running (the top of the stack before it moves)."""
+        if self.finished:
+            return
+        peek, events = self.hook.take(True)
+        feed = self.feed
+        if peek != self._last_peek:
+            self._starts.append(self._last_peek)
+            self._sites.append(feed.stack[-1].key if feed.stack else None)
+            self._last_peek = peek
+        if events or returned:
+            feed.feed(events, returned=returned)
+            self.live_bytes = feed.live
+
+    def feed_call(self) -> None:
+        """A user frame starts: what its caller's line allocated until now is the caller's."""
+        self.drain()
+        self.feed.call(None)  # the frame's first line event names its line
+
+    def feed_line(self, key: Key) -> None:
+        self.hook.node_reset()  # a new user line: any backward() of the last one is over
+        self.feed.move(key)
+
+    # ----------------------------------------------------------------- the dispatch path's hooks, replaced
+
+    def poll(self, full=True):
+        if _get_ident() != self.main_thread:
+            return  # the hook's slot is the main thread's (torch's profiler state is per thread)
+        returning = self.returning
+        try:
+            self.drain(returned=returning)
+        except Exception:  # a harness bug must not become the user's exception (backward(), step boundaries)
+            self.fail()
+        if returning:
+            self.tracer.pop_returned()
+
+    def register_existing(self, tensor, hint=None, site=None):
+        # No ledger on this path: a record that nothing polls would look alive for ever (a false leak).
+        return None
+
+    def backward_begin(self):
+        trace = self.pause_tracing()
+        try:
+            self.poll()
+            self.feed.backward_begin()
+            self.in_backward += 1
+        finally:
+            self.resume_tracing(trace)
+
+    def backward_end(self):
+        trace = self.pause_tracing()
+        try:
+            self.poll()
+            self.hook.node_reset()
+            self.feed.backward_end()
+            if self.in_step and self.in_backward == 1 and self.backward_hook is not None:
+                self.backward_hook()
+            self.in_backward -= 1
+        finally:
+            self.resume_tracing(trace)
+
+    def step_begin(self, profiled_index):
+        super().step_begin(profiled_index)  # drains first, with the last step's counting
+        feed = self.feed
+        feed.counting = self.in_step
+        feed.step_allocated = feed.step_freed = 0
+        feed.peak = feed.live
+        feed.peak_key = None
+
+    def step_end(self):
+        self.poll()
+        feed = self.feed
+        events = super().step_end()
+        feed.counting = False
+        if events is None:
+            return None
+        self.step_peak = feed.peak
+        self.step_peak_index = 0  # nothing is known of what was live at the peak (no records): see NOTE
+        if feed.peak_key is not None:
+            self.step_peak_site = feed.peak_key + (self.funcs.get(feed.peak_key, ""),)
+        self._copy_figures()
+        return [(_TOTAL, feed.step_allocated), (_TOTAL, -feed.step_freed)]
+
+    def _copy_figures(self) -> None:
+        """The report reads tracker.lines: the events' figures replace the dispatch path's (which no op
+        filled on this path), in place, so that the frames' cached LineAccs stay the same objects."""
+        feed = self.feed
+        for table, field in ((feed.self_c, "self_c"), (feed.incl_c, "incl_c"), (feed.bw_c, "bw_c")):
+            for key, figures in table.items():
+                getattr(self._acc(key), field)[:] = figures
+
+    def finish(self) -> None:
+        """The run is over: the last events are charged and the hook gives the profiler slot back."""
+        if self.finished:
+            return
+        try:
+            self.drain()
+        finally:
+            self.finished = True
+            self.hook.stop()
+        self._copy_figures()
+
+
+def install_module_boundary(tracker: EventTracker) -> Optional[Any]:
+    """A global forward post-hook that ends a returned user frame (`forward`) when its module call returns.
+
+    The dispatch path's module hooks run there, and their call pops a returned frame (linetrace.py): frees
+    made after that, by the caller's line (`logits, loss = model(X, Y)` dropping the last micro-step's
+    tensors), are the caller's. Without a hook, nothing runs between the return and the caller's next line,
+    and those frees would stay on the callee's return line (event_lines.py's rule for a frame's dying
+    locals). One Python call per module call. Returns the handle, or None where torch has no global hooks."""
+    from torch.nn.modules import module as module_api
+
+    register = getattr(module_api, "register_module_forward_hook", None)
+    if register is None:
+        return None
+
+    def module_returned(module, args, output):
+        if tracker.returning and not tracker.disabled:
+            tracker.poll()
+
+    return register(module_returned)
+
+
+def start_hook() -> Tuple[Optional[Any], str]:
+    """The allocation hook started on this thread, or (None, why the dispatch path runs instead)."""
+    from . import allochook
+
+    hook, why = allochook.load()
+    if hook is None:
+        return None, why
+    if not hook.start(True):
+        return None, "the profiler slot is taken (torch.profiler is running)"
+    hook.take(True)  # anything left from an earlier run in this process
+    return hook, ""

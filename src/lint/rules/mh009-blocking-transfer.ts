@@ -670,9 +670,10 @@ function isFalse(file: SourceFile, node: SyntaxNode): boolean {
 }
 
 /**
- * A setting of the run named for pinning: `config["pin_memory"]`, `cfg.data.pin_memory`, `args.pin_mem`,
- * `self.training_args.dataloader_pin_memory`. Not an argparse flag this file declares off by default
- * (`action="store_true"` or `default=False` without `set_defaults(pin_mem=True)`): pinned only on request.
+ * A setting of the run named after DataLoader's keyword: `config["pin_memory"]`, `cfg.data.pin_memory`,
+ * `self.training_args.dataloader_pin_memory` (a configuration schema mirroring the loader's arguments). Not an
+ * argparse flag this file declares off by default (`action="store_true"` or `default=False` without
+ * `set_defaults(pin_memory=True)`): pinned only on request. Other names (`args.pin`, `args.pin_mem`) stay unknown.
  */
 function isPinOption(file: SourceFile, node: SyntaxNode): boolean {
   let key: string | null = null;
@@ -681,7 +682,7 @@ function isPinOption(file: SourceFile, node: SyntaxNode): boolean {
     const index = childByField(node, 'subscript');
     key = index?.type === 'string' ? file.textOf(index).replace(/^[rRbBuU]*['"]|['"]$/g, '') : null;
   }
-  if (key === null || !/pin/i.test(key)) return false;
+  if (key === null || !/(^|_)pin_memory$/.test(key)) return false;
   return !(node.type === 'attribute' && argparseOffByDefault(file, key));
 }
 

@@ -76,7 +76,7 @@ const TQDM_CALLEE = new RegExp(`^(${TQDM})$`);
 const WRAPPERS = new RegExp(String.raw`^(${TQDM}|enumerate|iter|itertools\.islice|islice|track|rich\.progress\.track|[\w.]+\.log_every)$`);
 
 /**
- * `option`: `pin_memory=` is a setting of the run (`config["pin_memory"]`, `cfg.data.pin_memory`, `args.pin_mem`):
+ * `option`: `pin_memory=` is a key of a configuration dict (`config["pin_memory"]`):
  * pinned whenever the user turns it on, so a blocking copy wastes it then (case 1); not an unpinned loader (case 2).
  */
 type Pinned = 'yes' | 'no' | 'unknown' | 'option';
@@ -670,35 +670,15 @@ function isFalse(file: SourceFile, node: SyntaxNode): boolean {
 }
 
 /**
- * A setting of the run named after DataLoader's keyword: `config["pin_memory"]`, `cfg.data.pin_memory`,
- * `self.training_args.dataloader_pin_memory` (a configuration schema mirroring the loader's arguments). Not an
- * argparse flag this file declares off by default (`action="store_true"` or `default=False` without
- * `set_defaults(pin_memory=True)`): pinned only on request. Other names (`args.pin`, `args.pin_mem`) stay unknown.
+ * A key of a configuration dict named after DataLoader's keyword: `config["pin_memory"]`,
+ * `cfg["data"]["pin_memory"]` (ParallelWaveGAN's yaml recipes). Such a dict is loaded from a file the shipped
+ * recipes fill in; nothing in the code holds a default. An attribute (`cfg.train.dataloader.pin_memory`,
+ * `args.pin_mem`) belongs to an object whose defaults live in code (yacs defaults, argparse, dataclasses),
+ * often False: it stays unknown.
  */
 function isPinOption(file: SourceFile, node: SyntaxNode): boolean {
-  let key: string | null = null;
-  if (node.type === 'attribute') key = file.textOf(childByField(node, 'attribute') ?? node);
-  else if (node.type === 'subscript') {
-    const index = childByField(node, 'subscript');
-    key = index?.type === 'string' ? file.textOf(index).replace(/^[rRbBuU]*['"]|['"]$/g, '') : null;
-  }
-  if (key === null || !/(^|_)pin_memory$/.test(key)) return false;
-  return !(node.type === 'attribute' && argparseOffByDefault(file, key));
-}
-
-/** `--<flag>` declared by this file with `action="store_true"` or `default=False`, and no `set_defaults(<flag>=True)`. */
-function argparseOffByDefault(file: SourceFile, flag: string): boolean {
-  if (callsNamed(file, 'set_defaults').some((c) => { const v = keywordArgument(file, c, flag); return v !== null && file.textOf(v) === 'True'; })) return false;
-  return callsNamed(file, 'add_argument').some((call) => {
-    const names = positionalArguments(call).map((a) => file.textOf(a).replace(/^['"]|['"]$/g, ''));
-    const dest = keywordArgument(file, call, 'dest');
-    const declares = dest !== null ? file.textOf(dest).replace(/^['"]|['"]$/g, '') === flag : names.some((n) => n.replace(/^-+/, '').replace(/-/g, '_') === flag);
-    if (!declares) return false;
-    const dflt = keywordArgument(file, call, 'default');
-    const action = keywordArgument(file, call, 'action');
-    if (dflt !== null) return file.textOf(dflt) === 'False';
-    return action !== null && /^['"]store_true['"]$/.test(file.textOf(action));
-  });
+  const index = node.type === 'subscript' ? childByField(node, 'subscript') : null;
+  return index?.type === 'string' && /^[rRbBuU]*(['"])(\w+_)?pin_memory\1$/.test(file.textOf(index));
 }
 
 /** The CUDA flag idioms: `pin_memory=use_gpu` / `args.cuda` / `torch.cuda.is_available()`: pinned whenever CUDA is used. */

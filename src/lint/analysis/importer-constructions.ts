@@ -47,8 +47,12 @@ export function constructionArguments(file: SourceFile, attr: SyntaxNode): Const
   const index = positionalParameters(file, kept.init).indexOf(kept.param) - 1; // after `self`
   const argOf = (f: SourceFile, call: SyntaxNode): SyntaxNode | null | undefined => {
     const args = childByField(call, 'arguments');
+    // A keyword given by name is the argument whatever the splats hold (`BYOLTrainer(..., device=device,
+    // **config['trainer'])`: a splat giving it again would be a TypeError).
+    const named = keywordArgument(f, call, kept.param);
+    if (named !== null) return named;
     if (args === null || args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return undefined;
-    return keywordArgument(f, call, kept.param) ?? (index < 0 ? null : (positionalArguments(call)[index] ?? null));
+    return index < 0 ? null : (positionalArguments(call)[index] ?? null);
   };
   const out: ConstructionArgument[] = [];
   const add = (f: SourceFile, module: ProjectModule | null, call: SyntaxNode): boolean => {
@@ -70,7 +74,9 @@ export function constructionArguments(file: SourceFile, attr: SyntaxNode): Const
         const fn = childByField(call, 'function');
         if (fn === null || (fn.type !== 'identifier' && fn.type !== 'attribute')) continue;
         const resolved = resolveImport(importer.file, importer.file.textOf(fn).replace(/\s+/g, ''));
-        if (resolved?.node !== cls || resolved.module.path !== ctx.path) continue;
+        // By path and kind, not by node: the project's copy of this module is parsed apart from the document
+        // being linted (the CLI's index, or the file on disk while the editor holds newer text).
+        if (resolved?.kind !== 'class' || resolved.module.path !== ctx.path) continue;
         if (!add(importer.file, importer, call)) return null;
       }
     }

@@ -19,6 +19,7 @@ import { isTrainingLoop, loopIterable } from '../analysis/steps';
 import { handedCallee, importedCallee } from '../analysis/handed-arguments';
 import { constructionArguments } from '../analysis/importer-constructions';
 import { instanceMethodReturns, type MethodReturns } from '../analysis/instance-methods';
+import { loaderDatasetOnDevice } from '../analysis/device-datasets';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -74,7 +75,11 @@ const TQDM = String.raw`tqdm|tqdm\.\w+|tqdm\.\w+\.tqdm`;
 const TQDM_CALLEE = new RegExp(`^(${TQDM})$`);
 const WRAPPERS = new RegExp(String.raw`^(${TQDM}|enumerate|iter|itertools\.islice|islice|track|rich\.progress\.track|[\w.]+\.log_every)$`);
 
-type Pinned = 'yes' | 'no' | 'unknown';
+/**
+ * `option`: `pin_memory=` is a key of a configuration dict (`config["pin_memory"]`):
+ * pinned whenever the user turns it on, so a blocking copy wastes it then (case 1); not an unpinned loader (case 2).
+ */
+type Pinned = 'yes' | 'no' | 'unknown' | 'option';
 
 interface Loader {
   /** The constructions, when they are in this file (empty for a loader built in another module). */
@@ -664,6 +669,18 @@ function isFalse(file: SourceFile, node: SyntaxNode): boolean {
   return values !== null && values.length > 0 && values.every((v) => file.textOf(v) === 'False');
 }
 
+/**
+ * A key of a configuration dict named after DataLoader's keyword: `config["pin_memory"]`,
+ * `cfg["data"]["pin_memory"]` (ParallelWaveGAN's yaml recipes). Such a dict is loaded from a file the shipped
+ * recipes fill in; nothing in the code holds a default. An attribute (`cfg.train.dataloader.pin_memory`,
+ * `args.pin_mem`) belongs to an object whose defaults live in code (yacs defaults, argparse, dataclasses),
+ * often False: it stays unknown.
+ */
+function isPinOption(file: SourceFile, node: SyntaxNode): boolean {
+  const index = node.type === 'subscript' ? childByField(node, 'subscript') : null;
+  return index?.type === 'string' && /^[rRbBuU]*(['"])(\w+_)?pin_memory\1$/.test(file.textOf(index));
+}
+
 /** The CUDA flag idioms: `pin_memory=use_gpu` / `args.cuda` / `torch.cuda.is_available()`: pinned whenever CUDA is used. */
 const CUDA_FLAG = /^((\w+\.)?(use_)?(cuda|gpu)|(\w+\.)?(is_)?cuda_available|(torch\.)?cuda\.is_available\(\))$/i;
 
@@ -686,7 +703,7 @@ function pinnedOf(file: SourceFile, call: SyntaxNode, handed?: HandedArgument): 
   if (pin !== null) {
     const h = handed?.(pin);
     const [f, v] = h === null || h === undefined ? [file, pin] : [h.file, h.value];
-    return isTrue(f, v) || pinnedWhenCuda(f, v) ? 'yes' : isFalse(f, v) ? 'no' : 'unknown';
+    return isTrue(f, v) || pinnedWhenCuda(f, v) ? 'yes' : isFalse(f, v) ? 'no' : isPinOption(f, v) ? 'option' : 'unknown';
   }
   const args = argumentNodes(call);
   if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
@@ -850,6 +867,12 @@ function batchNames(file: SourceFile, loop: SyntaxNode, found: LoopLoader): { na
  */
 const VIEW_METHODS = new Set(['requires_grad_', 'detach', 'squeeze', 'unsqueeze', 'view', 'view_as', 'reshape', 'reshape_as', 'permute', 'transpose', 'flatten', 'unflatten', 'expand', 'expand_as', 'narrow', 'select', 't', 'unbind', 'split', 'chunk', 'float', 'long']);
 const SAME_STORAGE_CONSTRUCTORS = /^torch\.(Tensor|FloatTensor|LongTensor|as_tensor|asarray)$/;
+/**
+ * The spellings of `.float()` / `.long()` as an argument: `x.type(torch.FloatTensor)`, `x.type(torch.float32)`,
+ * `x.to(torch.long)`. Like `.float()` they return the tensor itself when it already has that dtype (U-2-Net's
+ * `inputs = inputs.type(torch.FloatTensor)` before `inputs.cuda()`), so the copy after them is still the batch's.
+ */
+const SAME_DTYPE_ARGUMENT = /^(torch\.(FloatTensor|LongTensor|float|float32|long|int64)|['"]torch\.(FloatTensor|LongTensor)['"])$/;
 const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
@@ -863,7 +886,11 @@ function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
   // `torch.unsqueeze(x, 1)` before `x.unsqueeze(1)`: the function's tensor is its argument, not `torch`.
   const name = calleeName(file, n);
   if (name !== null && VIEW_FUNCTIONS.test(name)) return positionalArguments(n)[0] ?? null;
-  if (fn.type === 'attribute' && VIEW_METHODS.has(calleeMethod(file, n) ?? '')) return childByField(fn, 'object');
+  const method = calleeMethod(file, n) ?? '';
+  if (fn.type === 'attribute' && VIEW_METHODS.has(method)) return childByField(fn, 'object');
+  if (fn.type === 'attribute' && (method === 'type' || method === 'to') && argumentNodes(n)?.length === 1 && SAME_DTYPE_ARGUMENT.test(file.textOf(positionalArguments(n)[0] ?? n))) {
+    return childByField(fn, 'object');
+  }
   // `torch.Tensor(images[0])` (the legacy constructor given a tensor of its type) and `torch.as_tensor(x)`
   // without a dtype or device return the same storage: still the pinned batch. With more arguments they
   // may convert, into pageable memory.
@@ -1228,7 +1255,18 @@ export function isCudaDevice(file: SourceFile, arg: SyntaxNode, depth = 0): bool
   // `config.DEVICE` / `from config import DEVICE`: a module-level value of another module of the project.
   const imported = values === null && (arg.type === 'identifier' || arg.type === 'attribute') ? importedValue(file, arg) : null;
   if (imported !== null && isCudaDevice(imported.module.file, imported.node!, depth + 1)) return true;
-  return arg.type === 'attribute' && argparseCudaDevice(file, arg);
+  return arg.type === 'attribute' && (argparseCudaDevice(file, arg) || constructedCuda(file, arg, depth));
+}
+
+/**
+ * `self.device` kept by `__init__` from its `device` parameter, in a class that a module importing it constructs
+ * with a CUDA device (`BYOLTrainer(..., device=device)` in main.py with `device = 'cuda' if ... else 'cpu'`):
+ * as passedCuda for a function's parameter, some construction passing CUDA is enough. The constructions in this
+ * file and in its importers (importer-constructions.ts); none readable leaves it unknown.
+ */
+function constructedCuda(file: SourceFile, attr: SyntaxNode, depth: number): boolean {
+  const sites = constructionArguments(file, attr);
+  return sites !== null && sites.some((site) => isCudaDevice(site.file, site.value, depth + 1));
 }
 
 /** The module-level value of another module of the project a name of this file refers to, or null. */
@@ -2026,6 +2064,33 @@ function buildsTokens(file: SourceFile, expr: SyntaxNode, depth: number): boolea
   return values !== null && values.length > 0 && values.every((v) => buildsTokens(file, v, depth + 1));
 }
 
+/** Words of dense per-sample data in a step's own code (not `transform`, which `transformers` contains). */
+const DENSE_BATCH = /image|img|pixel|\baudio|wav|\bmel\b|spectrogram|video|frame|feature|point_?cloud|voxel/i;
+
+/**
+ * The step feeds its batch to the model as token ids: the loop body, or a helper outside it that makes one of
+ * the copies, names `input_ids` (`inputs = {'input_ids': batch[0], 'attention_mask': batch[1]}`, JointBERT;
+ * `batch['input_ids'].cuda()`), and none of them names dense data (`pixel_values`, `input_features` of a
+ * speech model). What the loader's dataset is may be out of sight (built in another file and handed to a
+ * trainer); how its batches are used says they are token ids all the same.
+ */
+function feedsTokenIds(file: SourceFile, loop: SyntaxNode | null, transfers: readonly Transfer[]): boolean {
+  const body = loop === null ? null : childByField(loop, 'body');
+  if (body === null) return false;
+  const texts = [file.textOf(body)];
+  for (const t of transfers) {
+    const fn = enclosingFunction(t.call);
+    if (fn !== null && (t.call.start < body.start || t.call.end > body.end)) texts.push(file.textOf(fn));
+  }
+  return texts.some((x) => /\binput_ids\b/.test(x)) && !texts.some((x) => DENSE_BATCH.test(x));
+}
+
+/** The `pin_memory=` setting of the loader's constructions in this file, for the message. */
+function pinOptionText(file: SourceFile, loader: Loader): string {
+  const pin = loader.calls.map((c) => keywordArgument(file, c, 'pin_memory')).find((p) => p !== null);
+  return pin === undefined || pin === null ? '`pin_memory=`' : `\`pin_memory=${file.textOf(pin)}\``;
+}
+
 /** A class of this file named `name` whose body uses a tokenizer and names no dense data (images, audio, features). */
 function classTokenizes(file: SourceFile, name: string): boolean {
   return file.nodesOfType('class_definition').some((cls) => {
@@ -2060,38 +2125,43 @@ export const blockingTransfer: Rule = {
     };
     // A helper's copy is found from every loop that passes it a batch: reported once.
     const copiesReported = new Set<SyntaxNode>();
-    const steps: { transfers: readonly Transfer[]; trains: () => boolean }[] = [];
+    const steps: { transfers: readonly Transfer[]; trains: () => boolean; loop: SyntaxNode | null }[] = [];
     for (const loop of [...file.nodesOfType('for_statement'), ...file.nodesOfType('while_statement')].sort((x, y) => x.start - y.start)) {
       const body = childByField(loop, 'body');
       if (body === null) continue;
       const { transfers } = loopResult(file, loop, body, project === null ? signature : `${signature}|${project.lookup.stamp}`);
-      if (transfers.length > 0) steps.push({ transfers, trains: () => isTrainingLoop(file, loop) });
+      if (transfers.length > 0) steps.push({ transfers, trains: () => isTrainingLoop(file, loop), loop });
     }
-    for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains });
-    for (const { transfers, trains } of steps) {
+    for (const step of engineSteps(file)) steps.push({ transfers: step.transfers, trains: () => step.trains, loop: null });
+    for (const { transfers, trains, loop } of steps) {
       for (const t of transfers) {
-        if (t.loader.pinned !== 'yes' || t.nonBlocking || copiesReported.has(t.call)) continue;
+        if ((t.loader.pinned !== 'yes' && t.loader.pinned !== 'option') || t.nonBlocking || copiesReported.has(t.call)) continue;
+        // Pinned only when the run's setting says so, token-id batches are not worth a finding (as in case 2).
+        if (t.loader.pinned === 'option' && (t.loader.calls.some((c) => yieldsTokenIds(file, c)) || feedsTokenIds(file, loop, [t]))) continue;
         copiesReported.add(t.call);
         const edit = t.wholeBatch ? null : appendArgument(t.call, 'non_blocking=True');
         // A loader of another module: say where, since the verdict depends on that file.
         const where = t.loader.origin === undefined ? '' : ` (loader built in ${t.loader.origin})`;
+        const pinnedBy = t.loader.pinned === 'yes' ? 'with `pin_memory=True`' : `pinned by a setting (${pinOptionText(file, t.loader)})`;
+        const whenOn = t.loader.pinned === 'yes' ? '' : ' whenever that setting is on';
         findings.push({
           start: t.call.start,
           end: t.call.end,
           message:
             t.copiedIn !== undefined
-              ? `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the helper called here copies it to the GPU ` +
-                `without \`non_blocking=True\` (in ${t.copiedIn}), so the host waits for every transfer instead of overlapping it with ` +
+              ? `This batch comes from a DataLoader ${pinnedBy}${where}, but the helper called here copies it to the GPU ` +
+                `without \`non_blocking=True\` (in ${t.copiedIn}), so the host waits for every transfer${whenOn} instead of overlapping it with ` +
                 'compute. Pass `non_blocking=True` there.'
-              : `This batch comes from a DataLoader with \`pin_memory=True\`${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
-                'so the host waits for every transfer instead of overlapping it with compute. Pass `non_blocking=True`.',
+              : `This batch comes from a DataLoader ${pinnedBy}${where}, but the copy to the GPU has no \`non_blocking=True\`, ` +
+                `so the host waits for every transfer${whenOn} instead of overlapping it with compute. Pass \`non_blocking=True\`.`,
           fix: edit === null ? null : { title: 'Add `non_blocking=True`', edits: [edit] },
         });
       }
       // Unpinned loader: report its construction once, when a training loop moves its batches to CUDA.
       const unpinned = transfers.filter((t) => t.loader.pinned === 'no' && t.cuda === true && t.loader.side !== true);
-      if (unpinned.length === 0 || !trains()) continue;
-      for (const call of unpinned.flatMap((t) => t.loader.calls).filter((c) => !yieldsTokenIds(file, c))) {
+      if (unpinned.length === 0 || !trains() || feedsTokenIds(file, loop, unpinned)) continue;
+      const worthPinning = (c: SyntaxNode): boolean => !yieldsTokenIds(file, c) && !loaderDatasetOnDevice(file, c);
+      for (const call of unpinned.flatMap((t) => t.loader.calls).filter(worthPinning)) {
         reportUnpinned(
           call,
           'A training loop copies batches from this DataLoader to CUDA, but it does not pin memory: each copy is staged ' +

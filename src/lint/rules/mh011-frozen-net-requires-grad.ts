@@ -147,6 +147,32 @@ function wrapsFeatureNetwork(file: SourceFile, value: SyntaxNode): boolean {
   return source!.file === file || LOSS_NETWORK_CLASS.test(source!.file.textOf(childByField(source!.cls, 'name') ?? source!.cls));
 }
 
+/**
+ * The module is an instance of a class (of this file or the project module it is imported from) that writes a
+ * fixed value into each of its own parameters: `for name, param in self.named_parameters():
+ * param.data.copy_(torch.from_numpy(kernel))` (MODNet's GaussianBlurLayer, Sobel and other fixed filters built
+ * on `nn.Conv2d`). Its weights are a filter, not something to learn; unless an optimizer takes them (checked
+ * by the caller), they require grad for nothing.
+ */
+function setsFixedWeights(file: SourceFile, value: SyntaxNode): boolean {
+  const source = classSource(file, value);
+  if (source === null) return false;
+  const f = source.file;
+  const loops: SyntaxNode[] = [];
+  const stack: SyntaxNode[] = [source.cls];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.type === 'for_statement') loops.push(n);
+    for (const c of n.children) stack.push(c);
+  }
+  return loops.some((loop) => {
+    const iterable = childByField(loop, 'right');
+    const body = childByField(loop, 'body');
+    if (iterable === null || body === null || !/^self\.(named_)?parameters\(\s*\)$/.test(f.textOf(iterable).replace(/\s+/g, ''))) return false;
+    return /\.data\.copy_\(|\.data\s*=[^=]|\.copy_\(/.test(f.textOf(body)) && !/requires_grad/.test(f.textOf(body));
+  });
+}
+
 /** Names of classes that serve as a fixed loss or feature network. */
 const LOSS_NETWORK_CLASS = /loss|perceptual|feature|content|style|extractor|vgg|lpips|inception/i;
 
@@ -251,13 +277,23 @@ function check(file: SourceFile): RuleFinding[] {
       continue;
     }
     if ((key.startsWith('self.') && selfOptimizing.has(enclosingClassName(file, c.assignment) ?? '')) || freezesItself(file, c.value)) continue;
-    const named = namedAsFixed(file, key) || FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') || wrapsFeatureNetwork(file, c.value) || pretrainedInEval(file, key, c.value);
+    const named =
+      namedAsFixed(file, key) ||
+      FEATURE_NETWORK.test(calleeName(file, innermostCall(c.value)) ?? '') ||
+      wrapsFeatureNetwork(file, c.value) ||
+      pretrainedInEval(file, key, c.value) ||
+      setsFixedWeights(file, c.value);
     if (!named && !copies.has(key)) continue;
     // Reached only through a helper: whether its output is backpropagated is not traced there, so only networks named as fixed.
     if (!named && viaHelper.has(key)) continue;
     // A copy whose output is backpropagated gets gradients someone reads (A3C's local model, a reference in a gradient test).
     if (!named && forwards.some((f) => forwardsFeedingBackward(file, scopeOf(f) ?? f).has(f))) continue;
-    findings.push(finding(file, key, c.assignment, use, copies.has(key) ? 'its weights are copied from another network' : 'a fixed network: nothing hands its parameters to an optimizer'));
+    const why = copies.has(key)
+      ? 'its weights are copied from another network'
+      : setsFixedWeights(file, c.value)
+        ? 'its class writes fixed values into its weights, a filter, and nothing hands them to an optimizer'
+        : 'a fixed network: nothing hands its parameters to an optimizer';
+    findings.push(finding(file, key, c.assignment, use, why));
   }
   return findings.sort((a, b) => a.start - b.start);
 }

@@ -177,6 +177,8 @@ interface ModelParts {
 const unitModelCache = new NodeMemo<UnitModelData>('models.unit');
 /** The parts of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
+/** The parts of each statement of a long function's body (see SPLIT_FUNCTION_LINES). */
+const statementModelParts = new NodeMemo<ModelParts>('models.statementParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
@@ -197,6 +199,8 @@ export function unitGradToggles(file: SourceFile, unit: SyntaxNode): readonly Gr
 function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
   return {
     order: 'reverse',
+    // Every visit reads its node's subtree (builtForOptimizer climbs expressions only, never a statement).
+    statements: statementModelParts,
     fresh: () => ({ classes: [], markers: [], toggles: [], functions: [], candidates: [], optimized: [] }),
     merge: (acc, part) => {
       for (const c of part.classes) acc.classes.push(c);

@@ -230,11 +230,49 @@ export interface FunctionSplitWalk<A> {
   /**
    * Where a long function body's statements keep their parts (see SPLIT_FUNCTION_LINES): given only by a
    * walk whose `visit` of a node in a function body reads nothing outside the body statement holding it
-   * (besides `deps`) and whose parts hold no node outside that statement (no enclosing scope as a key).
+   * (besides `deps`) and whose parts hold no node outside that statement, but for the function itself as
+   * the scope of its own code, which `relocate` replaces.
    * The function's part is then merged from its statements' parts, so an edit in one statement of a giant
    * `def main():` re-walks that statement only.
    */
   readonly statements?: NodeMemo<A>;
+  /**
+   * For a walk whose parts name the scope a node belongs to (`scopeOf`, which for the code of a function's
+   * own body is the function): a part like `part` with every mention of scope `from` replaced by `to`
+   * (`part` itself when it names no `from`; never changed in place). A statement's part is kept with
+   * OWN_SCOPE in place of the function being split, whose node is new on every edit of its body, and
+   * relocated to the function of the version merging it.
+   */
+  readonly relocate?: (part: A, from: SyntaxNode, to: SyntaxNode) => A;
+}
+
+/**
+ * Stands for "the function whose body holds the statement" in a kept statement part (see
+ * FunctionSplitWalk.relocate); never reaches a walk's consumers. Immutable, so not module state.
+ */
+export const OWN_SCOPE: SyntaxNode = Object.freeze({
+  type: '(enclosing function)',
+  named: true,
+  field: null,
+  missing: false,
+  start: -1,
+  end: -1,
+  children: Object.freeze([]) as unknown as SyntaxNode[],
+  parent: null,
+}) as unknown as SyntaxNode;
+
+/**
+ * The part of one statement of `fn`'s body (split by splitBody), kept on the statement node; `walkStatement`
+ * walks it into a fresh accumulator. Scopes are relocated from `fn` to OWN_SCOPE when kept and back to the
+ * `fn` of this version when read.
+ */
+function statementPart<A>(file: SourceFile, deps: string, fn: SyntaxNode, statement: SyntaxNode, walk: FunctionSplitWalk<A>, walkStatement: (own: A) => void): A {
+  const kept = walk.statements!.get(file, statement, deps, () => {
+    const own = walk.fresh();
+    walkStatement(own);
+    return walk.relocate === undefined ? own : walk.relocate(own, fn, OWN_SCOPE);
+  });
+  return walk.relocate === undefined ? kept : walk.relocate(kept, OWN_SCOPE, fn);
 }
 
 /**
@@ -344,14 +382,7 @@ function walkTyped<A>(
             // then each statement of the body with its subtree.
             walkTyped(file, memo, deps, unit, lists, fn, false, walk, part, body.start);
             for (const statement of body.children) {
-              walk.merge(
-                part,
-                walk.statements!.get(file, statement, deps, () => {
-                  const own = walk.fresh();
-                  walkTyped(file, memo, deps, unit, lists, statement, true, walk, own);
-                  return own;
-                }),
-              );
+              walk.merge(part, statementPart(file, deps, fn, statement, walk, (own) => walkTyped(file, memo, deps, unit, lists, statement, true, walk, own)));
             }
           }
           return part;
@@ -398,20 +429,15 @@ function functionBody<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, fn: 
     // The same sequence as the stack walk of the whole function: a stack walk visits each child's subtree
     // contiguously, so the body's statements' parts merge in at their places (last first in 'reverse').
     const header = fn.children.slice(0, -1);
-    const statementPart = (statement: SyntaxNode): A =>
-      walk.statements!.get(file, statement, deps, () => {
-        const own = walk.fresh();
-        walkInto(file, memo, deps, [statement], walk, own);
-        return own;
-      });
+    const merge = (statement: SyntaxNode): void => walk.merge(part, statementPart(file, deps, fn, statement, walk, (own) => walkInto(file, memo, deps, [statement], walk, own)));
     if (walk.order === 'reverse') {
       walk.visit(body, part);
-      for (let i = body.children.length - 1; i >= 0; i--) walk.merge(part, statementPart(body.children[i]));
+      for (let i = body.children.length - 1; i >= 0; i--) merge(body.children[i]);
       walkInto(file, memo, deps, header, walk, part);
     } else {
       walkInto(file, memo, deps, header.reverse(), walk, part);
       walk.visit(body, part);
-      for (const statement of body.children) walk.merge(part, statementPart(statement));
+      for (const statement of body.children) merge(statement);
     }
     return part;
   });

@@ -63,10 +63,10 @@ type View = ReturnType<typeof view>;
 type Edit = (from: string, to: string) => { lookups: number; computes: number; findings: View };
 
 /** Opens MAIN, checks it against a fresh linter, and runs `body` with an `edit` that does the same after each edit. */
-async function editingMain(body: (edit: Edit, first: View) => void): Promise<void> {
+async function editingMain(body: (edit: Edit, first: View) => void, source = MAIN): Promise<void> {
   const linter = await getLinter();
   const oracle = await getOracle();
-  let text = MAIN;
+  let text = source;
   const doc = linter.open(text);
   try {
     const first = view(lintFile(doc.source, defaultSettings));
@@ -112,6 +112,21 @@ describe('walk parts of a long function kept per statement of its body', () => {
       const on = edit('net.train()', 'net.eval()');
       assert.equal(on.findings.filter((f) => f.includes('MH001')).length, 1, on.findings.join('\n'));
     });
+  });
+
+  it("facts naming main's own scope are relocated to the new main node of each version", async () => {
+    // A statement-level `set_grad_enabled(False)` of main (gradstate keys it by its scope, main) turns grad
+    // off for the forward pass below it: no MH001 before or after an edit of another statement of main, as
+    // a fresh linter says. Kept under the old main node, the fact would no longer apply after the edit.
+    const gradOff = MAIN.replace('    net.eval()\n', '    net.eval()\n    torch.set_grad_enabled(False)\n');
+    await editingMain((edit, first) => {
+      assert.equal(first.filter((f) => f.includes('MH001')).length, 0, first.join('\n'));
+      const other = edit('log_7 = 7', 'log_7 = 8');
+      assert.equal(other.findings.filter((f) => f.includes('MH001')).length, 0, other.findings.join('\n'));
+      assert.equal(other.computes, 1);
+      const on = edit('torch.set_grad_enabled(False)', 'print(False)');
+      assert.equal(on.findings.filter((f) => f.includes('MH001')).length, 1, on.findings.join('\n'));
+    }, gradOff);
   });
 
   it('the file-wide facts merged from the parts follow an edit of the statement holding them', async () => {

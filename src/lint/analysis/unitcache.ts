@@ -259,7 +259,7 @@ export const OWN_SCOPE: SyntaxNode = Object.freeze({
   end: -1,
   children: Object.freeze([]) as unknown as SyntaxNode[],
   parent: null,
-}) as unknown as SyntaxNode;
+});
 
 /**
  * The part of one statement of `fn`'s body (split by splitBody), kept on the statement node; `walkStatement`

@@ -21,6 +21,8 @@ function unitGroups(file: SourceFile, unit: SyntaxNode): Groups {
 
 /** Each function body's groups, so an edit in one method of a giant class regroups that method only. */
 const byFunction = new NodeMemo<Groups>('calls.byFunction');
+/** The groups of each statement of a long function's body (see SPLIT_FUNCTION_LINES): a giant `main()` regroups the edited statement. */
+const byStatement = new NodeMemo<Groups>('calls.byStatement');
 
 /** The node types the walk below acts on (it reads them from the statement's by-type index). */
 const CALL_TYPES: readonly string[] = Object.freeze(['call']);
@@ -38,6 +40,8 @@ function groupWalk(file: SourceFile): FunctionSplitWalk<Groups> {
   return {
     order: 'document',
     types: CALL_TYPES,
+    // A call's group is its callee's last segment: read from the call's own subtree.
+    statements: byStatement,
     fresh: () => new Map(),
     merge: (acc, part) => {
       for (const [method, calls] of part) add(acc, method, calls);
@@ -111,6 +115,7 @@ const withKeyword = new IndexDef<KeywordCall>('calls.withKeyword', keywordPart);
 
 /** Each function body's calls by keyword (in the walk's document order), so an edit regroups that body only. */
 const keywordsByFunction = new NodeMemo<KeywordGroups>('calls.withKeyword.function');
+const keywordsByStatement = new NodeMemo<KeywordGroups>('calls.withKeyword.statement');
 
 type KeywordGroups = Map<string, KeywordCall[]>;
 
@@ -134,6 +139,8 @@ function keywordWalk(file: SourceFile): FunctionSplitWalk<KeywordGroups> {
   return {
     order: 'document',
     types: CALL_TYPES,
+    // A call's keywords and callee: its own subtree.
+    statements: keywordsByStatement,
     fresh: () => new Map(),
     merge: (acc, part) => {
       for (const [keyword, calls] of part) {

@@ -77,6 +77,8 @@ interface GradParts {
 
 /** The facts of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionGradParts = new NodeMemo<GradParts>('gradstate.functionParts');
+/** The facts of each statement of a long function's body (see SPLIT_FUNCTION_LINES), its own scope relocated. */
+const statementGradParts = new NodeMemo<GradParts>('gradstate.statementParts');
 
 function unitGradFacts(file: SourceFile, unit: SyntaxNode, deps: string): UnitGradFacts {
   const acc = walkSplittingFunctions(file, functionGradParts, deps, unit, gradWalk(file));
@@ -105,6 +107,16 @@ function addIndirect(acc: GradParts, scope: SyntaxNode | null): void {
 function gradWalk(file: SourceFile): FunctionSplitWalk<GradParts> {
   return {
     order: 'reverse',
+    // Every visit reads its node's subtree and imports (deps), and names the node's scope: relocated below.
+    statements: statementGradParts,
+    relocate: (part, from, to) => {
+      if (!part.offStatements.some(([scope]) => scope === from) && !part.indirect.includes(from)) return part;
+      return {
+        ...part,
+        offStatements: part.offStatements.map(([scope, call]): [SyntaxNode, SyntaxNode] => [scope === from ? to : scope, call]),
+        indirect: part.indirect.map((scope) => (scope === from ? to : scope)),
+      };
+    },
     fresh: () => ({ moduleOff: false, moduleIndirect: false, offStatements: [], indirect: [], calledUnderNoGrad: new Set(), gradContextNames: [], noGradDecorators: [] }),
     merge: (acc, part) => {
       acc.moduleOff ||= part.moduleOff;

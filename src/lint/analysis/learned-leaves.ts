@@ -23,6 +23,7 @@ interface LeafParts {
 /** Per top-level statement and per function body, under the import signature (calleeName resolves through imports). */
 const unitParts = new NodeMemo<LeafParts>('learned-leaves.unit');
 const functionParts = new NodeMemo<LeafParts>('learned-leaves.function');
+const statementParts = new NodeMemo<LeafParts>('learned-leaves.statement');
 
 /**
  * Keys (`self.log_alpha`, `log_alpha`) bound to a tensor created with `requires_grad=True` (or an
@@ -63,6 +64,8 @@ function leafWalk(file: SourceFile): FunctionSplitWalk<LeafParts> {
   return {
     order: 'document',
     types: LEAF_TYPES,
+    // An assignment's or call's own subtree, resolved through the imports (in deps).
+    statements: statementParts,
     fresh: () => ({ created: [], listed: [] }),
     merge: (acc, part) => {
       for (const key of part.created) acc.created.push(key);

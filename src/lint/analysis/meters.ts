@@ -82,6 +82,8 @@ interface MeterParts {
 
 /** The data of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionMeterParts = new NodeMemo<MeterParts>('meters.functionParts');
+/** The data of each statement of a long function's body (see SPLIT_FUNCTION_LINES). */
+const statementMeterParts = new NodeMemo<MeterParts>('meters.statementParts');
 /** Whether a method stores on self, kept on its node (it is asked for every method of a class on every walk of it). */
 const storesOnSelfCache = new NodeMemo<boolean>('meters.storesOnSelf');
 
@@ -97,6 +99,8 @@ function meterWalk(file: SourceFile): FunctionSplitWalk<MeterParts> {
   };
   return {
     order: 'reverse',
+    // enclosingClass reads a definition's parent block only: a def in a function body has none.
+    statements: statementMeterParts,
     fresh: () => ({ methods: [], instances: [], classes: [] }),
     merge: (acc, part) => {
       for (const m of part.methods) acc.methods.push(m);

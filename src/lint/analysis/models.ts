@@ -177,6 +177,8 @@ interface ModelParts {
 const unitModelCache = new NodeMemo<UnitModelData>('models.unit');
 /** The parts of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionModelParts = new NodeMemo<ModelParts>('models.functionParts');
+/** The parts of each statement of a long function's body (see SPLIT_FUNCTION_LINES). */
+const statementModelParts = new NodeMemo<ModelParts>('models.statementParts');
 
 function unitModelData(file: SourceFile, unit: SyntaxNode): UnitModelData {
   return unitModelCache.get(file, unit, '', () => {
@@ -197,6 +199,8 @@ export function unitGradToggles(file: SourceFile, unit: SyntaxNode): readonly Gr
 function modelWalk(file: SourceFile): FunctionSplitWalk<ModelParts> {
   return {
     order: 'reverse',
+    // Every visit reads its node's subtree (builtForOptimizer climbs expressions only, never a statement).
+    statements: statementModelParts,
     fresh: () => ({ classes: [], markers: [], toggles: [], functions: [], candidates: [], optimized: [] }),
     merge: (acc, part) => {
       for (const c of part.classes) acc.classes.push(c);
@@ -440,6 +444,8 @@ interface UnitCalls {
 const unitCallsCache = new NodeMemo<UnitCalls>('models.unitCalls');
 /** The calls of each function's body, so an edit in one method of a giant class re-walks that method only. */
 const functionCallsCache = new NodeMemo<UnitCalls>('models.functionCalls');
+/** The calls of each statement of a long function's body (see SPLIT_FUNCTION_LINES), main's own scope relocated. */
+const statementCallsCache = new NodeMemo<UnitCalls>('models.statementCalls');
 
 /** The node types the walk below acts on (it reads them from the statement's by-type index). */
 const CALL_TYPES: readonly string[] = Object.freeze(['call']);
@@ -452,9 +458,27 @@ function callsWalk(file: SourceFile): FunctionSplitWalk<UnitCalls> {
   return {
     order: 'document',
     types: CALL_TYPES,
+    // A call's receiver is memoised on the call under the model signature (its walk's deps); its scope is
+    // the one thing read outside its statement, relocated below.
+    statements: statementCallsCache,
+    relocate: (part, from, to) => {
+      if (!part.byScope.has(from)) return part;
+      const byScope = new Map<SyntaxNode, ScopeCalls>();
+      for (const [scope, calls] of part.byScope) byScope.set(scope === from ? to : scope, calls);
+      return { byScope, moduleLevel: part.moduleLevel };
+    },
     fresh: () => ({ byScope: new Map(), moduleLevel: { forwards: [], backwards: [] } }),
     merge: (acc, part) => {
-      for (const [scope, calls] of part.byScope) acc.byScope.set(scope, calls);
+      // A scope's calls are copied, not shared: the statements of a long function each hold some of the
+      // function's own calls (kept parts are never changed in place), and a scope keeps its first place.
+      for (const [scope, calls] of part.byScope) {
+        const have = acc.byScope.get(scope);
+        if (have === undefined) acc.byScope.set(scope, { forwards: [...calls.forwards], backwards: [...calls.backwards] });
+        else {
+          for (const c of calls.forwards) have.forwards.push(c);
+          for (const c of calls.backwards) have.backwards.push(c);
+        }
+      }
       for (const c of part.moduleLevel.forwards) acc.moduleLevel.forwards.push(c);
       for (const c of part.moduleLevel.backwards) acc.moduleLevel.backwards.push(c);
     },

@@ -227,6 +227,71 @@ export interface FunctionSplitWalk<A> {
    * same order: a walk for the calls of a file no longer reads every node's children.
    */
   readonly types?: readonly string[];
+  /**
+   * Where a long function body's statements keep their parts (see SPLIT_FUNCTION_LINES): given only by a
+   * walk whose `visit` of a node in a function body reads nothing outside the body statement holding it
+   * (besides `deps`) and whose parts hold no node outside that statement, but for the function itself as
+   * the scope of its own code, which `relocate` replaces.
+   * The function's part is then merged from its statements' parts, so an edit in one statement of a giant
+   * `def main():` re-walks that statement only.
+   */
+  readonly statements?: NodeMemo<A>;
+  /**
+   * For a walk whose parts name the scope a node belongs to (`scopeOf`, which for the code of a function's
+   * own body is the function): a part like `part` with every mention of scope `from` replaced by `to`
+   * (`part` itself when it names no `from`; never changed in place). A statement's part is kept with
+   * OWN_SCOPE in place of the function being split, whose node is new on every edit of its body, and
+   * relocated to the function of the version merging it.
+   */
+  readonly relocate?: (part: A, from: SyntaxNode, to: SyntaxNode) => A;
+}
+
+/**
+ * Stands for "the function whose body holds the statement" in a kept statement part (see
+ * FunctionSplitWalk.relocate); never reaches a walk's consumers. Immutable, so not module state.
+ */
+export const OWN_SCOPE: SyntaxNode = Object.freeze({
+  type: '(enclosing function)',
+  named: true,
+  field: null,
+  missing: false,
+  start: -1,
+  end: -1,
+  children: Object.freeze([]) as unknown as SyntaxNode[],
+  parent: null,
+});
+
+/**
+ * The part of one statement of `fn`'s body (split by splitBody), kept on the statement node; `walkStatement`
+ * walks it into a fresh accumulator. Scopes are relocated from `fn` to OWN_SCOPE when kept and back to the
+ * `fn` of this version when read.
+ */
+function statementPart<A>(file: SourceFile, deps: string, fn: SyntaxNode, statement: SyntaxNode, walk: FunctionSplitWalk<A>, walkStatement: (own: A) => void): A {
+  const kept = walk.statements!.get(file, statement, deps, () => {
+    const own = walk.fresh();
+    walkStatement(own);
+    return walk.relocate === undefined ? own : walk.relocate(own, fn, OWN_SCOPE);
+  });
+  return walk.relocate === undefined ? kept : walk.relocate(kept, OWN_SCOPE, fn);
+}
+
+/**
+ * A function spanning at least this many lines has its part merged from per-statement parts (when the walk
+ * allows it). Shorter ones are walked whole: re-walking a short body costs less than a memo entry per
+ * statement kept as long as the document.
+ */
+export const SPLIT_FUNCTION_LINES = 100;
+
+/** The function's body block when its part is to be merged from per-statement parts, else null. */
+function splitBody<A>(file: SourceFile, fn: SyntaxNode, walk: FunctionSplitWalk<A>): SyntaxNode | null {
+  if (walk.statements === undefined || file.session.oneShot) return null;
+  if (file.lineOf(fn.end) - file.lineOf(fn.start) < SPLIT_FUNCTION_LINES) return null;
+  const body = fn.children[fn.children.length - 1];
+  // The body must be the last child (a trailing comment or an error tree: walk the function whole), and
+  // a typed walk must not act on the block itself (it is visited in no statement's part).
+  if (body === undefined || body.type !== 'block' || body.field !== 'body') return null;
+  if (walk.types !== undefined && walk.types.includes('block')) return null;
+  return body;
 }
 
 /**
@@ -264,6 +329,7 @@ function walkTyped<A>(
   self: boolean,
   walk: FunctionSplitWalk<A>,
   acc: A,
+  limit = Infinity,
 ): void {
   const at = lists.map((list) => firstStartingAtOrAfter(list, owner.start));
   // The lists are the unit's own nodes, so every node in them is in the unit's subtree: no test needed.
@@ -275,7 +341,7 @@ function walkTyped<A>(
   /** The next node of list k in the owner's subtree (skipping the owner unless `self`), or null. */
   const head = (k: number): SyntaxNode | null => {
     const list = lists[k];
-    while (at[k] < list.length && list[at[k]].start <= owner.end) {
+    while (at[k] < list.length && list[at[k]].start <= owner.end && list[at[k]].start < limit) {
       const n = list[at[k]];
       if (tested[k] === at[k] || everyNodeInside || ((self || n !== owner) && inSubtree(n, owner))) {
         tested[k] = at[k];
@@ -309,7 +375,16 @@ function walkTyped<A>(
         acc,
         memo.get(file, fn, deps, () => {
           const part = walk.fresh();
-          walkTyped(file, memo, deps, unit, lists, fn, false, walk, part);
+          const body = splitBody(file, fn, walk);
+          if (body === null) walkTyped(file, memo, deps, unit, lists, fn, false, walk, part);
+          else {
+            // Document order: the header's nodes (parameters' defaults, return type) start before the body,
+            // then each statement of the body with its subtree.
+            walkTyped(file, memo, deps, unit, lists, fn, false, walk, part, body.start);
+            for (const statement of body.children) {
+              walk.merge(part, statementPart(file, deps, fn, statement, walk, (own) => walkTyped(file, memo, deps, unit, lists, statement, true, walk, own)));
+            }
+          }
           return part;
         }),
       );
@@ -345,8 +420,25 @@ function walkInto<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, start: S
 function functionBody<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, fn: SyntaxNode, walk: FunctionSplitWalk<A>): A {
   return memo.get(file, fn, deps, () => {
     const part = walk.fresh();
-    const children = walk.order === 'reverse' ? [...fn.children] : [...fn.children].reverse();
-    walkInto(file, memo, deps, children, walk, part);
+    const body = splitBody(file, fn, walk);
+    if (body === null) {
+      const children = walk.order === 'reverse' ? [...fn.children] : [...fn.children].reverse();
+      walkInto(file, memo, deps, children, walk, part);
+      return part;
+    }
+    // The same sequence as the stack walk of the whole function: a stack walk visits each child's subtree
+    // contiguously, so the body's statements' parts merge in at their places (last first in 'reverse').
+    const header = fn.children.slice(0, -1);
+    const merge = (statement: SyntaxNode): void => walk.merge(part, statementPart(file, deps, fn, statement, walk, (own) => walkInto(file, memo, deps, [statement], walk, own)));
+    if (walk.order === 'reverse') {
+      walk.visit(body, part);
+      for (let i = body.children.length - 1; i >= 0; i--) merge(body.children[i]);
+      walkInto(file, memo, deps, header, walk, part);
+    } else {
+      walkInto(file, memo, deps, header.reverse(), walk, part);
+      walk.visit(body, part);
+      for (const statement of body.children) merge(statement);
+    }
     return part;
   });
 }
@@ -360,6 +452,7 @@ function functionBody<A>(file: SourceFile, memo: NodeMemo<A>, deps: string, fn: 
 export class FilteredNodes {
   private readonly units: NodeMemo<SyntaxNode[]>;
   private readonly functions: NodeMemo<SyntaxNode[]>;
+  private readonly statements: NodeMemo<SyntaxNode[]>;
   constructor(
     readonly name: string,
     readonly type: string,
@@ -367,6 +460,7 @@ export class FilteredNodes {
   ) {
     this.units = new NodeMemo(`${name}.unit`);
     this.functions = new NodeMemo(`${name}.function`);
+    this.statements = new NodeMemo(`${name}.statement`);
     Object.freeze(this);
   }
 
@@ -376,6 +470,8 @@ export class FilteredNodes {
     const walk: FunctionSplitWalk<SyntaxNode[]> = {
       order: 'document',
       types: [this.type],
+      // `test` reads the node's own subtree (see above).
+      statements: this.statements,
       fresh: () => [],
       merge: (acc, part) => {
         for (const n of part) acc.push(n);

@@ -91,6 +91,8 @@ function unitFacts(file: SourceFile, unit: SyntaxNode): UnitFacts {
 
 /** Each function body's facts, so an edit in one method of a giant class re-walks that method only. */
 const functionFacts = new NodeMemo<UnitFacts>('values.functionFacts');
+/** The facts of each statement of a long function's body (see SPLIT_FUNCTION_LINES). */
+const statementFacts = new NodeMemo<UnitFacts>('values.statementFacts');
 
 function add<T>(map: Map<string, T[]>, key: string, values: readonly T[]): void {
   const list = map.get(key);
@@ -106,6 +108,8 @@ function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
   return {
     order: 'document',
     types: FACT_TYPES,
+    // Names and targets of the visited definition or assignment only.
+    statements: statementFacts,
     fresh: () => ({ targets: new Map(), functions: new Map() }),
     merge: (acc, part) => {
       for (const [key, list] of part.targets) add(acc.targets, key, list);

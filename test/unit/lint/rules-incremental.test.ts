@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { lintFile, defaultSettings, type LintSettings } from '../../../src/lint';
 import { findingsView as view, getLinter, getOracle, seededRandom as rng } from './harness';
+import { SPLIT_FUNCTION_LINES } from '../../../src/lint/analysis/unitcache';
 
 const root = path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures');
 
@@ -367,13 +368,19 @@ describe('every rule: incremental re-lint after random edits matches a fresh lin
  * level and every other line goes into main's body, indented, so its top-level statements become
  * statements of main's body, whose per-loop memos are anchored per statement (unitcache's enclosingPiece).
  */
-function asMain(text: string): string {
+function asMain(text: string, padding: readonly string[] = []): string {
   const lines = text.split('\n');
   let head = 0;
   while (head < lines.length && (/^(import|from)\s/.test(lines[head]) || lines[head].trim() === '' || lines[head].startsWith('#'))) head++;
   const body = lines.slice(head).map((l) => (l === '' ? '' : `    ${l}`));
-  return [...lines.slice(0, head), 'def main(device="cuda", pin=True):', ...body, '    pass', ''].join('\n');
+  return [...lines.slice(0, head), 'def main(device="cuda", pin=True):', ...body, ...padding, '    pass', ''].join('\n');
 }
+
+/**
+ * A string statement of SPLIT_FUNCTION_LINES lines closing main's body: main is then long enough for its
+ * walk parts to be merged from per-statement parts (unitcache's walkSplittingFunctions).
+ */
+const LONG_MAIN_PADDING: readonly string[] = ['    """', ...Array.from({ length: SPLIT_FUNCTION_LINES }, (_, i) => `    padding line ${i}`), '    """'];
 
 // The same snippets inside main's body (indented), and edits of main's header.
 const MAIN_SNIPPETS = [
@@ -389,13 +396,13 @@ const MAIN_SNIPPETS = [
  * Random edits of `files` moved into a giant `def main():` (mostly inside main's body, now and then in its
  * header), each version compared with a fresh, independent linter.
  */
-async function randomEditsInMain(code: string, files: readonly string[], snippets: readonly string[], seedOffset: number, minShare = 1 / 3): Promise<void> {
+async function randomEditsInMain(code: string, files: readonly string[], snippets: readonly string[], seedOffset: number, minShare = 1 / 3, padding: readonly string[] = []): Promise<void> {
   const linter = await getLinter();
   const oracle = await getOracle();
   assert.ok(files.length > 5);
   let withFindings = 0;
   for (const file of files) {
-    let text = asMain(fs.readFileSync(file, 'utf8'));
+    let text = asMain(fs.readFileSync(file, 'utf8'), padding);
     if (oracle.lintText(text, defaultSettings).some((f) => f.code === code)) withFindings++;
     const doc = linter.open(text);
     const random = rng(text.length + seedOffset);
@@ -458,6 +465,21 @@ describe('giant def main(): incremental re-lint after random edits matches a fre
   it('MH010 fixtures with their statements moved into def main() (per-scope findings of nested scopes)', async () => {
     // Two of the six keep a finding once their module-level networks become main's locals.
     await randomEditsInMain('MH010', ruleFixtures('MH010'), GRAD_SNIPPETS, 3, 0.25);
+  });
+
+  it('MH009 fixtures in a long def main() (walk parts per statement of main: calls, values, models)', async () => {
+    await randomEditsInMain('MH009', fixtureFiles().filter((f) => f.includes(`${path.sep}MH009${path.sep}`)), MAIN_SNIPPETS, 5, 1 / 3, LONG_MAIN_PADDING);
+  });
+
+  it('MH001 fixtures in a long def main() (walk parts per statement of main: learned leaves, meters, constructions)', async () => {
+    await randomEditsInMain('MH001', ruleFixtures('MH001'), GRAD_SNIPPETS, 6, 1 / 3, LONG_MAIN_PADDING);
+  });
+
+  // Pending: fails on main's build too (with or without the long padding, i.e. without any statement part):
+  // a stale MH002 finding of main's own scope after some edits (clean_cleared_every_iteration.py,
+  // positive_inner_loop_over_loader.py). Found in session 19, not yet diagnosed.
+  it.skip('MH002 fixtures in a long def main() (walk parts per statement of main)', async () => {
+    await randomEditsInMain('MH002', ruleFixtures('MH002'), [...GRAD_SNIPPETS, '\n    opt = torch.optim.Adam([alpha], lr=1e-3)\n', '\n    alpha = torch.zeros(1, requires_grad=True)\n'], 7, 0.25, LONG_MAIN_PADDING);
   });
 
   it('MH015 fixtures with their statements moved into def main() (scope identifiers per statement of main)', async () => {

@@ -1,0 +1,172 @@
+// A long function's walk parts (models, calls, values, learned leaves, meters, filtered nodes: see
+// walkSplittingFunctions and SPLIT_FUNCTION_LINES in analysis/unitcache.ts) are merged from per-statement
+// parts of its body: in a giant `def main():` an edit of one statement walks that statement again, not the
+// whole of main, and an edit of the statement holding a fact the rules read changes the verdict, as a
+// fresh linter's does.
+import * as assert from 'node:assert/strict';
+import { lintFile, defaultSettings } from '../../../src/lint';
+import { NodeMemo } from '../../../src/lint/session';
+import { SPLIT_FUNCTION_LINES } from '../../../src/lint/analysis/unitcache';
+import { assignedNames } from '../../../src/lint/analysis/values';
+import { callsNamed } from '../../../src/lint/analysis/calls';
+import type { SourceFile } from '../../../src/lint/syntax';
+import { findingsView as view, getLinter, getOracle } from './harness';
+
+/** The per-statement parts of the model facts' walk (where `net.eval()` is recorded). */
+const DESCRIPTOR = 'models.statementParts';
+
+/** Counts the lookups and computes of the NodeMemo `DESCRIPTOR` in `session` while `body` runs. */
+function counting<T>(session: unknown, body: (counts: () => { lookups: number; computes: number }) => T): T {
+  const proto = NodeMemo.prototype as unknown as { get: (this: NodeMemo<unknown>, ...args: unknown[]) => unknown };
+  const original = proto.get;
+  let lookups = 0;
+  let computes = 0;
+  proto.get = function (...args) {
+    if (this.name !== DESCRIPTOR || (args[0] as SourceFile).session !== session) return original.apply(this, args);
+    lookups++;
+    const compute = args[args.length - 1] as (...a: unknown[]) => unknown;
+    return original.apply(this, [
+      ...args.slice(0, -1),
+      (...a: unknown[]) => {
+        computes++;
+        return compute(...a);
+      },
+    ]);
+  };
+  try {
+    return body(() => ({ lookups, computes }));
+  } finally {
+    proto.get = original;
+  }
+}
+
+const PADDING = Array.from({ length: SPLIT_FUNCTION_LINES + 10 }, (_, i) => `    log_${i} = ${i}\n`).join('');
+/** Statements of main's body: three before the padding, the padding, three after. */
+const BODY_STATEMENTS = 3 + SPLIT_FUNCTION_LINES + 10 + 3;
+
+// `net(x)` runs after `net.eval()` (a statement far above it) outside no_grad: MH001.
+const MAIN = `import torch
+import torch.nn as nn
+
+
+def main(steps=10):
+    net = nn.Linear(4, 2)
+    loader = [torch.randn(8, 4) for _ in range(steps)]
+    net.eval()
+${PADDING}    preds = []
+    for x in loader:
+        preds.append(net(x))
+    return preds
+`;
+
+type View = ReturnType<typeof view>;
+type Edit = (from: string, to: string) => { lookups: number; computes: number; findings: View };
+
+/** Opens MAIN, checks it against a fresh linter, and runs `body` with an `edit` that does the same after each edit. */
+async function editingMain(body: (edit: Edit, first: View) => void, source = MAIN): Promise<void> {
+  const linter = await getLinter();
+  const oracle = await getOracle();
+  let text = source;
+  const doc = linter.open(text);
+  try {
+    const first = view(lintFile(doc.source, defaultSettings));
+    assert.deepEqual(first, view(oracle.lintText(text, defaultSettings)), 'before any edit');
+    counting(doc.source.session, (counts) => {
+      body((from, to) => {
+        const at = text.indexOf(from);
+        assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
+        doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
+        text = text.slice(0, at) + to + text.slice(at + from.length);
+        const before = counts();
+        const findings = view(lintFile(doc.source, defaultSettings));
+        assert.deepEqual(findings, view(oracle.lintText(text, defaultSettings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
+        const after = counts();
+        return { lookups: after.lookups - before.lookups, computes: after.computes - before.computes, findings };
+      }, first);
+    });
+  } finally {
+    doc.dispose();
+  }
+}
+
+describe('walk parts of a long function kept per statement of its body', () => {
+  it('an edit of one statement of a long main() walks that statement only', async () => {
+    await editingMain((edit, first) => {
+      assert.equal(first.filter((f) => f.includes('MH001')).length, 1, first.join('\n'));
+      const { lookups, computes, findings } = edit('log_7 = 7', 'log_7 = 8');
+      assert.equal(lookups, BODY_STATEMENTS, 'every statement of main looked up');
+      assert.equal(computes, 1, 'only the edited statement walked');
+      assert.deepEqual(findings, first);
+    });
+  });
+
+  it('an edit of the statement holding the fact changes the verdict, as a fresh linter says', async () => {
+    await editingMain((edit, first) => {
+      assert.equal(first.filter((f) => f.includes('MH001')).length, 1, first.join('\n'));
+      // Another statement first, so that every part is kept from an earlier version.
+      edit('log_3 = 3', 'log_3 = 4');
+      // (`edit` compares each version's findings with a fresh linter's first.)
+      const off = edit('net.eval()', 'net.train()');
+      assert.equal(off.findings.filter((f) => f.includes('MH001')).length, 0, off.findings.join('\n'));
+      assert.equal(off.computes, 1);
+      const on = edit('net.train()', 'net.eval()');
+      assert.equal(on.findings.filter((f) => f.includes('MH001')).length, 1, on.findings.join('\n'));
+    });
+  });
+
+  it("facts naming main's own scope are relocated to the new main node of each version", async () => {
+    // A statement-level `set_grad_enabled(False)` of main (gradstate keys it by its scope, main) turns grad
+    // off for the forward pass below it: no MH001 before or after an edit of another statement of main, as
+    // a fresh linter says. Kept under the old main node, the fact would no longer apply after the edit.
+    const gradOff = MAIN.replace('    net.eval()\n', '    net.eval()\n    torch.set_grad_enabled(False)\n');
+    await editingMain((edit, first) => {
+      assert.equal(first.filter((f) => f.includes('MH001')).length, 0, first.join('\n'));
+      const other = edit('log_7 = 7', 'log_7 = 8');
+      assert.equal(other.findings.filter((f) => f.includes('MH001')).length, 0, other.findings.join('\n'));
+      assert.equal(other.computes, 1);
+      const on = edit('torch.set_grad_enabled(False)', 'print(False)');
+      assert.equal(on.findings.filter((f) => f.includes('MH001')).length, 1, on.findings.join('\n'));
+    }, gradOff);
+  });
+
+  it('the file-wide facts merged from the parts follow an edit of the statement holding them', async () => {
+    const linter = await getLinter();
+    let text = MAIN;
+    const doc = linter.open(text);
+    const edit = (from: string, to: string): void => {
+      const at = text.indexOf(from);
+      doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
+      text = text.slice(0, at) + to + text.slice(at + from.length);
+    };
+    const targets = (name: string): number => assignedNames(doc.source, name).length;
+    try {
+      assert.equal(targets('log_7'), 1);
+      edit('log_3 = 3', 'log_3 = 4');
+      assert.equal(targets('log_7'), 1);
+      // Same place, same length: only the statement's new node tells its part apart.
+      edit('log_7 = 7', 'lug_7 = 7');
+      assert.equal(targets('log_7'), 0);
+      assert.equal(targets('lug_7'), 1);
+      assert.equal(callsNamed(doc.source, 'eval').length, 1);
+      edit('net.eval()', 'net.cuda()');
+      assert.equal(callsNamed(doc.source, 'eval').length, 0);
+      assert.equal(callsNamed(doc.source, 'cuda').length, 1);
+    } finally {
+      doc.dispose();
+    }
+  });
+
+  it('a short function is walked whole (no statement parts)', async () => {
+    const linter = await getLinter();
+    const short = MAIN.replace(PADDING, '');
+    const doc = linter.open(short);
+    try {
+      counting(doc.source.session, (counts) => {
+        lintFile(doc.source, defaultSettings);
+        assert.equal(counts().lookups, 0);
+      });
+    } finally {
+      doc.dispose();
+    }
+  });
+});

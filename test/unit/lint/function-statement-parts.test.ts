@@ -5,40 +5,14 @@
 // fresh linter's does.
 import * as assert from 'node:assert/strict';
 import { lintFile, defaultSettings } from '../../../src/lint';
-import { NodeMemo } from '../../../src/lint/session';
 import { SPLIT_FUNCTION_LINES } from '../../../src/lint/analysis/unitcache';
 import { assignedNames } from '../../../src/lint/analysis/values';
 import { callsNamed } from '../../../src/lint/analysis/calls';
-import type { SourceFile } from '../../../src/lint/syntax';
 import { findingsView as view, getLinter, getOracle } from './harness';
+import { countingMemo } from './memo-counting';
 
 /** The per-statement parts of the model facts' walk (where `net.eval()` is recorded). */
 const DESCRIPTOR = 'models.statementParts';
-
-/** Counts the lookups and computes of the NodeMemo `DESCRIPTOR` in `session` while `body` runs. */
-function counting<T>(session: unknown, body: (counts: () => { lookups: number; computes: number }) => T): T {
-  const proto = NodeMemo.prototype as unknown as { get: (this: NodeMemo<unknown>, ...args: unknown[]) => unknown };
-  const original = proto.get;
-  let lookups = 0;
-  let computes = 0;
-  proto.get = function (...args) {
-    if (this.name !== DESCRIPTOR || (args[0] as SourceFile).session !== session) return original.apply(this, args);
-    lookups++;
-    const compute = args[args.length - 1] as (...a: unknown[]) => unknown;
-    return original.apply(this, [
-      ...args.slice(0, -1),
-      (...a: unknown[]) => {
-        computes++;
-        return compute(...a);
-      },
-    ]);
-  };
-  try {
-    return body(() => ({ lookups, computes }));
-  } finally {
-    proto.get = original;
-  }
-}
 
 const PADDING = Array.from({ length: SPLIT_FUNCTION_LINES + 10 }, (_, i) => `    log_${i} = ${i}\n`).join('');
 /** Statements of main's body: three before the padding, the padding, three after. */
@@ -71,7 +45,7 @@ async function editingMain(body: (edit: Edit, first: View) => void, source = MAI
   try {
     const first = view(lintFile(doc.source, defaultSettings));
     assert.deepEqual(first, view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    counting(doc.source.session, (counts) => {
+    countingMemo(DESCRIPTOR, doc.source.session, (counts) => {
       body((from, to) => {
         const at = text.indexOf(from);
         assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
@@ -161,7 +135,7 @@ describe('walk parts of a long function kept per statement of its body', () => {
     const short = MAIN.replace(PADDING, '');
     const doc = linter.open(short);
     try {
-      counting(doc.source.session, (counts) => {
+      countingMemo(DESCRIPTOR, doc.source.session, (counts) => {
         lintFile(doc.source, defaultSettings);
         assert.equal(counts().lookups, 0);
       });

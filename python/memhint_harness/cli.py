@@ -355,6 +355,12 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     tracker.backward_hook = state.stamp_state_kinds
     install_module_boundary(tracker)
     _patch_backward(torch, tracker)
+    _watch_workers(runner, user_files, tracker)
+    return tracker, state, runner, contextlib.nullcontext()
+
+
+def _watch_workers(runner, user_files, tracker):
+    """DataLoader workers' memory in the report (USS/PSS), or a note saying why it cannot be watched."""
     from .workers import WorkerWatch
 
     workers = WorkerWatch(user_files.is_user, tracker.now_ms)
@@ -362,7 +368,6 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     if problem is not None:
         runner.notes.append(problem)
     runner.observers.append(workers)
-    return tracker, state, runner, contextlib.nullcontext()
 
 
 def _instrument_trace(torch, options, channel, storage_api, user_files, history):
@@ -371,7 +376,6 @@ def _instrument_trace(torch, options, channel, storage_api, user_files, history)
     from .analysis import Registry
     from .runner import Runner
     from .trace_tracker import NOTES, TraceState, TraceTracker
-    from .workers import WorkerWatch
 
     tracker = TraceTracker(storage_api, user_files, history, int(torch.cuda.memory_allocated()),
                            budget=options.budget)
@@ -380,11 +384,7 @@ def _instrument_trace(torch, options, channel, storage_api, user_files, history)
     runner.notes.extend(NOTES)
     tracker.line_hook = runner.on_line
     _patch_backward(torch, tracker)
-    workers = WorkerWatch(user_files.is_user, tracker.now_ms)
-    problem = workers.install()
-    if problem is not None:
-        runner.notes.append(problem)
-    runner.observers.append(workers)
+    _watch_workers(runner, user_files, tracker)
     history.start()
     return tracker, state, runner, contextlib.nullcontext()
 
@@ -392,13 +392,8 @@ def _instrument_trace(torch, options, channel, storage_api, user_files, history)
 def _add_observers(torch, runner, tracker, user_files, device_type):
     """Measurements beside the ledger (observers.StepObserver), each in its own module."""
     from .kernels import KernelWatch, watched_overloads
-    from .workers import WorkerWatch
 
-    workers = WorkerWatch(user_files.is_user, tracker.now_ms)
-    problem = workers.install()
-    if problem is not None:
-        runner.notes.append(problem)
-    runner.observers.append(workers)
+    _watch_workers(runner, user_files, tracker)
     if runner.saved_hooks is not None:
         from .nograd import NoBackwardWatch
 

@@ -10,7 +10,7 @@ import { keywordArgument, positionalArguments } from './context';
 import { callsNamed, callsWithin } from './calls';
 import { backwardTargets, isGradientCall, scopeOf } from './models';
 import { gradMaybeOffAt, gradOffAt } from './gradstate';
-import { parameterNames, positionalParameters } from './parameters';
+import { parameterDefaultText, parameterNames, positionalParameters } from './parameters';
 import { importSignature } from './imports';
 import { NodeMemo } from '../session';
 
@@ -62,7 +62,7 @@ export function flagSelectedEval(file: SourceFile, fn: SyntaxNode): FlagSelected
     const offset = isMethod && callee.type === 'attribute' ? 1 : 0;
     const index = params.indexOf(test.param);
     const arg = keywordArgument(file, site, test.param) ?? (index < 0 ? undefined : positionalArguments(site)[index - offset]) ?? null;
-    const value = arg !== null ? file.textOf(arg) : defaultText(file, fn, test.param);
+    const value = arg !== null ? file.textOf(arg) : parameterDefaultText(file, fn, test.param);
     if (value === null || !rejects(file, test, arg, value)) continue;
     if (gradOffAt(file, site) || gradMaybeOffAt(file, site)) continue;
     return { flag: test.param, site, value, condition: test.kind === 'truthy' && value === 'None' ? `${test.param} is not None` : test.condition };
@@ -79,16 +79,6 @@ function rejects(file: SourceFile, test: TrainingTest, arg: SyntaxNode | null, v
   // A string literal other than the training one; a default's text is read the same way.
   const literal = arg !== null ? stringValue(file, arg) : stringText(value);
   return literal !== null && literal !== test.value;
-}
-
-function defaultText(file: SourceFile, def: SyntaxNode, name: string): string | null {
-  for (const p of childByField(def, 'parameters')?.children ?? []) {
-    if (p.type !== 'default_parameter' && p.type !== 'typed_default_parameter') continue;
-    const n = childByField(p, 'name');
-    const v = childByField(p, 'value');
-    if (n !== null && v !== null && file.textOf(n) === name) return file.textOf(v);
-  }
-  return null;
 }
 
 /**

@@ -5,7 +5,7 @@
 // out the returns on the branch the call's own flag rules out keeps the answer.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { keywordArgument, positionalArguments } from './context';
-import { parameterNames, positionalParameters } from './parameters';
+import { parameterDefaultText, parameterNames, positionalParameters } from './parameters';
 
 const FALSY = new Set(['False', 'None']);
 
@@ -43,16 +43,7 @@ function passedLiteral(defFile: SourceFile, def: SyntaxNode, name: string, callF
   if (args === null || args.children.some((c) => c.type === 'list_splat' || c.type === 'dictionary_splat')) return null;
   const index = positionalParameters(defFile, def).indexOf(name);
   const arg = keywordArgument(callFile, call, name) ?? (index < 0 ? undefined : positionalArguments(call)[index]) ?? null;
-  const text = arg !== null ? callFile.textOf(arg) : defaultText(defFile, def, name);
+  const text = arg !== null ? callFile.textOf(arg) : parameterDefaultText(defFile, def, name);
   return text !== null && (FALSY.has(text) || text === 'True') ? text : null;
 }
 
-function defaultText(file: SourceFile, def: SyntaxNode, name: string): string | null {
-  for (const p of childByField(def, 'parameters')?.children ?? []) {
-    if (p.type !== 'default_parameter' && p.type !== 'typed_default_parameter') continue;
-    const n = childByField(p, 'name');
-    const v = childByField(p, 'value');
-    if (n !== null && v !== null && file.textOf(n) === name) return file.textOf(v);
-  }
-  return null;
-}

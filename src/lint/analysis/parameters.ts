@@ -69,3 +69,14 @@ export function keywordParameters(file: SourceFile, def: SyntaxNode): readonly s
 export function parameterNames(file: SourceFile, def: SyntaxNode): readonly string[] {
   return listsOf(file, def).names;
 }
+
+/** The default value's text of the parameter `name` of the function `def` (`def f(train=True)`), or null. */
+export function parameterDefaultText(file: SourceFile, def: SyntaxNode, name: string): string | null {
+  for (const p of childByField(def, 'parameters')?.children ?? []) {
+    if (p.type !== 'default_parameter' && p.type !== 'typed_default_parameter') continue;
+    const n = childByField(p, 'name');
+    const v = childByField(p, 'value');
+    if (n !== null && v !== null && file.textOf(n) === name) return file.textOf(v);
+  }
+  return null;
+}

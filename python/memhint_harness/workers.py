@@ -209,8 +209,8 @@ class WorkerWatch:
                                   int(getattr(loader, "num_workers", 0)))
             self._records[loader] = record
             self.loaders.append(record)
-        now = self._now_ms()
         with self._lock:
+            now = self._now_ms()  # read under the lock: the sampler thread appends to the same series
             for worker_id, process in enumerate(getattr(iterator, "_workers", ())):
                 pid = getattr(process, "pid", None)
                 if pid is None:
@@ -225,9 +225,11 @@ class WorkerWatch:
     # ------------------------------------------------------------------ sampling
 
     def _sample_all(self) -> Dict[LoaderRecord, Tuple[int, int]]:
-        now = self._now_ms()
         totals: Dict[LoaderRecord, Tuple[int, int]] = {}
         with self._lock:
+            # The clock is read under the lock: the sampler thread and a step boundary both sample, and a time
+            # read before waiting for the other could land after that sampler's later time (series out of order).
+            now = self._now_ms()
             for record in self.loaders:
                 uss = pss = 0
                 for worker in record.processes:

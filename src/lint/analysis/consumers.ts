@@ -3,7 +3,7 @@
 // a leak. Computed once per file: the data dependencies of every backward-like call, and of the
 // returned values of functions that do not backpropagate themselves (their caller may).
 import type { SourceFile, SyntaxNode } from '../syntax';
-import { flowOf, flowSignature, Taint, type ScopeFlow } from './flow';
+import { flowOf, flowSignature, scopeSignature, Taint, type ScopeFlow } from './flow';
 import { combine, scopesOf } from './unitcache';
 import { nodesInScope } from './scope-nodes';
 import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
@@ -45,7 +45,7 @@ function scopeConsumption(file: SourceFile, scope: SyntaxNode): ScopeConsumption
     }
     return c;
   };
-  return scope.type === 'module' ? moduleCache.get(file, flowSignature(file), compute) : scopeCache.get(file, scope, flowSignature(file), compute);
+  return scope.type === 'module' ? moduleCache.get(file, flowSignature(file), compute) : scopeCache.get(file, scope, scopeSignature(file, scope, flowSignature(file)), compute);
 }
 
 function consumed(file: SourceFile): Consumed {

@@ -7,7 +7,7 @@ import { importBindings, qualifiedName } from './imports';
 import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from './models';
 import { combine } from './unitcache';
 import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
-import { gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
+import { enclosingGradToken, gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
 
 /** Clean < Unknown < Tainted; `max` merges. */
 export const enum Taint {
@@ -635,13 +635,22 @@ export function factsSignature(file: SourceFile): string {
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
   const signature = flowSignature(file);
   const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file), tupleReturningFunctions(file));
-  const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(file, scope, signature, compute);
+  const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(file, scope, scopeSignature(file, scope, signature), compute);
   flow.file = file;
   flow.scope = scope;
   return flow;
 }
 
 const moduleFlowCache = new ModuleCodeMemo<ScopeFlow>('flow.module');
+
+/**
+ * `signature` (file-wide inputs) with the grad state that a function scope's taints read around the
+ * function node (enclosingGradToken): the deps of a memo kept on a function node whose value reads its
+ * flow's taints. In a one-shot session (one version, nothing to tell apart) `signature` alone.
+ */
+export function scopeSignature(file: SourceFile, scope: SyntaxNode, signature: string): string {
+  return scope.type !== 'function_definition' || file.session.oneShot ? signature : `${signature}|${enclosingGradToken(file, scope)}`;
+}
 
 /** Everything a scope's flow depends on beyond its own statements. */
 export function flowSignature(file: SourceFile): string {
@@ -664,7 +673,7 @@ function computeGraphReturning(file: SourceFile): ReadonlySet<string> {
   const found = new Set<string>();
   const signature = factsSignature(file);
   for (const [name, fn] of moduleFunctionsThatReturn(file)) {
-    if (returningFnCache.get(file, fn, signature, () => returnsHistory(new ScopeFlow(file, fn), fn))) found.add(name);
+    if (returningFnCache.get(file, fn, scopeSignature(file, fn, signature), () => returnsHistory(new ScopeFlow(file, fn), fn))) found.add(name);
   }
   return found;
 }
@@ -717,7 +726,7 @@ function computeTupleReturning(file: SourceFile): ReadonlyMap<string, readonly T
   const found = new Map<string, readonly Taint[]>();
   const signature = factsSignature(file);
   for (const [name, fn] of moduleFunctionsThatReturn(file)) {
-    const shape = tupleFnCache.get(file, fn, signature, () => returnedTuple(new ScopeFlow(file, fn), fn));
+    const shape = tupleFnCache.get(file, fn, scopeSignature(file, fn, signature), () => returnedTuple(new ScopeFlow(file, fn), fn));
     if (shape !== null) found.set(name, shape);
   }
   return found;

@@ -306,3 +306,29 @@ export function gradMaybeOffAt(file: SourceFile, node: SyntaxNode): boolean {
   }
   return false;
 }
+
+/**
+ * What gradOffAt, gradOffWithin and gradMaybeOffAt read for a node of `fn` outside `fn`'s own subtree, as
+ * a token for the deps of a memo kept on the function node (a flow, a rule's per-scope findings): the
+ * `with` blocks and decorators around it (its own decorators sit in its decorated_definition, outside
+ * the node), whether each enclosing scope enters no_grad indirectly, and whether `fn` and each enclosing
+ * function count as running without grad (a Lightning hook, a name this file calls under no_grad, a
+ * no_grad wrapper decorator). The document reuses a nested step function of a giant `def main():` while
+ * main's other statements change, and a `torch.set_grad_enabled(training)` added there turns the step's
+ * taints Unknown: gradSignature holds only the file-wide facts, not these per-function ones.
+ */
+export function enclosingGradToken(file: SourceFile, fn: SyntaxNode): string {
+  // Once per function and version: every flowOf of a nested scope asks.
+  return enclosingGradTokens.keyed(file, fn, () => computeEnclosingGradToken(file, fn));
+}
+
+const enclosingGradTokens = new VersionMemo<string>('gradstate.enclosingGradToken');
+
+function computeEnclosingGradToken(file: SourceFile, fn: SyntaxNode): string {
+  let token = isGradDisabled(file, fn) || decoratorsOf(fn).some((d) => disablesGrad(file, d)) ? 'D' : 'd';
+  token += gradMaybeOffAt(file, fn) ? 'M' : 'm';
+  for (let s: SyntaxNode | null = fn; s !== null && s.type === 'function_definition'; s = scopeOf(s)) {
+    token += `${isGradFreeFunction(file, s) ? 1 : 0}${isLightningNoGradHook(file, s) ? 1 : 0}${decoratorsOf(s).some((d) => isNoGradWrapper(file, d)) ? 1 : 0}`;
+  }
+  return token;
+}

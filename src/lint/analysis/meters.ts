@@ -2,7 +2,7 @@
 // `self.total += value * n`. The method is analysed once with each parameter assumed to carry history;
 // call sites on instances of the class then count as stores of that argument.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
-import { factsSignature, ScopeFlow, Taint } from './flow';
+import { factsSignature, ScopeFlow, scopeSignature, Taint } from './flow';
 import { combine, unitsOf, walkSplittingFunctions, type FunctionSplitWalk } from './unitcache';
 import { NodeMemo, VersionMemo } from '../session';
 import { enclosingClass, keyOf } from './models';
@@ -137,7 +137,7 @@ function meterWalk(file: SourceFile): FunctionSplitWalk<MeterParts> {
 
 /** Parameters of a method whose value, if it carried history, the method would store on self. */
 function retainingParameters(file: SourceFile, fn: SyntaxNode): RetainingParameter[] {
-  return retainingCache.get(file, fn, factsSignature(file), () => {
+  return retainingCache.get(file, fn, scopeSignature(file, fn, factsSignature(file)), () => {
     const values = selfStoreValues(file, fn);
     const found: RetainingParameter[] = [];
     positionalParameters(file, fn)

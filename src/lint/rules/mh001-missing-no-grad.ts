@@ -8,7 +8,7 @@ import { backwardTargets, callsByScope, computesGradients, enclosingClass, forwa
 import { nodesInScope } from '../analysis/scope-nodes';
 import { callsWithin } from '../analysis/calls';
 import { gradMaybeOffAt, gradOffAt } from '../analysis/gradstate';
-import { factsSignature, flowOf, Taint } from '../analysis/flow';
+import { factsSignature, flowOf, scopeSignature, Taint } from '../analysis/flow';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { VersionMemo } from '../session';
 import { forwardsFeedingBackward } from '../analysis/backprop';
@@ -322,7 +322,8 @@ function check(file: SourceFile): RuleFinding[] {
     findingsCache,
     signature,
     (scope) => scopeFindings(file, scope),
-    (scope) => helperTextsSignature(file, scope),
+    // With the grad state around a nested function (enclosingGradToken), which its checks read.
+    (scope) => `${helperTextsSignature(file, scope)}|${scopeSignature(file, scope, '')}`,
   );
   return anchorAtHelpers(
     file,

@@ -5,7 +5,7 @@ import { childByField, firstNamedChild, firstStartingAtOrAfter, type SourceFile,
 import type { Rule, RuleFinding } from '../types';
 import { enclosingLoops, keywordArgument } from '../analysis/context';
 import { backwardTargets, forwardReceiver, keyOf } from '../analysis/models';
-import { dominates, factsSignature, flowOf, Taint, type Def, type ScopeFlow } from '../analysis/flow';
+import { dominates, factsSignature, flowOf, scopeSignature, Taint, type Def, type ScopeFlow } from '../analysis/flow';
 import { checkScopes, ScopeFindingsMemo } from '../analysis/unitcache';
 import { nodesInScope } from '../analysis/scope-nodes';
 import { callsNamed } from '../analysis/calls';
@@ -259,7 +259,8 @@ const CALLS = new Set(['call']);
 
 function check(file: SourceFile): RuleFinding[] {
   if (!file.text.includes('retain_graph')) return [];
-  return checkScopes(file, findingsCache, factsSignature(file), (scope) => checkScope(file, scope));
+  // A nested function's checks read its taints, which read grad state around the function node.
+  return checkScopes(file, findingsCache, factsSignature(file), (scope) => checkScope(file, scope), (scope) => scopeSignature(file, scope, ''));
 }
 
 function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {

@@ -291,6 +291,19 @@ def train(model, optimizer, loader):
       ['    teacher.requires_grad_(True)\n', '    teacher.requires_grad_(False)\n'],
     ]);
   });
+
+  it('MH002: grad state around a nested step function, set in the enclosing function (#12)', async () => {
+    // The nested functions are reused while the enclosing function's other statements, its decorators
+    // and its name change; their taints (flow), consumption and findings read that grad state.
+    await checkEdits(fs.readFileSync(path.join(root, 'lint', 'MH002', 'clean_nested_step_grad_off_around.py'), 'utf8'), [
+      ['    torch.set_grad_enabled(training)\n', '    torch.manual_seed(0)\n'],
+      ['def main(', '@torch.no_grad()\ndef main('],
+      ['@torch.no_grad()\ndef main(', 'def main('],
+      ['    torch.manual_seed(0)\n', '    torch.set_grad_enabled(training)\n'],
+      ['def evaluate(', 'def validate('],
+      ['def validate(', 'def evaluate('],
+    ]);
+  });
 });
 
 // Random edits over fixtures for every rule, with snippets that change file-wide facts.
@@ -475,10 +488,8 @@ describe('giant def main(): incremental re-lint after random edits matches a fre
     await randomEditsInMain('MH001', ruleFixtures('MH001'), GRAD_SNIPPETS, 6, 1 / 3, LONG_MAIN_PADDING);
   });
 
-  // Pending: fails on main's build too (with or without the long padding, i.e. without any statement part):
-  // a stale MH002 finding of main's own scope after some edits (clean_cleared_every_iteration.py,
-  // positive_inner_loop_over_loader.py). Found in session 19, not yet diagnosed.
-  it.skip('MH002 fixtures in a long def main() (walk parts per statement of main)', async () => {
+  // A stale finding of a nested function after an edit of main's other statements (#12): see the fixed-edit MH002 test above.
+  it('MH002 fixtures in a long def main() (walk parts per statement of main)', async () => {
     await randomEditsInMain('MH002', ruleFixtures('MH002'), [...GRAD_SNIPPETS, '\n    opt = torch.optim.Adam([alpha], lr=1e-3)\n', '\n    alpha = torch.zeros(1, requires_grad=True)\n'], 7, 0.25, LONG_MAIN_PADDING);
   });
 

@@ -14,6 +14,7 @@ import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { calleeMethod, calleeName } from './imports';
 import { enclosingLoops, positionalArguments } from './context';
 import { VersionMemo } from '../session';
+import { isOccasionalCondition } from './periodic-guards';
 
 const LOOP_TYPES = new Set(['for_statement', 'while_statement']);
 const SCOPE_TYPES = new Set(['function_definition', 'class_definition', 'lambda']);
@@ -360,8 +361,8 @@ export function isOccasionalInLoop(file: SourceFile, node: SyntaxNode, loop: Syn
     if (p.type === 'except_clause' || p.type === 'except_group_clause') return true;
     if ((p.type === 'if_statement' || p.type === 'elif_clause') && child.field === 'consequence') {
       const cond = childByField(p, 'condition');
-      // `step % 100 == 0`, `num_updates == 0` (first step only), OOM recovery.
-      if (cond !== null && /%|[^=!<>]==[^=]|out of memory|OutOfMemory|\boom\b/i.test(file.textOf(cond))) return true;
+      // `step % 100 == 0`, `num_updates == 0` (first step only), OOM recovery, `every_n_steps(...)`.
+      if (cond !== null && isOccasionalCondition(file, cond)) return true;
     }
   }
   return false;

@@ -22,6 +22,7 @@ import { flagPathsSignature, flagSelectedEval, guardingFlag } from '../analysis/
 import { anchorAtHelpers } from './mh001-helper-anchor';
 import { isFrozenNetwork } from '../analysis/frozen-networks';
 import { graphFreeIntent } from '../analysis/volatile-inputs';
+import { gradOffCallbacksSignature, handedOnlyGradOff } from '../analysis/grad-off-callbacks';
 import { calledOnlyGradOffByImporters, methodCalledOnlyGradOffByImporters } from '../analysis/importer-grad-off';
 import { ownInferenceDataPass } from '../analysis/imported-data-passes';
 import { callSites, helperForward, helperForwardCalls, helperTextsSignature, resolutionSignature, type HelperForward } from '../analysis/indirect';
@@ -316,7 +317,7 @@ function check(file: SourceFile): RuleFinding[] {
   if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), project?.lookup.stamp ?? '']);
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), gradOffCallbacksSignature(file), project?.lookup.stamp ?? '']);
   const findings = checkScopes(
     file,
     findingsCache,
@@ -512,6 +513,8 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
   if (isReturnedClosure(file, scope)) return [];
   // Run only by other modules of the project, every time under no_grad: nothing here records a graph.
   if (scope.type === 'function_definition' && !calledInFile(file, scope) && (calledOnlyGradOffByImporters(file, scope) || methodCalledOnlyGradOffByImporters(file, scope))) return [];
+  // Never called here, only handed as a callback to calls that run under no_grad: it runs inside them.
+  if (scope.type === 'function_definition' && handedOnlyGradOff(file).has(scope)) return [];
   const findings: RuleFinding[] = [];
   const regions = new Set<SyntaxNode>();
   let evalFound = false;

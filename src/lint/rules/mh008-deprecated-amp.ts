@@ -361,7 +361,10 @@ function moduleImports(file: SourceFile, bindings: ReadonlyMap<string, number>):
         const local = file.textOf(aliasNode);
         if (!DEPRECATED_MODULES.has(module) || (bindings.get(local) ?? 0) > 1 || isCompatShim(file, stmt)) continue;
         const used = deprecatedUses(file, local, module);
-        if (used.length === 0) continue;
+        if (used.length === 0) {
+          if (isUnusedImport(file, local)) findings.push(unusedImportFinding(item, local, module));
+          continue;
+        }
         findings.push({
           start: item.start,
           end: item.end,
@@ -372,6 +375,27 @@ function moduleImports(file: SourceFile, bindings: ReadonlyMap<string, number>):
     }
   }
   return findings;
+}
+
+/**
+ * A namespace import nothing in the file reads (`from torch.cuda import amp` left behind after the code
+ * moved to `torch.autocast`): it still ties the file to the deprecated module, and deleting it is the
+ * whole upgrade. A name the module re-exports (`__all__ = ["amp"]`) is read by its importers: not unused.
+ */
+function isUnusedImport(file: SourceFile, local: string): boolean {
+  if (identifiersNamed(file, local).some((id) => !findImport(id))) return false;
+  return !new RegExp(`__all__[^\\])]*['"]${local}['"]`).test(file.text);
+}
+
+function unusedImportFinding(item: SyntaxNode, local: string, module: string): RuleFinding {
+  return {
+    start: item.start,
+    end: item.end,
+    message:
+      `\`${local}\` is \`${module}\`, deprecated since PyTorch 2.4 and slated for removal, and nothing here uses it: ` +
+      'remove the import (mixed precision goes through `torch.amp` / `torch.autocast`).',
+    fix: null,
+  };
 }
 
 /** The leftmost name of a dotted expression (`amp` for `amp.autocast`). */

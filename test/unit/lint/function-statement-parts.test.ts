@@ -8,8 +8,8 @@ import { lintFile, defaultSettings } from '../../../src/lint';
 import { SPLIT_FUNCTION_LINES } from '../../../src/lint/analysis/unitcache';
 import { assignedNames } from '../../../src/lint/analysis/values';
 import { callsNamed } from '../../../src/lint/analysis/calls';
-import { findingsView as view, getLinter, getOracle } from './harness';
-import { countingMemo } from './memo-counting';
+import { findingsView as view, getLinter } from './harness';
+import { countingMemo, editingWithCounts, type CountedEdit } from './memo-counting';
 
 /** The per-statement parts of the model facts' walk (where `net.eval()` is recorded). */
 const DESCRIPTOR = 'models.statementParts';
@@ -34,34 +34,9 @@ ${PADDING}    preds = []
 `;
 
 type View = ReturnType<typeof view>;
-type Edit = (from: string, to: string) => { lookups: number; computes: number; findings: View };
 
-/** Opens MAIN, checks it against a fresh linter, and runs `body` with an `edit` that does the same after each edit. */
-async function editingMain(body: (edit: Edit, first: View) => void, source = MAIN): Promise<void> {
-  const linter = await getLinter();
-  const oracle = await getOracle();
-  let text = source;
-  const doc = linter.open(text);
-  try {
-    const first = view(lintFile(doc.source, defaultSettings));
-    assert.deepEqual(first, view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    countingMemo(DESCRIPTOR, doc.source.session, (counts) => {
-      body((from, to) => {
-        const at = text.indexOf(from);
-        assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
-        doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
-        text = text.slice(0, at) + to + text.slice(at + from.length);
-        const before = counts();
-        const findings = view(lintFile(doc.source, defaultSettings));
-        assert.deepEqual(findings, view(oracle.lintText(text, defaultSettings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
-        const after = counts();
-        return { lookups: after.lookups - before.lookups, computes: after.computes - before.computes, findings };
-      }, first);
-    });
-  } finally {
-    doc.dispose();
-  }
-}
+/** Opens `source` (MAIN unless given) and edits it, counting the model facts' statement parts. */
+const editingMain = (body: (edit: CountedEdit, first: View) => void, source = MAIN): Promise<void> => editingWithCounts(source, DESCRIPTOR, body);
 
 describe('walk parts of a long function kept per statement of its body', () => {
   it('an edit of one statement of a long main() walks that statement only', async () => {

@@ -3,9 +3,8 @@
 // main, and an edit of the statement that reads the tensor's gradient changes the verdict, as a fresh
 // linter's does.
 import * as assert from 'node:assert/strict';
-import { lintFile, defaultSettings } from '../../../src/lint';
-import { findingsView as view, getLinter, getOracle } from './harness';
-import { countingMemo } from './memo-counting';
+import type { findingsView as view } from './harness';
+import { editingWithCounts } from './memo-counting';
 
 const DESCRIPTOR = 'MH015.statementNames';
 
@@ -30,40 +29,12 @@ def main(steps=10, nz=64):
 `;
 
 type View = ReturnType<typeof view>;
-type Edit = (from: string, to: string) => { lookups: number; computes: number; findings: View };
-
-/** Opens MAIN, checks it against a fresh linter, and runs `body` with an `edit` that does the same after each edit. */
-async function editingMain(body: (edit: Edit, first: View) => void): Promise<void> {
-  const linter = await getLinter();
-  const oracle = await getOracle();
-  let text = MAIN;
-  const doc = linter.open(text);
-  try {
-    const first = view(lintFile(doc.source, defaultSettings));
-    assert.deepEqual(first, view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    countingMemo(DESCRIPTOR, doc.source.session, (counts) => {
-      body((from, to) => {
-        const at = text.indexOf(from);
-        assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
-        doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
-        text = text.slice(0, at) + to + text.slice(at + from.length);
-        const before = counts();
-        const findings = view(lintFile(doc.source, defaultSettings));
-        assert.deepEqual(findings, view(oracle.lintText(text, defaultSettings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
-        const after = counts();
-        return { lookups: after.lookups - before.lookups, computes: after.computes - before.computes, findings };
-      }, first);
-    });
-  } finally {
-    doc.dispose();
-  }
-}
 
 const mh015 = (findings: View): number => findings.filter((f) => f.startsWith('MH015')).length;
 
 describe('MH015: scope identifiers kept per statement of a giant def main()', () => {
   it('an edit of another statement of main walks that statement only', async () => {
-    await editingMain((edit, first) => {
+    await editingWithCounts(MAIN, DESCRIPTOR, (edit, first) => {
       assert.equal(mh015(first), 1, 'z only');
       const other = edit("print('ready', 1)", "print('ready', 2)");
       assert.equal(other.lookups, 9, "one lookup per statement of main's body");
@@ -73,7 +44,7 @@ describe('MH015: scope identifiers kept per statement of a giant def main()', ()
   });
 
   it('an edit of the statement that reads the gradient changes the finding', async () => {
-    await editingMain((edit) => {
+    await editingWithCounts(MAIN, DESCRIPTOR, (edit) => {
       // The statement reads another tensor's gradient: x is unused too (a part kept for the old statement
       // still lists x there, with its old parent `x.grad`).
       const read = edit('saliency = x.grad.abs()', 'saliency = y.grad.abs()');

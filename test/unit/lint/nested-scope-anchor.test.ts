@@ -5,34 +5,9 @@
 // of what they read there (grad state entered indirectly by main, a helper nested in main) recomputes
 // them; either way the findings are a fresh linter's.
 import * as assert from 'node:assert/strict';
-import { lintFile, defaultSettings } from '../../../src/lint';
-import { findingsView as view, getLinter, getOracle } from './harness';
-import { countingMemo } from './memo-counting';
-
-/** Opens `text`, runs `body` with an `edit(from, to)` that applies an edit and checks it against a fresh linter. */
-async function editing(text: string, descriptor: string, body: (edit: (from: string, to: string) => { lookups: number; computes: number }) => void): Promise<void> {
-  const linter = await getLinter();
-  const oracle = await getOracle();
-  const doc = linter.open(text);
-  try {
-    assert.deepEqual(view(lintFile(doc.source, defaultSettings)), view(oracle.lintText(text, defaultSettings)), 'before any edit');
-    countingMemo(descriptor, doc.source.session, (counts) => {
-      body((from, to) => {
-        const at = text.indexOf(from);
-        assert.ok(at >= 0, `no ${JSON.stringify(from)} to edit`);
-        doc.update([{ rangeOffset: at, rangeLength: from.length, text: to }]);
-        text = text.slice(0, at) + to + text.slice(at + from.length);
-        const before = counts();
-        const findings = view(lintFile(doc.source, defaultSettings));
-        assert.deepEqual(findings, view(oracle.lintText(text, defaultSettings)), `after ${JSON.stringify(from)} -> ${JSON.stringify(to)}`);
-        const after = counts();
-        return { lookups: after.lookups - before.lookups, computes: after.computes - before.computes };
-      });
-    });
-  } finally {
-    doc.dispose();
-  }
-}
+import { defaultSettings } from '../../../src/lint';
+import { getLinter } from './harness';
+import { editingWithCounts } from './memo-counting';
 
 // `update`, nested in main, backpropagates `policy.sample(...)`'s output: the method records a graph, so
 // `act` (a function of the file) runs a forward pass under autograd (MH001).
@@ -105,7 +80,7 @@ describe('scopes nested in a giant def main(): kept per statement of main', () =
   it('method forwards: a nested scope is reused after an edit elsewhere in main, re-traced after grad state around it changes', async () => {
     const linter = await getLinter();
     assert.ok(linter.lintText(POLICY, defaultSettings).some((f) => f.code === 'MH001'), 'act runs the differentiable method');
-    await editing(POLICY, 'method-forwards.scope', (edit) => {
+    await editingWithCounts(POLICY, 'method-forwards.scope', (edit) => {
       // `update` is looked up in the memo (main's own scope has no backward) and reused.
       const unrelated = edit("print('ready', 1)", "print('ready', 2)");
       assert.ok(unrelated.lookups > 0, 'the nested scope is kept in the memo');
@@ -122,7 +97,7 @@ describe('scopes nested in a giant def main(): kept per statement of main', () =
     const findings = linter.lintText(GAN, defaultSettings).filter((f) => f.code === 'MH010');
     assert.equal(findings.length, 1);
     assert.ok(findings[0].fix !== null, 'the fix is offered: reset_grad zeroes the generator');
-    await editing(GAN, 'MH010.functions', (edit) => {
+    await editingWithCounts(GAN, 'MH010.functions', (edit) => {
       const unrelated = edit("print('ready', 1)", "print('ready', 2)");
       assert.ok(unrelated.lookups > 0, 'the nested scope is kept in the memo');
       assert.equal(unrelated.computes, 0, 'an edit of another statement of main rechecks no nested scope');

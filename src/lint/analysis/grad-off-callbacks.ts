@@ -4,6 +4,7 @@
 // so under the caller's no_grad: its forward passes record nothing.
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { gradOffAt } from './gradstate';
+import { identifiersNamed } from './identifiers';
 import { calledInFile } from './inference';
 import { enclosingClass } from './models';
 import { VersionMemo } from '../session';
@@ -22,14 +23,11 @@ export function handedOnlyGradOff(file: SourceFile): ReadonlySet<SyntaxNode> {
     }
     const out = new Set<SyntaxNode>();
     if (byName.size === 0) return out;
-    // Per name: every reference (outside the definitions' own names) and whether each is a grad-off argument.
-    const refs = new Map<string, boolean>();
-    for (const id of file.nodesOfType('identifier')) {
-      const text = file.textOf(id);
-      if (!byName.has(text) || id.parent?.type === 'function_definition') continue;
-      refs.set(text, (refs.get(text) ?? true) && isGradOffArgument(file, id, byName.get(text)!));
+    // Per name: every reference (outside the definitions' own names) is a grad-off argument, and there is one.
+    for (const [name, defs] of byName) {
+      const refs = identifiersNamed(file, name).filter((id) => id.parent?.type !== 'function_definition');
+      if (refs.length > 0 && refs.every((id) => isGradOffArgument(file, id, defs))) for (const fn of defs) out.add(fn);
     }
-    for (const [name, ok] of refs) if (ok) for (const fn of byName.get(name)!) out.add(fn);
     return out;
   });
 }

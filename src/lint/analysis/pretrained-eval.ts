@@ -4,13 +4,13 @@
 // that might optimize them: `Classifier(encoder)`). A linear probe or a pretrained loss network in a
 // training step is the typical use: nothing in the file ever trains them, so their parameters requiring grad
 // only cost memory. MH011 reads it as a third sign of a fixed network, beside names and weight copies.
-import { VersionMemo } from '../session';
 import { childByField, type SourceFile, type SyntaxNode } from '../syntax';
 import { callsNamed } from './calls';
 import { keywordArgument } from './context';
 import { calleeMethod, calleeName } from './imports';
 import { keyOf } from './models';
 import { innermostCall } from './module-forward-sites';
+import { identifiersNamed as identifiersOfFile } from './identifiers';
 
 /** A constructor call that loads published weights. */
 function loadsWeights(file: SourceFile, call: SyntaxNode): boolean {
@@ -48,26 +48,10 @@ function methodCalls(file: SourceFile, key: string, method: string): SyntaxNode[
   return out;
 }
 
-/**
- * The file's identifiers by text, once per version: MH011 asks about each pretrained network of the file,
- * and scanning every identifier per network was quadratic in a file with many.
- */
-const identifiersByText = new VersionMemo<ReadonlyMap<string, readonly SyntaxNode[]>>('pretrained-eval.identifiers');
-
 function identifiersNamed(file: SourceFile, text: string): readonly SyntaxNode[] {
   // Every identifier of the file, not one key of an index: a per-reader memo holding it holds for this version only.
   file.session.noteWholeFileRead(file);
-  const byText = identifiersByText.get(file, (f) => {
-    const out = new Map<string, SyntaxNode[]>();
-    for (const id of f.nodesOfType('identifier')) {
-      const t = f.textOf(id);
-      const list = out.get(t);
-      if (list === undefined) out.set(t, [id]);
-      else list.push(id);
-    }
-    return out;
-  });
-  return byText.get(text) ?? [];
+  return identifiersOfFile(file, text);
 }
 
 /**

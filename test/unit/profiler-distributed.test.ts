@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type CliRun as Run, runProfileCli } from './profile-cli-runner';
+import { assertEqualButLateFrees } from './late-collective-frees';
 import type { DistributedOutcome, RankOutcome } from '../../src/profiler/distributed';
 import { chooseLauncher, rankHarnessArgs, settleStatuses } from '../../src/profiler/distributed';
 import { formatDistributed, mergeDistributed, type DistributedReport } from '../../src/profiler/distributed-report';
@@ -19,6 +20,16 @@ const TORCH1_PYTHON = process.env.MEMHINT_TEST_PYTHON ?? '/usr/bin/python3';
 const TORCH2_PYTHON = process.env.MEMHINT_TEST_TORCH2_PYTHON ?? path.join(ROOT, '.venv-torch2/bin/python');
 
 const profile = runProfileCli;
+
+/** The buffers of DDP's bucket rebuild (second iteration, in warmup) that gloo's worker thread frees: the
+ * broadcast bucket order (int32, one per parameter plus the bucket count: the fixture's 4 parameters, 1 bucket)
+ * and the broadcast bucket sizes (int32, one per bucket). Under load the worker thread can release them after
+ * the first profiled step began, in a rank or in the single process, and the free is charged to whatever line
+ * the main thread then runs (CI: +20 B freed on the leak test's rank 1 backward line; the equal test's earlier
+ * +4 B on the single process's backward line, then put down to the returned loss, is the 4-byte one). That is
+ * the program's own timing, not the harness's: a rank equals the single process byte for byte except, at most,
+ * for these two frees (late-collective-frees.ts), and a difference of any other size or in any allocation fails. */
+const REBUILD_BROADCAST_BYTES = [(4 + 1) * 4, 1 * 4];
 
 /** Processes still running memhint's rank entry on the fixture: there must be none after a profile. */
 function leftoverRanks(fixture = FIXTURE): number[] {
@@ -90,11 +101,6 @@ for (const [label, python, launcher] of [
     };
 
     it('equal ranks: each rank’s figures equal a single-process run of the same shard, byte for byte', async function () {
-      // One retry, never more: a CI run on a fresh machine once saw the single-process reference keep the
-      // previous step's returned 4-byte loss alive into the next step's backward line (+4 B freed there, +4 B
-      // live at the peak), which 72 local single-process runs under load (15-26) never reproduced. A real difference
-      // between a rank and the single process fails both tries.
-      this.retries(1);
       const { run, report } = await distributed(['--equal'], 'equal');
       assert.equal(run.code, 0, run.stderr);
       assert.equal(report.launcher, launcher);
@@ -106,7 +112,7 @@ for (const [label, python, launcher] of [
         const single = await runProfile(singleOptions(python, ['--equal', '--shard', String(shard)]), { onSpawn: () => undefined });
         assert.equal(single.failure, null, JSON.stringify(single.failure));
         assert.ok(single.report);
-        assert.deepEqual(figures(report.reports[shard] as ProfileReport), figures(single.report), `rank ${shard} vs single process`);
+        assertEqualButLateFrees(figures(report.reports[shard] as ProfileReport), figures(single.report), REBUILD_BROADCAST_BYTES, `rank ${shard} vs single process`);
       }
       assert.equal(report.imbalance?.spreadBytes, 0, 'equal shards, equal peaks');
       // DDP described per rank, with its buckets sized as the trainable parameters' gradients.
@@ -154,7 +160,7 @@ for (const [label, python, launcher] of [
       // The unequal shard too: rank 1 is exactly a single process on shard 1 with the same leak.
       const single = await runProfile(singleOptions(python, ['--leak-rank', '1', '--shard', '1']), { onSpawn: () => undefined });
       assert.ok(single.report, JSON.stringify(single.failure));
-      assert.deepEqual(figures(report.reports[1] as ProfileReport), figures(single.report));
+      assertEqualButLateFrees(figures(report.reports[1] as ProfileReport), figures(single.report), REBUILD_BROADCAST_BYTES, 'rank 1 vs single process');
     });
 
     it('a rank that raises is reported by rank, the other rank is stopped, exit code 1', async () => {

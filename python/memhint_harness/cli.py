@@ -334,7 +334,8 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     the note that says why (the caller then runs the dispatch path)."""
     import contextlib
 
-    from .analysis import Registry, State
+    from .analysis import Registry
+    from .event_state import EventState
     from .event_tracker import NOTE, EventTracker, install_module_boundary, start_hook
     from .runner import Runner
 
@@ -345,9 +346,9 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     if hook is None:
         return "MEMHINT_EVENTS=1 ignored: the allocation hook is unavailable (%s); the dispatch path ran" % why
     tracker = EventTracker(storage_api, user_files, hook, budget=options.budget)
-    state = State(tracker, Registry(), options.warmup)
-    # No pack hook on this path yet (saved for backward is not computed from events: NOTE).
-    runner = Runner(tracker, state, channel, options, saved_tensors=False)
+    state = EventState(tracker, Registry(), options.warmup)
+    # The pack hook (saved for backward): one Python call per saved tensor, not per op.
+    runner = Runner(tracker, state, channel, options)
     runner.notes.append(NOTE)
     if options.budget is not None:
         runner.notes.append("MEMHINT_EVENTS=1: --budget is not checked on the event path yet")

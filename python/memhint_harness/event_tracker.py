@@ -4,23 +4,26 @@ The dispatch path (tracker.py) runs a Python TorchDispatchMode on every aten op:
 bookkeeping, and the mode itself changes what some kernels allocate (docs/profiler.md, "Composite kernels
 under a mode", "Gradient sums"). Here no mode is entered. The allocation hook (allochook.py) records every
 allocation and free in C++, in order, with the backward node running; the line tracer drains it with
-`take(True)` at each call, line and return of a user frame, at backward()'s start and end and at step
-boundaries, and an EventLines (event_lines.py) turns the events into the report's per-line figures with
-the dispatch path's rules.
+`take(True)` at each call, line and return of a user frame, at backward()'s start and end, at step
+boundaries and in autograd's pack hook, and an EventLines (event_lines.py) turns the events into the
+report's per-line figures with the dispatch path's rules.
 
 What comes from the events: per-line self, inclusive and backward figures (allocated, freed, peak,
 allocations), call counts (the line tracer's, as on the dispatch path), the step's allocated and freed
-bytes and its peak. What does not yet (no records of kinds, no module or pack hooks): modules, saved for
-backward, leaks, what is live at the peak by kind, kernel workspaces, graphs never backpropagated; the
-report's notes say so (NOTE), and those fields are empty rather than measured.
+bytes and its peak; and, from the blocks' records (session 20), what is live at the peak by kind and line,
+leaks across steps (event_state.py: kinds from the storages' addresses of parameters, gradients and optimizer
+state at the boundaries, as the dispatch path stamps them) and saved for backward per line (autograd's
+pack hook: per saved tensor, not per op). What does not yet: modules, kernel workspaces, graphs never
+backpropagated or kept alive by a leak, the timeline within a step, --budget; the report's notes say so
+(NOTE), and those fields are empty rather than measured.
 """
 from __future__ import annotations
 
 import bisect
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from .event_lines import EventLines, Key
+from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_SAVED, R_SITE, EventLines, Key, Record
 from .linetrace import LineTracer
 from .tracker import Tracker
 
@@ -28,10 +31,11 @@ _get_ident = threading.get_ident
 
 ENV = "MEMHINT_EVENTS"
 
-NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls) and each step's allocated, freed "
-        "and peak bytes come from the allocation hook's events, with no dispatch mode; not computed from events "
-        "yet, so left empty here (not measured as zero): modules, saved for backward, leaks, what is live at the "
-        "peak by kind, kernel workspaces, graphs never backpropagated, the timeline within a step")
+NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls), each step's allocated, freed "
+        "and peak bytes, what is live at the peak by kind, leaks across steps and saved for backward come from "
+        "the allocation hook's events, with no dispatch mode; not computed from events yet, so left empty here "
+        "(not measured as zero): modules, kernel workspaces, graphs never backpropagated or held by a leak, the "
+        "timeline within a step")
 
 
 class _StepTotal:
@@ -56,9 +60,16 @@ class EventLineTracer(LineTracer):
     def _trace_local(self, frame, event):
         local = super()._trace_local(frame, event)
         if event == "line":
-            stack = self.tracker.stack
+            tracker = self.tracker
+            stack = tracker.stack
             if stack and stack[-1].frame == id(frame):
-                self.tracker.feed_line((stack[-1].file, stack[-1].line))
+                top = stack[-1]
+                key = (top.file, top.line)
+                if not tracker.in_step and key not in tracker.funcs:
+                    # The line tracer names lines in steps only; a block made outside one (a parameter at
+                    # module level) is named in the peak and the leaks with its function as well.
+                    tracker.funcs[key] = top.func
+                tracker.feed_line(key)
         return local
 
 
@@ -71,6 +82,7 @@ class EventTracker(Tracker):
         self._last_peek = 0
         self.feed = EventLines(self._node_site)
         self.feed.counting = False  # until the first profiled step (setup and warmup are not charged)
+        self.step_start_records: Dict[int, Record] = {}  # the live blocks when the profiled step began
         self.tracer = EventLineTracer(self, user_files)
         self.trace_call = self.tracer.trace_call
         self.finished = False
@@ -118,9 +130,45 @@ class EventTracker(Tracker):
         if returning:
             self.tracer.pop_returned()
 
+    def block_of(self, tensor) -> Optional[int]:
+        """The address of the live block holding `tensor`'s storage (its record's key in feed.records), or None
+        for a tensor on another device, without storage, or whose memory is not the allocator's (numpy's:
+        no event tells of it, nor of its free; the dispatch path counts such a block, this one cannot)."""
+        if not self._on_device(tensor):
+            return None
+        try:
+            address = self._storage_of(tensor).data_ptr()
+        except Exception:  # sparse, nested, functional or otherwise storage-less tensors
+            return None
+        return address if address in self.feed.records else None
+
     def register_existing(self, tensor, hint=None, site=None):
-        # No ledger on this path: a record that nothing polls would look alive for ever (a false leak).
-        return None
+        """The block of a tensor the caller names (state, a step input): its address, marked with `hint`. No
+        record is made for a block the hook never saw (see block_of): nothing would tell of its free."""
+        address = self.block_of(tensor)
+        if address is not None and hint is not None:
+            rec = self.feed.records[address]
+            if rec[R_HINT] is None:
+                rec[R_HINT] = hint
+        return address
+
+    def on_saved(self, tensor):
+        """autograd's pack hook: marks a block allocated in this step as saved for backward, as the dispatch
+        path does (tracker.on_saved). The hook is drained first: the op saving it may have made it."""
+        self.drain()
+        address = self.block_of(tensor)
+        if address is None:
+            return
+        rec = self.feed.records[address]
+        if rec[R_SAVED] or rec[R_EPOCH] != self.epoch:
+            return
+        rec[R_SAVED] = True
+        if self.in_step:
+            site = self.current_site()
+            if site is not None:
+                self._acc(site[:2]).saved += rec[R_BYTES]
+            if rec[R_SITE] is not None:
+                self._acc(rec[R_SITE]).saved_made += rec[R_BYTES]
 
     def backward_begin(self):
         trace = self.pause_tracing()
@@ -144,12 +192,11 @@ class EventTracker(Tracker):
             self.resume_tracing(trace)
 
     def step_begin(self, profiled_index):
-        super().step_begin(profiled_index)  # drains first, with the last step's counting
+        super().step_begin(profiled_index)  # drains first, with the last step's counting and epoch
         feed = self.feed
+        feed.epoch = self.epoch
         feed.counting = self.in_step
-        feed.step_allocated = feed.step_freed = 0
-        feed.peak = feed.live
-        feed.peak_key = None
+        self.step_start_records = feed.start_step(self.step_peak_phase) if self.in_step else {}
 
     def step_end(self):
         self.poll()
@@ -159,7 +206,8 @@ class EventTracker(Tracker):
         if events is None:
             return None
         self.step_peak = feed.peak
-        self.step_peak_index = 0  # nothing is known of what was live at the peak (no records): see NOTE
+        self.step_peak_index = 0  # no per-event list here: event_state.py replays feed.live_at_peak instead
+        self.step_peak_phase = feed.peak_phase
         if feed.peak_key is not None:
             self.step_peak_site = feed.peak_key + (self.funcs.get(feed.peak_key, ""),)
         self._copy_figures()

@@ -7,8 +7,8 @@ MEMHINT_EVENTS=1) and compares what the event path computes: per line `self`, `i
 (allocated, freed, net, peak, allocations), `calls`, `savedForBackward` and `savedMadeHere`; per step
 allocated, freed and peak bytes; the peak's composition (bytes by kind, by line and kind, step, phase and
 location) and the leaks (line, bytes by step, holder; `graphNodesPerStep` and the autograd-graph reason are
-not computed on the event path, so not compared). Fields the event path does not compute yet (modules, kernel
-workspaces) are not compared: its report says so in a note, which is checked to be there. Exit 1 when any target differs or when the
+not computed on the event path, so not compared); the modules (every figure of each entry). Fields the event
+path does not compute yet (kernel workspaces) are not compared: its report says so in a note, which is checked to be there. Exit 1 when any target differs or when the
 event path did not run (its note missing).
 """
 import argparse
@@ -22,6 +22,8 @@ import report_identity  # noqa: E402
 LINE_FIELDS = ("self", "inclusive", "backward", "calls", "savedForBackward", "savedMadeHere")
 PEAK_FIELDS = ("bytes", "byKind", "byLine", "step", "phase", "location")
 LEAK_FIELDS = ("file", "line", "function", "bytesByStep", "bytesPerStep", "heldBy")
+MODULE_FIELDS = ("root", "path", "type", "calls", "params", "grads", "optimizer", "saved", "forward_alloc",
+                 "backward_alloc", "live_at_peak")
 STEP_FIELDS = ("allocated", "freed", "peakLive")
 EVENTS_NOTE = "MEMHINT_EVENTS=1: per-line figures"
 
@@ -35,7 +37,8 @@ def figures(report):
     ran = any(note.startswith(EVENTS_NOTE) for note in report.get("notes", []))
     peak = {k: (report.get("peak") or {}).get(k) for k in PEAK_FIELDS}
     leaks = [{k: leak.get(k) for k in LEAK_FIELDS} for leak in report.get("leaks", []) if leak.get("bytesPerStep")]
-    return lines, steps, ran, peak, leaks
+    modules = [{k: module.get(k) for k in MODULE_FIELDS} for module in report.get("modules") or []]
+    return lines, steps, ran, peak, leaks, modules
 
 
 def compare(name, dispatch, events):
@@ -43,8 +46,8 @@ def compare(name, dispatch, events):
     if "error" in dispatch or "error" in events:
         print("%s: error %s" % (name, dispatch.get("error") or events.get("error")))
         return -1
-    a_lines, a_steps, _, a_peak, a_leaks = figures(dispatch)
-    b_lines, b_steps, ran, b_peak, b_leaks = figures(events)
+    a_lines, a_steps, _, a_peak, a_leaks, a_modules = figures(dispatch)
+    b_lines, b_steps, ran, b_peak, b_leaks, b_modules = figures(events)
     if not ran:
         print("%s: the event path did not run (no MEMHINT_EVENTS note): %s" % (name, events.get("notes")))
         return -1
@@ -53,9 +56,13 @@ def compare(name, dispatch, events):
     steps_differ = a_steps != b_steps
     peak_differs = a_peak != b_peak
     leaks_differ = a_leaks != b_leaks
-    print("%s: %d of %d lines differ; steps %s; peak %s; leaks %s (%d)" % (
+    modules_differ = [(a, b) for a, b in zip(a_modules, b_modules) if a != b]
+    if len(a_modules) != len(b_modules):
+        modules_differ.append((len(a_modules), len(b_modules)))
+    print("%s: %d of %d lines differ; steps %s; peak %s; leaks %s (%d); %d of %d modules differ" % (
         name, len(differing), len(keys), "differ" if steps_differ else "identical",
-        "differs" if peak_differs else "identical", "differ" if leaks_differ else "identical", len(a_leaks)))
+        "differs" if peak_differs else "identical", "differ" if leaks_differ else "identical", len(a_leaks),
+        len(modules_differ), len(a_modules)))
     for key in differing[:6]:
         print("  line %d\n    dispatch %s\n    events   %s" % (key[1], json.dumps(a_lines.get(key), sort_keys=True),
                                                            json.dumps(b_lines.get(key), sort_keys=True)))
@@ -68,7 +75,9 @@ def compare(name, dispatch, events):
                                                                    json.dumps(b_peak[field])[:600]))
     if leaks_differ:
         print("  leaks\n    dispatch %s\n    events   %s" % (json.dumps(a_leaks)[:600], json.dumps(b_leaks)[:600]))
-    return len(differing) + int(steps_differ) + int(peak_differs) + int(leaks_differ)
+    for a, b in modules_differ[:6]:
+        print("  module\n    dispatch %s\n    events   %s" % (json.dumps(a), json.dumps(b)))
+    return len(differing) + int(steps_differ) + int(peak_differs) + int(leaks_differ) + len(modules_differ)
 
 
 def main():

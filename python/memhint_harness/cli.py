@@ -354,7 +354,19 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
         runner.notes.append("MEMHINT_EVENTS=1: --budget is not checked on the event path yet")
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
-    install_module_boundary(tracker)
+    from .linetrace import untraced
+    from .modules import ModuleLedger
+
+    # Per module: the module stack's hooks drain the allocation hook before each change (one take() per
+    # module call's start and end), so each block is charged to the module running when it was made.
+    modules = ModuleLedger(lambda: tracker.in_step, device_type)
+    modules.before_change = tracker.module_boundary
+    missing = modules.install(lambda fn: untraced(fn, tracker.trace_call))
+    if missing is None:
+        tracker.modules = modules
+    else:
+        runner.notes.append(missing)
+        install_module_boundary(tracker)  # the returned frame's pop at a module's return, without the ledger
     _patch_backward(torch, tracker)
     _watch_workers(runner, user_files, tracker)
     return tracker, state, runner, contextlib.nullcontext()

@@ -41,7 +41,7 @@ its figures with the dispatch report's.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 Key = Tuple[str, int]  # (file, line)
 Figures = List[int]
@@ -49,9 +49,11 @@ Figures = List[int]
 # Indices into the per-line figure lists, as records.LineAcc orders them.
 ALLOCATED, FREED, PEAK, ALLOCATIONS = 0, 1, 2, 3
 # Indices into a block's record: bytes, line (Key or None), epoch, state kind (parameter, gradient,
-# optimizer_state or None), saved for backward, hint ("input" or None).
-R_BYTES, R_SITE, R_EPOCH, R_STATE, R_SAVED, R_HINT = 0, 1, 2, 3, 4, 5
-Record = List  # [bytes, site, epoch, state, saved, hint]
+# optimizer_state or None), saved for backward, hint ("input" or None), module (the caller's key or None).
+R_BYTES, R_SITE, R_EPOCH, R_STATE, R_SAVED, R_HINT, R_MODULE = 0, 1, 2, 3, 4, 5, 6
+Record = List  # [bytes, site, epoch, state, saved, hint, module]
+# Indices into the per-module figure lists (module_c)
+M_FORWARD, M_BACKWARD = 0, 1
 
 
 class _Frame:
@@ -67,8 +69,13 @@ class _Frame:
 class EventLines:
     """Per-line self and backward figures from an ordered stream of (ptr, bytes, node, device) events."""
 
-    def __init__(self, node_site: Callable[[int], Optional[Key]]):
+    def __init__(self, node_site: Callable[[int], Optional[Key]],
+                 node_module: Optional[Callable[[int], Any]] = None):
         self.node_site = node_site  # backward node (sequence number) -> forward line, or None
+        # backward node -> the module running when its forward made it (None: modules are not followed)
+        self.node_module = node_module
+        self.module: Any = None  # the innermost running module, set by the caller before each batch
+        self.module_c: Dict[Any, List[int]] = {}  # module -> [forward, backward] bytes allocated while counting
         self.live = 0
         self.records: Dict[int, Record] = {}  # address -> the live block's record (R_*)
         self.epoch = -1  # stamped into each record (the caller's step count)
@@ -210,11 +217,24 @@ class EventLines:
             self._settle(site)
         self._last_op, self._last_site = op, site
         top = self.stack[-1] if self.stack else None
+        if not self.in_backward:
+            module = self.module
+        elif site is not None and self.node_module is not None:
+            module = self.node_module(node)
+        else:
+            module = None
         rec = self.records[ptr] = [size, site if site is not None else top.key if top is not None else None,
-                                   self.epoch, None, False, None]
+                                   self.epoch, None, False, None, module]
         if not self.counting:
             return
         self.step_records.append(rec)
+        if module is not None:
+            # The dispatch path's module charges: forward allocations to the running module, a node's
+            # backward allocations to the module whose forward made it (none without the node's line).
+            figures = self.module_c.get(module)
+            if figures is None:
+                figures = self.module_c[module] = [0, 0]
+            figures[M_BACKWARD if self.in_backward else M_FORWARD] += size
         self.step_allocated += size
         if self.live > self.peak:
             self.peak = self.live

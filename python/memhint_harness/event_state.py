@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .analysis import KINDS, State, describe_holders, site_location
-from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_SAVED, R_SITE, R_STATE, Key, Record
+from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_MODULE, R_SAVED, R_SITE, R_STATE, Key, Record
 from .records import UNTRACKED
 
 Site = Tuple[str, int, str]
@@ -87,6 +87,9 @@ class EventState(State):
             return
         live = tracker.feed.live_at_peak(tracker.step_start_records)
         snapshot = self.block_snapshot(live, log.peak)
+        if tracker.modules is not None:
+            tracker.modules.note_peak_by_module((rec[R_MODULE], rec[R_BYTES]) for rec in live)
+            tracker.modules.note_optimizers(self.registry.optimizers, tracker.api.describe)
         snapshot.update(step=log.index, atMs=log.peak_at, location=site_location(tracker.step_peak_site),
                         phase=tracker.step_peak_phase)
         self.best_peak = snapshot

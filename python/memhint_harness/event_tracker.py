@@ -13,9 +13,11 @@ allocations), call counts (the line tracer's, as on the dispatch path), the step
 bytes and its peak; and, from the blocks' records (session 20), what is live at the peak by kind and line,
 leaks across steps (event_state.py: kinds from the storages' addresses of parameters, gradients and optimizer
 state at the boundaries, as the dispatch path stamps them) and saved for backward per line (autograd's
-pack hook: per saved tensor, not per op). What does not yet: modules, kernel workspaces, graphs never
-backpropagated or kept alive by a leak, the timeline within a step, --budget; the report's notes say so
-(NOTE), and those fields are empty rather than measured.
+pack hook: per saved tensor, not per op) and the per-module breakdown (modules.py's stack hooks drain
+the hook before each change, so each block is charged to the module running when it was made; a backward
+node's blocks to the module running when its forward made it, as node_site for lines). What does not
+yet: kernel workspaces, graphs never backpropagated or kept alive by a leak, the timeline within a step,
+--budget; the report's notes say so (NOTE), and those fields are empty rather than measured.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_SAVED, R_SITE, EventLines, Key, Record
 from .linetrace import LineTracer
+from .modules import _BACKWARD, _FORWARD
 from .tracker import Tracker
 
 _get_ident = threading.get_ident
@@ -32,10 +35,10 @@ _get_ident = threading.get_ident
 ENV = "MEMHINT_EVENTS"
 
 NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls), each step's allocated, freed "
-        "and peak bytes, what is live at the peak by kind, leaks across steps and saved for backward come from "
-        "the allocation hook's events, with no dispatch mode; not computed from events yet, so left empty here "
-        "(not measured as zero): modules, kernel workspaces, graphs never backpropagated or held by a leak, the "
-        "timeline within a step")
+        "and peak bytes, what is live at the peak by kind, leaks across steps, saved for backward and the "
+        "per-module breakdown come from the allocation hook's events, with no dispatch mode; not computed from "
+        "events yet, so left empty here (not measured as zero): kernel workspaces, graphs never backpropagated "
+        "or held by a leak, the timeline within a step")
 
 
 class _StepTotal:
@@ -79,10 +82,13 @@ class EventTracker(Tracker):
         self.hook = hook  # the allocation hook module, started by the caller (allochook.load())
         self._starts: List[int] = []  # autograd sequence-number ranges: _starts[i].. were made at _sites[i]
         self._sites: List[Optional[Key]] = []
+        self._node_modules: List[Any] = []  # the module running when _starts[i].. were made (None: none)
         self._last_peek = 0
-        self.feed = EventLines(self._node_site)
+        self.feed = EventLines(self._node_site, self._node_module)
         self.feed.counting = False  # until the first profiled step (setup and warmup are not charged)
         self.step_start_records: Dict[int, Record] = {}  # the live blocks when the profiled step began
+        # (address, bytes, epoch, in a step, line, module) of the tensors autograd saved since the last drain
+        self._saved: List[Tuple[int, int, int, bool, Optional[Key], Any]] = []
         self.tracer = EventLineTracer(self, user_files)
         self.trace_call = self.tracer.trace_call
         self.finished = False
@@ -93,6 +99,10 @@ class EventTracker(Tracker):
         i = bisect.bisect_right(self._starts, node) - 1
         return self._sites[i] if i >= 0 else None
 
+    def _node_module(self, node: int) -> Any:
+        i = bisect.bisect_right(self._starts, node) - 1
+        return self._node_modules[i] if i >= 0 else None
+
     def drain(self, returned: bool = False) -> None:
         """Charges what the hook recorded since the last drain. The autograd nodes numbered since then were
         made by the line that was running (the top of the stack before it moves)."""
@@ -100,13 +110,20 @@ class EventTracker(Tracker):
             return
         peek, events = self.hook.take(True)
         feed = self.feed
+        modules = self.modules
+        if modules is not None:
+            stack = modules.stack
+            feed.module = stack[-1] if stack else None
         if peek != self._last_peek:
             self._starts.append(self._last_peek)
             self._sites.append(feed.stack[-1].key if feed.stack else None)
+            self._node_modules.append(feed.module)
             self._last_peek = peek
         if events or returned:
             feed.feed(events, returned=returned)
             self.live_bytes = feed.live
+        if self._saved:
+            self._settle_saved()
 
     def feed_call(self) -> None:
         """A user frame starts: what its caller's line allocated until now is the caller's."""
@@ -153,22 +170,47 @@ class EventTracker(Tracker):
         return address
 
     def on_saved(self, tensor):
-        """autograd's pack hook: marks a block allocated in this step as saved for backward, as the dispatch
-        path does (tracker.on_saved). The hook is drained first: the op saving it may have made it."""
-        self.drain()
-        address = self.block_of(tensor)
-        if address is None:
+        """autograd's pack hook: the block is marked saved for backward at the next drain (_settle_saved), as
+        the dispatch path marks it at once (tracker.on_saved). Not drained here: the pack hook runs inside the
+        op that saves, and a take() there would split the op's events (the hook pairs an op's transient
+        allocations with their frees at the op's end, _callochook.cpp)."""
+        if not self._on_device(tensor):
             return
-        rec = self.feed.records[address]
-        if rec[R_SAVED] or rec[R_EPOCH] != self.epoch:
+        try:
+            storage = self._storage_of(tensor)
+            address, nbytes = storage.data_ptr(), storage.nbytes()
+        except Exception:  # storage-less tensors
             return
-        rec[R_SAVED] = True
-        if self.in_step:
-            site = self.current_site()
+        stack = self.stack
+        in_step = self.in_step
+        site = (stack[-1].file, stack[-1].line) if stack and in_step else None
+        modules = self.modules
+        module = modules.top() if modules is not None and in_step and not self.in_backward else None
+        self._saved.append((address, nbytes, self.epoch, in_step, site, module))
+
+    def _settle_saved(self) -> None:
+        """Marks the blocks the pack hook saw since the last drain (now in feed.records) and charges them: to
+        the line whose op saved them (savedForBackward), the line that made them (savedMadeHere), the running
+        module. A block is marked once, in the step that made it; the size tells a reused address apart."""
+        saved, self._saved = self._saved, []
+        records = self.feed.records
+        for address, nbytes, epoch, in_step, site, module in saved:
+            rec = records.get(address)
+            if rec is None or rec[R_SAVED] or rec[R_EPOCH] != epoch or rec[R_BYTES] != nbytes:
+                continue
+            rec[R_SAVED] = True
             if site is not None:
-                self._acc(site[:2]).saved += rec[R_BYTES]
-            if rec[R_SITE] is not None:
-                self._acc(rec[R_SITE]).saved_made += rec[R_BYTES]
+                self._acc(site).saved += nbytes
+            if in_step and rec[R_SITE] is not None:
+                self._acc(rec[R_SITE]).saved_made += nbytes
+            if module is not None:
+                self.modules.charge_saved(module, nbytes)
+
+    def module_boundary(self) -> None:
+        """A module's forward starts or ends (modules.py's hooks, before the stack changes): what was allocated
+        until now is the running module's; a returned user frame is popped there, as on the dispatch path."""
+        if not self.disabled:
+            self.poll()
 
     def backward_begin(self):
         trace = self.pause_tracing()
@@ -185,8 +227,11 @@ class EventTracker(Tracker):
             self.poll()
             self.hook.node_reset()
             self.feed.backward_end()
-            if self.in_step and self.in_backward == 1 and self.backward_hook is not None:
-                self.backward_hook()
+            if self.in_step and self.in_backward == 1:
+                if self.modules is not None:
+                    self.modules.measure_grads(self.api.describe)
+                if self.backward_hook is not None:
+                    self.backward_hook()
             self.in_backward -= 1
         finally:
             self.resume_tracing(trace)
@@ -220,6 +265,11 @@ class EventTracker(Tracker):
         for table, field in ((feed.self_c, "self_c"), (feed.incl_c, "incl_c"), (feed.bw_c, "bw_c")):
             for key, figures in table.items():
                 getattr(self._acc(key), field)[:] = figures
+        modules = self.modules
+        if modules is not None:
+            for module, (forward, backward) in feed.module_c.items():
+                counter = modules._counter(module)
+                counter[_FORWARD], counter[_BACKWARD] = forward, backward
 
     def finish(self) -> None:
         """The run is over: the last events are charged and the hook gives the profiler slot back."""

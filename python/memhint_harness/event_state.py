@@ -96,16 +96,16 @@ class EventState(State):
 
     def block_snapshot(self, records: Iterable[Record], total: int):
         """analysis.State.snapshot over block records."""
-        by_kind = dict.fromkeys(KINDS, 0)
-        by_line: Dict[Site, dict] = {}
+        by_kind: Dict[str, int] = dict.fromkeys(KINDS, 0)
+        by_line: Dict[Key, dict] = {}
         for rec in records:
             kind = self.record_kind(rec)
             nbytes = rec[R_BYTES]
             by_kind[kind] += nbytes
             site = self._site(rec[R_SITE])
-            group = by_line.get(site[:2])
+            group = by_line.get((site[0], site[1]))
             if group is None:
-                group = by_line[site[:2]] = {"file": site[0], "line": site[1], "function": site[2],
+                group = by_line[(site[0], site[1])] = {"file": site[0], "line": site[1], "function": site[2],
                                              "bytes": 0, "byKind": dict.fromkeys(KINDS, 0)}
             group["bytes"] += nbytes
             group["byKind"][kind] += nbytes

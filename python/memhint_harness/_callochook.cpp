@@ -20,6 +20,7 @@
 #include <Python.h>
 
 #include <ATen/SequenceNumber.h>
+#include <c10/core/GradMode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
@@ -45,6 +46,7 @@ struct Event {
   uint64_t op;    // the innermost visible aten op open on the thread when recorded (0: none or not watched)
   uint32_t thread;  // which thread recorded it (t_thread)
   bool sum = false;  // not memory: the engine summed a gradient into an input buffer here (see op_start)
+  bool grad = true;  // grad mode on the recording thread (the peak's phase: optimizer steps run without)
 };
 
 std::mutex g_mutex;
@@ -131,7 +133,8 @@ struct Reporter final : public torch::profiler::impl::ProfilerStateBase {
         return;
       }
     }
-    g_events.push_back(Event{address, alloc_size, node, static_cast<int8_t>(device.type()), op, t_thread});
+    g_events.push_back(Event{address, alloc_size, node, static_cast<int8_t>(device.type()), op, t_thread, false,
+                             c10::GradMode::is_enabled()});
     ++g_total;
   }
   bool memoryProfilingEnabled() const override { return true; }
@@ -283,7 +286,8 @@ PyObject* stop(PyObject* /*self*/, PyObject* /*args*/) {
 // innermost visible op open when the event was recorded (0: none, or start() without ops): the dispatch
 // path sees an op's frees when the op returns, so a consumer mimicking it needs to know which frees
 // happened inside the op that made an allocation (event_lines.py), and the engine's gradient sums as
-// (0, 0, node, -1, 0) markers (op_start).
+// (0, 0, node, -1, 0, 1) markers (op_start); and a sixth, 1 where grad mode was on (the dispatch path's
+// phase of an allocation: "forward" with grad mode on, "other" without, as in an optimizer's step).
 PyObject* take(PyObject* /*self*/, PyObject* args) {
   int with_ops = 0;
   if (!PyArg_ParseTuple(args, "|p", &with_ops)) return nullptr;
@@ -306,9 +310,10 @@ PyObject* take(PyObject* /*self*/, PyObject* args) {
   size_t i = 0;
   for (const Event& e : events) {
     if (!wanted(e)) continue;  // a dropped transient, or a sum marker ((0, 0, node, -1, 0)) not asked for
-    PyObject* item = with_ops ? Py_BuildValue("(KLLiK)", static_cast<unsigned long long>(e.ptr),
+    PyObject* item = with_ops ? Py_BuildValue("(KLLiKi)", static_cast<unsigned long long>(e.ptr),
                                               static_cast<long long>(e.bytes), static_cast<long long>(e.node),
-                                              static_cast<int>(e.device), static_cast<unsigned long long>(e.op))
+                                              static_cast<int>(e.device), static_cast<unsigned long long>(e.op),
+                                              static_cast<int>(e.grad))
                               : Py_BuildValue("(KLLi)", static_cast<unsigned long long>(e.ptr),
                                               static_cast<long long>(e.bytes), static_cast<long long>(e.node),
                                               static_cast<int>(e.device));

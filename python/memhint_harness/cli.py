@@ -334,7 +334,8 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     the note that says why (the caller then runs the dispatch path)."""
     import contextlib
 
-    from .analysis import Registry, State
+    from .analysis import Registry
+    from .event_state import EventState
     from .event_tracker import NOTE, EventTracker, install_module_boundary, start_hook
     from .runner import Runner
 
@@ -345,15 +346,27 @@ def _instrument_events(torch, options, device_type, channel, storage_api, user_f
     if hook is None:
         return "MEMHINT_EVENTS=1 ignored: the allocation hook is unavailable (%s); the dispatch path ran" % why
     tracker = EventTracker(storage_api, user_files, hook, budget=options.budget)
-    state = State(tracker, Registry(), options.warmup)
-    # No pack hook on this path yet (saved for backward is not computed from events: NOTE).
-    runner = Runner(tracker, state, channel, options, saved_tensors=False)
+    state = EventState(tracker, Registry(), options.warmup)
+    # The pack hook (saved for backward): one Python call per saved tensor, not per op.
+    runner = Runner(tracker, state, channel, options)
     runner.notes.append(NOTE)
     if options.budget is not None:
         runner.notes.append("MEMHINT_EVENTS=1: --budget is not checked on the event path yet")
     tracker.line_hook = runner.on_line
     tracker.backward_hook = state.stamp_state_kinds
-    install_module_boundary(tracker)
+    from .linetrace import untraced
+    from .modules import ModuleLedger
+
+    # Per module: the module stack's hooks drain the allocation hook before each change (one take() per
+    # module call's start and end), so each block is charged to the module running when it was made.
+    modules = ModuleLedger(lambda: tracker.in_step, device_type)
+    modules.before_change = tracker.module_boundary
+    missing = modules.install(lambda fn: untraced(fn, tracker.trace_call))
+    if missing is None:
+        tracker.modules = modules
+    else:
+        runner.notes.append(missing)
+        install_module_boundary(tracker)  # the returned frame's pop at a module's return, without the ledger
     _patch_backward(torch, tracker)
     _watch_workers(runner, user_files, tracker)
     return tracker, state, runner, contextlib.nullcontext()

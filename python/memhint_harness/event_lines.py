@@ -29,19 +29,31 @@ EventLines turns such a stream into the per-line `self` and `backward` figures t
 - the step's totals and peak (`step_allocated`, `step_freed`, `peak`, `peak_key`) while counting.
 
 Records are keyed by address: an address is reused only after its free, which comes first in the stream.
+Each is a list (`R_*` below): bytes, the line charged (the backward line inside a node, else the running
+line), the epoch (the caller's step count, as StorageRec.epoch) and what the caller learns of the block
+later (its state kind, whether autograd saved it, whether it is a step input), read for the peak's
+composition and the leak check (event_state.py). While counting, the step's batches and the records its
+allocations made are kept, so that the records live at the step's peak can be replayed (`live_at_peak`)
+once, at the step's end, instead of a copy of the live set at every new peak.
 No torch here: the events are plain tuples, so the rules can be checked without an allocator. Not used
 by the profiler yet (docs/profiler.md, "The event-fed tracker"): scripts/alloc_path_compare.py compares
 its figures with the dispatch report's.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 Key = Tuple[str, int]  # (file, line)
 Figures = List[int]
 
 # Indices into the per-line figure lists, as records.LineAcc orders them.
 ALLOCATED, FREED, PEAK, ALLOCATIONS = 0, 1, 2, 3
+# Indices into a block's record: bytes, line (Key or None), epoch, state kind (parameter, gradient,
+# optimizer_state or None), saved for backward, hint ("input" or None), module (the caller's key or None).
+R_BYTES, R_SITE, R_EPOCH, R_STATE, R_SAVED, R_HINT, R_MODULE = 0, 1, 2, 3, 4, 5, 6
+Record = List  # [bytes, site, epoch, state, saved, hint, module]
+# Indices into the per-module figure lists (module_c)
+M_FORWARD, M_BACKWARD = 0, 1
 
 
 class _Frame:
@@ -57,10 +69,21 @@ class _Frame:
 class EventLines:
     """Per-line self and backward figures from an ordered stream of (ptr, bytes, node, device) events."""
 
-    def __init__(self, node_site: Callable[[int], Optional[Key]]):
+    def __init__(self, node_site: Callable[[int], Optional[Key]],
+                 node_module: Optional[Callable[[int], Any]] = None):
         self.node_site = node_site  # backward node (sequence number) -> forward line, or None
+        # backward node -> the module running when its forward made it (None: modules are not followed)
+        self.node_module = node_module
+        self.module: Any = None  # the innermost running module, set by the caller before each batch
+        self.module_c: Dict[Any, List[int]] = {}  # module -> [forward, backward] bytes allocated while counting
         self.live = 0
-        self.records: Dict[int, Tuple[int, Optional[Key]]] = {}  # address -> (bytes, backward line or None)
+        self.records: Dict[int, Record] = {}  # address -> the live block's record (R_*)
+        self.epoch = -1  # stamped into each record (the caller's step count)
+        self.step_batches: List[Iterable[Tuple[int, ...]]] = []  # while counting: the step's batches, in order
+        self.step_records: List[Record] = []  # while counting: the records the step's allocations made, in order
+        self.peak_event: Optional[Tuple[int, ...]] = None  # the allocation event that reached the peak
+        self.peak_batch = -1  # its batch's index in step_batches
+        self.peak_phase = "other"  # backward, forward (grad mode on) or other, when the peak was reached
         self.stack: List[_Frame] = []
         self.self_c: Dict[Key, List[int]] = {}
         self.bw_c: Dict[Key, List[int]] = {}
@@ -170,6 +193,8 @@ class EventLines:
         frees up to its first allocation are its locals dying and are charged to it before it is popped (the
         dispatch path pops a returned frame at its first poll after the return)."""
         pending_return = returned
+        if self.counting:
+            self.step_batches.append(events)
         for event in events:  # (ptr, bytes, node, device[, op])
             ptr, size, node = event[0], event[1], event[2]
             op = event[4] if len(event) > 4 else 0
@@ -177,7 +202,7 @@ class EventLines:
                 self.ret()
                 pending_return = False
             if size > 0:
-                self._allocated(ptr, size, node, op)
+                self._allocated(event, ptr, size, node, op)
             elif size < 0:
                 self._freed(ptr, op)
             elif self.in_backward and self._pending:  # (0, 0, node, -1): the engine's gradient sum, a poll
@@ -185,20 +210,40 @@ class EventLines:
         if pending_return:
             self.ret()
 
-    def _allocated(self, ptr: int, size: int, node: int, op: int) -> None:
+    def _allocated(self, event: Tuple[int, ...], ptr: int, size: int, node: int, op: int) -> None:
         self.live += size
         site = self.node_site(node) if node >= 0 and self.in_backward else None
         if self._pending:
             self._settle(site)
         self._last_op, self._last_site = op, site
-        self.records[ptr] = (size, site)
+        top = self.stack[-1] if self.stack else None
+        if not self.in_backward:
+            module = self.module
+        elif site is not None and self.node_module is not None:
+            module = self.node_module(node)
+        else:
+            module = None
+        rec = self.records[ptr] = [size, site if site is not None else top.key if top is not None else None,
+                                   self.epoch, None, False, None, module]
         if not self.counting:
             return
+        self.step_records.append(rec)
+        if module is not None:
+            # The dispatch path's module charges: forward allocations to the running module, a node's
+            # backward allocations to the module whose forward made it (none without the node's line).
+            figures = self.module_c.get(module)
+            if figures is None:
+                figures = self.module_c[module] = [0, 0]
+            figures[M_BACKWARD if self.in_backward else M_FORWARD] += size
         self.step_allocated += size
-        top = self.stack[-1] if self.stack else None
         if self.live > self.peak:
             self.peak = self.live
-            self.peak_key = site if site is not None else top.key if top is not None else None
+            self.peak_key = rec[R_SITE]
+            self.peak_event = event
+            self.peak_batch = len(self.step_batches) - 1
+            # The event's grad mode (take(True)'s sixth item; absent: on), as the dispatch path's phase().
+            self.peak_phase = ("backward" if self.in_backward else
+                               "other" if len(event) > 5 and not event[5] else "forward")
         if top is not None and self.live > top.incl_max:
             top.incl_max = self.live
         if site is not None:
@@ -236,6 +281,40 @@ class EventLines:
         if self.stack and self.stack[-1].key is not None:
             self._figures(self.self_c, self.stack[-1].key)[FREED] += rec[0]
             self._charge_inclusive(rec[0], True)
+
+    # ---------------------------------------------------------------- the step's peak
+
+    def start_step(self, phase: str) -> Dict[int, Record]:
+        """A counted step begins in `phase`: its peak starts at the live level; returns the live records (a
+        copy), from which live_at_peak replays."""
+        self.step_allocated = self.step_freed = 0
+        self.peak = self.live
+        self.peak_key = None
+        self.peak_event = None
+        self.peak_batch = -1
+        self.peak_phase = phase
+        self.step_batches = []
+        self.step_records = []
+        return dict(self.records)
+
+    def live_at_peak(self, start: Dict[int, Record]) -> List[Record]:
+        """The records live when the step reached its peak: `start` (start_step's copy) with the step's
+        allocations up to the peak's event and without the blocks freed before it."""
+        live = dict(start)
+        if self.peak_event is None:
+            return list(live.values())
+        made = iter(self.step_records)
+        peak_event, last = self.peak_event, self.peak_batch
+        for index, batch in enumerate(self.step_batches[: last + 1]):
+            for event in batch:
+                size = event[1]
+                if size > 0:
+                    live[event[0]] = next(made)
+                    if event is peak_event and index == last:
+                        return list(live.values())
+                elif size < 0:
+                    live.pop(event[0], None)
+        return list(live.values())
 
     @staticmethod
     def _figures(table: Dict[Key, List[int]], key: Key) -> List[int]:

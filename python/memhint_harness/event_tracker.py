@@ -4,34 +4,41 @@ The dispatch path (tracker.py) runs a Python TorchDispatchMode on every aten op:
 bookkeeping, and the mode itself changes what some kernels allocate (docs/profiler.md, "Composite kernels
 under a mode", "Gradient sums"). Here no mode is entered. The allocation hook (allochook.py) records every
 allocation and free in C++, in order, with the backward node running; the line tracer drains it with
-`take(True)` at each call, line and return of a user frame, at backward()'s start and end and at step
-boundaries, and an EventLines (event_lines.py) turns the events into the report's per-line figures with
-the dispatch path's rules.
+`take(True)` at each call, line and return of a user frame, at backward()'s start and end, at step
+boundaries and in autograd's pack hook, and an EventLines (event_lines.py) turns the events into the
+report's per-line figures with the dispatch path's rules.
 
 What comes from the events: per-line self, inclusive and backward figures (allocated, freed, peak,
 allocations), call counts (the line tracer's, as on the dispatch path), the step's allocated and freed
-bytes and its peak. What does not yet (no records of kinds, no module or pack hooks): modules, saved for
-backward, leaks, what is live at the peak by kind, kernel workspaces, graphs never backpropagated; the
-report's notes say so (NOTE), and those fields are empty rather than measured.
+bytes and its peak; and, from the blocks' records (session 20), what is live at the peak by kind and line,
+leaks across steps (event_state.py: kinds from the storages' addresses of parameters, gradients and optimizer
+state at the boundaries, as the dispatch path stamps them) and saved for backward per line (autograd's
+pack hook: per saved tensor, not per op) and the per-module breakdown (modules.py's stack hooks drain
+the hook before each change, so each block is charged to the module running when it was made; a backward
+node's blocks to the module running when its forward made it, as node_site for lines). What does not
+yet: kernel workspaces, graphs never backpropagated or kept alive by a leak, the timeline within a step,
+--budget; the report's notes say so (NOTE), and those fields are empty rather than measured.
 """
 from __future__ import annotations
 
 import bisect
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from .event_lines import EventLines, Key
+from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_SAVED, R_SITE, EventLines, Key, Record
 from .linetrace import LineTracer
+from .modules import _BACKWARD, _FORWARD
 from .tracker import Tracker
 
 _get_ident = threading.get_ident
 
 ENV = "MEMHINT_EVENTS"
 
-NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls) and each step's allocated, freed "
-        "and peak bytes come from the allocation hook's events, with no dispatch mode; not computed from events "
-        "yet, so left empty here (not measured as zero): modules, saved for backward, leaks, what is live at the "
-        "peak by kind, kernel workspaces, graphs never backpropagated, the timeline within a step")
+NOTE = ("MEMHINT_EVENTS=1: per-line figures (self, inclusive, backward, calls), each step's allocated, freed "
+        "and peak bytes, what is live at the peak by kind, leaks across steps, saved for backward and the "
+        "per-module breakdown come from the allocation hook's events, with no dispatch mode; not computed from "
+        "events yet, so left empty here (not measured as zero): kernel workspaces, graphs never backpropagated "
+        "or held by a leak, the timeline within a step")
 
 
 class _StepTotal:
@@ -56,9 +63,16 @@ class EventLineTracer(LineTracer):
     def _trace_local(self, frame, event):
         local = super()._trace_local(frame, event)
         if event == "line":
-            stack = self.tracker.stack
+            tracker = self.tracker
+            stack = tracker.stack
             if stack and stack[-1].frame == id(frame):
-                self.tracker.feed_line((stack[-1].file, stack[-1].line))
+                top = stack[-1]
+                key = (top.file, top.line)
+                if not tracker.in_step and key not in tracker.funcs:
+                    # The line tracer names lines in steps only; a block made outside one (a parameter at
+                    # module level) is named in the peak and the leaks with its function as well.
+                    tracker.funcs[key] = top.func
+                tracker.feed_line(key)
         return local
 
 
@@ -68,9 +82,13 @@ class EventTracker(Tracker):
         self.hook = hook  # the allocation hook module, started by the caller (allochook.load())
         self._starts: List[int] = []  # autograd sequence-number ranges: _starts[i].. were made at _sites[i]
         self._sites: List[Optional[Key]] = []
+        self._node_modules: List[Any] = []  # the module running when _starts[i].. were made (None: none)
         self._last_peek = 0
-        self.feed = EventLines(self._node_site)
+        self.feed = EventLines(self._node_site, self._node_module)
         self.feed.counting = False  # until the first profiled step (setup and warmup are not charged)
+        self.step_start_records: Dict[int, Record] = {}  # the live blocks when the profiled step began
+        # (address, bytes, epoch, in a step, line, module) of the tensors autograd saved since the last drain
+        self._saved: List[Tuple[int, int, int, bool, Optional[Key], Any]] = []
         self.tracer = EventLineTracer(self, user_files)
         self.trace_call = self.tracer.trace_call
         self.finished = False
@@ -81,6 +99,10 @@ class EventTracker(Tracker):
         i = bisect.bisect_right(self._starts, node) - 1
         return self._sites[i] if i >= 0 else None
 
+    def _node_module(self, node: int) -> Any:
+        i = bisect.bisect_right(self._starts, node) - 1
+        return self._node_modules[i] if i >= 0 else None
+
     def drain(self, returned: bool = False) -> None:
         """Charges what the hook recorded since the last drain. The autograd nodes numbered since then were
         made by the line that was running (the top of the stack before it moves)."""
@@ -88,13 +110,20 @@ class EventTracker(Tracker):
             return
         peek, events = self.hook.take(True)
         feed = self.feed
+        modules = self.modules
+        if modules is not None:
+            stack = modules.stack
+            feed.module = stack[-1] if stack else None
         if peek != self._last_peek:
             self._starts.append(self._last_peek)
             self._sites.append(feed.stack[-1].key if feed.stack else None)
+            self._node_modules.append(feed.module)
             self._last_peek = peek
         if events or returned:
             feed.feed(events, returned=returned)
             self.live_bytes = feed.live
+        if self._saved:
+            self._settle_saved()
 
     def feed_call(self) -> None:
         """A user frame starts: what its caller's line allocated until now is the caller's."""
@@ -118,9 +147,70 @@ class EventTracker(Tracker):
         if returning:
             self.tracer.pop_returned()
 
+    def block_of(self, tensor) -> Optional[int]:
+        """The address of the live block holding `tensor`'s storage (its record's key in feed.records), or None
+        for a tensor on another device, without storage, or whose memory is not the allocator's (numpy's:
+        no event tells of it, nor of its free; the dispatch path counts such a block, this one cannot)."""
+        if not self._on_device(tensor):
+            return None
+        try:
+            address = self._storage_of(tensor).data_ptr()
+        except Exception:  # sparse, nested, functional or otherwise storage-less tensors
+            return None
+        return address if address in self.feed.records else None
+
     def register_existing(self, tensor, hint=None, site=None):
-        # No ledger on this path: a record that nothing polls would look alive for ever (a false leak).
-        return None
+        """The block of a tensor the caller names (state, a step input): its address, marked with `hint`. No
+        record is made for a block the hook never saw (see block_of): nothing would tell of its free."""
+        address = self.block_of(tensor)
+        if address is not None and hint is not None:
+            rec = self.feed.records[address]
+            if rec[R_HINT] is None:
+                rec[R_HINT] = hint
+        return address
+
+    def on_saved(self, tensor):
+        """autograd's pack hook: the block is marked saved for backward at the next drain (_settle_saved), as
+        the dispatch path marks it at once (tracker.on_saved). Not drained here: the pack hook runs inside the
+        op that saves, and a take() there would split the op's events (the hook pairs an op's transient
+        allocations with their frees at the op's end, _callochook.cpp)."""
+        if not self._on_device(tensor):
+            return
+        try:
+            storage = self._storage_of(tensor)
+            address, nbytes = storage.data_ptr(), storage.nbytes()
+        except Exception:  # storage-less tensors
+            return
+        stack = self.stack
+        in_step = self.in_step
+        site = (stack[-1].file, stack[-1].line) if stack and in_step else None
+        modules = self.modules
+        module = modules.top() if modules is not None and in_step and not self.in_backward else None
+        self._saved.append((address, nbytes, self.epoch, in_step, site, module))
+
+    def _settle_saved(self) -> None:
+        """Marks the blocks the pack hook saw since the last drain (now in feed.records) and charges them: to
+        the line whose op saved them (savedForBackward), the line that made them (savedMadeHere), the running
+        module. A block is marked once, in the step that made it; the size tells a reused address apart."""
+        saved, self._saved = self._saved, []
+        records = self.feed.records
+        for address, nbytes, epoch, in_step, site, module in saved:
+            rec = records.get(address)
+            if rec is None or rec[R_SAVED] or rec[R_EPOCH] != epoch or rec[R_BYTES] != nbytes:
+                continue
+            rec[R_SAVED] = True
+            if site is not None:
+                self._acc(site).saved += nbytes
+            if in_step and rec[R_SITE] is not None:
+                self._acc(rec[R_SITE]).saved_made += nbytes
+            if module is not None:
+                self.modules.charge_saved(module, nbytes)
+
+    def module_boundary(self) -> None:
+        """A module's forward starts or ends (modules.py's hooks, before the stack changes): what was allocated
+        until now is the running module's; a returned user frame is popped there, as on the dispatch path."""
+        if not self.disabled:
+            self.poll()
 
     def backward_begin(self):
         trace = self.pause_tracing()
@@ -137,19 +227,21 @@ class EventTracker(Tracker):
             self.poll()
             self.hook.node_reset()
             self.feed.backward_end()
-            if self.in_step and self.in_backward == 1 and self.backward_hook is not None:
-                self.backward_hook()
+            if self.in_step and self.in_backward == 1:
+                if self.modules is not None:
+                    self.modules.measure_grads(self.api.describe)
+                if self.backward_hook is not None:
+                    self.backward_hook()
             self.in_backward -= 1
         finally:
             self.resume_tracing(trace)
 
     def step_begin(self, profiled_index):
-        super().step_begin(profiled_index)  # drains first, with the last step's counting
+        super().step_begin(profiled_index)  # drains first, with the last step's counting and epoch
         feed = self.feed
+        feed.epoch = self.epoch
         feed.counting = self.in_step
-        feed.step_allocated = feed.step_freed = 0
-        feed.peak = feed.live
-        feed.peak_key = None
+        self.step_start_records = feed.start_step(self.step_peak_phase) if self.in_step else {}
 
     def step_end(self):
         self.poll()
@@ -159,7 +251,8 @@ class EventTracker(Tracker):
         if events is None:
             return None
         self.step_peak = feed.peak
-        self.step_peak_index = 0  # nothing is known of what was live at the peak (no records): see NOTE
+        self.step_peak_index = 0  # no per-event list here: event_state.py replays feed.live_at_peak instead
+        self.step_peak_phase = feed.peak_phase
         if feed.peak_key is not None:
             self.step_peak_site = feed.peak_key + (self.funcs.get(feed.peak_key, ""),)
         self._copy_figures()
@@ -172,6 +265,11 @@ class EventTracker(Tracker):
         for table, field in ((feed.self_c, "self_c"), (feed.incl_c, "incl_c"), (feed.bw_c, "bw_c")):
             for key, figures in table.items():
                 getattr(self._acc(key), field)[:] = figures
+        modules = self.modules
+        if modules is not None:
+            for module, (forward, backward) in feed.module_c.items():
+                counter = modules._counter(module)
+                counter[_FORWARD], counter[_BACKWARD] = forward, backward
 
     def finish(self) -> None:
         """The run is over: the last events are charged and the hook gives the profiler slot back."""

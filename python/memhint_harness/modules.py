@@ -65,6 +65,9 @@ class ModuleLedger:
         self.optimizer_bytes: Dict[ModuleKey, int] = {}
         self.main_thread = threading.get_ident()
         self.handles: List[Any] = []
+        # Called (untraced) before each change of the stack: the event-fed tracker drains the allocation
+        # hook there, so that what was allocated until then is charged to the module running until then.
+        self.before_change: Optional[Callable[[], None]] = None
 
     def install(self, wrap: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn) -> Optional[str]:
         """Registers the global hooks (each through `wrap`: linetrace.untraced); returns a note when this
@@ -99,6 +102,8 @@ class ModuleLedger:
                 key = self._add_root(module)
             if key is _WRAPPER:
                 return
+            if self.before_change is not None:
+                self.before_change()
             self.stack.append(key)
             if self.is_profiling():
                 self._counter(key)[_CALLS] += 1
@@ -116,6 +121,8 @@ class ModuleLedger:
             key = self.paths.get(module)
             # A forward that raised never ran its post hook: unwind to this module's own entry.
             if key is not None and key in self.stack:
+                if self.before_change is not None:
+                    self.before_change()
                 while self.stack and self.stack.pop() != key:
                     pass
         finally:
@@ -179,10 +186,14 @@ class ModuleLedger:
 
     def note_peak(self, recs_and_sizes: Iterable[Tuple[Any, int]]) -> None:
         """The live bytes at the step's peak by the module that allocated them (innermost)."""
+        self.note_peak_by_module((rec.module, nbytes) for rec, nbytes in recs_and_sizes)
+
+    def note_peak_by_module(self, modules_and_sizes: Iterable[Tuple[Optional[ModuleKey], int]]) -> None:
+        """note_peak over (module or None, bytes) pairs (the event path's block records)."""
         live: Dict[ModuleKey, int] = {}
-        for rec, nbytes in recs_and_sizes:
-            if rec.module is not None:
-                live[rec.module] = live.get(rec.module, 0) + nbytes
+        for module, nbytes in modules_and_sizes:
+            if module is not None:
+                live[module] = live.get(module, 0) + nbytes
         self.live_at_peak = live
 
     def note_optimizers(self, optimizers: Iterable[Any], describe: Callable[[torch.Tensor], Any]) -> None:

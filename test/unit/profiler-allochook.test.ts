@@ -225,7 +225,7 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
 
   it("with take(True) gives each event its op and marks the engine's gradient sums", async () => {
     // y's two gradients (from sin's and cos's nodes) are summed by the engine in y's input buffer. The
-    // dispatch path polls for frees there, so event_lines.py needs the moment: a (0, 0, node, -1, 0) marker
+    // dispatch path polls for frees there, so event_lines.py needs the moment: a (0, 0, node, -1, 0, 1) marker
     // carrying the node whose gradient was summed. take() without the flag keeps the 4-tuples, no markers.
     const code = [
       'import json, torch',
@@ -264,9 +264,9 @@ describe('allocation hook (torch headers, C++; MEMHINT_ALLOCHOOK)', function () 
       return;
     }
     const withOps = result.True;
-    assert.deepEqual(withOps.sizes, [5]);
+    assert.deepEqual(withOps.sizes, [6]);
     assert.ok(withOps.ops > 0, JSON.stringify(withOps));
-    // At least y's sum, charged to sin's or cos's node; every marker is (0, 0, node, -1, 0).
+    // At least y's sum, charged to sin's or cos's node; every marker is (0, 0, node, -1, 0, 1).
     assert.ok(withOps.markers.length >= 1, JSON.stringify(withOps));
     assert.ok(withOps.markers.every(([ptr, bytes, , device, op]) => ptr === 0 && bytes === 0 && device === -1 && op === 0));
     assert.ok(withOps.markers.some(([, , node]) => withOps.nodes.includes(node)), JSON.stringify(withOps));

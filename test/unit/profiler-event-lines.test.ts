@@ -140,4 +140,43 @@ describe('event lines (per-line figures from allocator events)', function () {
     assert.deepEqual(result.backward['10'], [8, 0, 8, 1]);
     assert.deepEqual(result.step, [1054, 1100, 1100]);
   });
+
+  // Session 20: the blocks live at the step's peak (the peak's composition by kind and line), replayed from
+  // the step's batches at its end rather than copied at each new peak; each record names its line and epoch.
+  it('replays the records live at the step peak, with their lines, epochs and the peak phase', async () => {
+    const code = [
+      'import json',
+      'from memhint_harness.event_lines import EventLines, R_BYTES, R_SITE, R_EPOCH',
+      'F = "user.py"',
+      'lines = EventLines(lambda node: (F, 10) if node < 10 else None)',
+      'lines.counting = False',
+      'lines.call(None); lines.move((F, 1))',
+      'lines.feed([(1, 100, -1, 0, 0, 1)])', // a parameter, made before the step (epoch -1)
+      'lines.epoch = 3; lines.counting = True',
+      'start = lines.start_step("forward")',
+      'lines.move((F, 2))',
+      // 2 freed before the peak, 3 made in the same batch as the peak, 4 (grad mode off) is the peak
+      'lines.feed([(2, 1000, -1, 0, 0, 1), (2, -1000, -1, 0, 0, 1), (3, 300, -1, 0, 0, 1)])',
+      'lines.move((F, 3))',
+      'lines.feed([(4, 2000, -1, 0, 0, 0), (3, -300, -1, 0, 0, 1), (5, 50, -1, 0, 0, 1)])',
+      'lines.move((F, 4))',
+      'lines.feed([(4, -2000, -1, 0, 0, 1), (6, 10, -1, 0, 0, 1)])',
+      'live = sorted([r[R_BYTES], r[R_SITE][1], r[R_EPOCH]] for r in lines.live_at_peak(start))',
+      'print(json.dumps({"live": live, "peak": lines.peak, "phase": lines.peak_phase, "key": lines.peak_key[1],',
+      '                  "now": sorted(r[R_BYTES] for r in lines.records.values())}))',
+    ].join('\n');
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(PYTHON, ['-c', code], { env: { ...process.env, PYTHONPATH: findHarnessRoot() } }, (error, stdout, stderr) =>
+        error ? reject(new Error(stderr || error.message)) : resolve(stdout.trim().split('\n').pop() ?? '{}'),
+      ),
+    );
+    const result = JSON.parse(out) as { live: number[][]; peak: number; phase: string; key: number; now: number[] };
+    // At the peak (2,400 B): the parameter, line 2's 300 B and line 3's 2,000 B; not the 1,000 B freed
+    // before it, nor what came after it in its own batch (50 B) or later (10 B).
+    assert.deepEqual(result.live, [[100, 1, -1], [300, 2, 3], [2000, 3, 3]]);
+    assert.equal(result.peak, 2400);
+    assert.equal(result.key, 3);
+    assert.equal(result.phase, 'other'); // the peak's allocation ran with grad mode off (an optimizer step)
+    assert.deepEqual(result.now, [10, 50, 100]);
+  });
 });

@@ -39,6 +39,25 @@ function perStep(report: ProfileReport): string[] {
   return report.steps.map((s) => JSON.stringify([s.allocated, s.freed, s.peakLive]));
 }
 
+// Session 20's figures from the blocks' records: saved for backward per line, the peak's composition, leaks,
+// the per-module breakdown (every figure of every module).
+// graphNodesPerStep and the autograd_graph reason need each block's tensor: not on the event path yet.
+function composition(report: ProfileReport): unknown {
+  const peak = report.peak;
+  return {
+    saved: report.lines
+      .filter((l: LineStats) => l.savedForBackward || l.savedMadeHere)
+      .map((l: LineStats) => [l.file, l.line, l.savedForBackward, l.savedMadeHere]),
+    peak: peak && [peak.bytes, peak.step, peak.phase, peak.location, peak.byKind, peak.byLine],
+    leaks: report.leaks
+      .filter((l) => l.bytesPerStep)
+      .map((l) => [l.file, l.line, l.function, l.bytesByStep, l.bytesPerStep, l.heldBy]),
+    modules: (report.modules ?? []).map((m) => [
+      m.root, m.path, m.type, m.calls, m.params, m.grads, m.optimizer, m.saved, m.forward_alloc, m.backward_alloc, m.live_at_peak,
+    ]),
+  };
+}
+
 function hasHeaders(): Promise<boolean> {
   const code = 'import os, torch\nprint(os.path.isfile(os.path.join(os.path.dirname(torch.__file__), "include", "c10", "core", "Allocator.h")))';
   return new Promise((resolve, reject) =>
@@ -106,4 +125,26 @@ describe('event-fed tracker (MEMHINT_EVENTS=1)', function () {
     assert.equal(selfOf(dispatch, 'y = F.linear(x, weight, bias)').allocated, 3 * 256_000);
     assert.deepEqual(perLine(events), perLine(dispatch));
   });
+
+  // Each fixture is exact on both paths: one op per line, no composite kernel a mode would change.
+  for (const [fixture, fn, setup, check] of [
+    // gelu saves fc1's output, fc2's addmm saves h: activations at the peak, saved per line and per module (fc2).
+    ['saved_lines.py', 'step', null, (r: ProfileReport) =>
+      r.lines.some((l) => l.savedForBackward > 0 && l.savedMadeHere > 0) && (r.modules ?? []).some((m) => m.path === 'fc2' && m.saved > 0 && m.backward_alloc > 0)],
+    // Adam's peak in opt.step(), grad mode off: phase "other", optimizer state and gradients at the peak.
+    ['linear_adam.py', 'train_step', 'make_inputs', (r: ProfileReport) => r.peak?.phase === 'other' && (r.peak?.byKind.optimizer_state ?? 0) > 8_000_000],
+    // losses.append(loss): a 4-byte leak per step, held by the list.
+    ['kept_losses.py', 'step', null, (r: ProfileReport) => r.leaks.some((l) => l.bytesPerStep === 4 && (l.heldBy ?? '').includes('losses'))],
+  ] as const) {
+    it(`gives the dispatch path's saved for backward, peak composition, leaks and modules on ${fixture}`, async () => {
+      const script = path.join(FIXTURES, fixture);
+      const dispatch = await profile(script, fn, setup, false);
+      const events = await profile(script, fn, setup, true);
+      assert.ok(check(dispatch), JSON.stringify(composition(dispatch)));
+      if (headers) {
+        assert.ok(events.notes.some((n) => n.startsWith(EVENTS_NOTE)), `the event path did not run: ${events.notes.join('\n')}`);
+      }
+      assert.deepEqual(composition(events), composition(dispatch));
+    });
+  }
 });

@@ -12,7 +12,9 @@ import * as path from 'node:path';
 import { PythonDocument } from '../document';
 import type { PythonParser } from '../parser';
 import { readRegularFile } from '../regular-file';
+import { DiskAnswers } from './disk-answers';
 import type { ProjectContext, ProjectLookup, ProjectModule } from './types';
+import { bytesContainWord } from './word-scan';
 
 /** Files whose presence marks a project root (the folder imports are resolved from, at most). */
 const ROOT_MARKERS = ['.git', 'pyproject.toml', 'setup.py', 'setup.cfg'];
@@ -64,11 +66,15 @@ export class ProjectIndex implements ProjectLookup {
   /** `path \0 name` -> real paths of the modules importersOf found. */
   private readonly importers = new Map<string, readonly string[]>();
   private generation = 0;
+  /** A one-shot index's answers from the disk, kept until `invalidate` (null: ask the disk each time). */
+  private readonly disk: DiskAnswers | null;
 
   constructor(
     private readonly parser: PythonParser,
     private readonly options: ProjectIndexOptions,
-  ) {}
+  ) {
+    this.disk = options.oneShot === true ? new DiskAnswers() : null;
+  }
 
   get stamp(): string {
     return `project#${this.generation}`;
@@ -89,6 +95,7 @@ export class ProjectIndex implements ProjectLookup {
     this.found.clear();
     this.foundFrom.clear();
     this.importers.clear();
+    this.disk?.clear();
     if (absPath === undefined || this.options.oneShot === true) {
       for (const e of this.modules.values()) e.doc.dispose();
       this.modules.clear();
@@ -149,29 +156,18 @@ export class ProjectIndex implements ProjectLookup {
    */
   private findImporters(abs: string, name: string): string[] {
     const root = this.rootFor(path.dirname(abs));
-    const realRoot = safeRealpath(root);
-    const self = safeRealpath(abs);
+    const realRoot = this.realpath(root);
+    const self = this.realpath(abs);
     if (realRoot === null || !/^\w+$/.test(name)) return [];
     const word = new RegExp(`\\b${name}\\b`);
     const out: string[] = [];
     for (let dir = path.dirname(abs); isInside(dir, root); dir = path.dirname(dir)) {
-      let names: string[];
-      try {
-        names = fs.readdirSync(dir).filter((n) => n.endsWith('.py')).sort().slice(0, MAX_FOLDER_ENTRIES);
-      } catch {
-        names = [];
-      }
+      const names = this.listing(dir).filter((n) => n.endsWith('.py')).sort().slice(0, MAX_FOLDER_ENTRIES);
       for (const n of names) {
         if (out.length >= MAX_IMPORTERS) return out;
         const real = this.regular(path.join(dir, n), realRoot);
         if (real === null || real === self) continue;
-        let text: string;
-        try {
-          text = this.options.textOf?.(real) ?? readRegularFile(real, this.options.maxFileSize).bytes.toString('utf8');
-        } catch {
-          continue;
-        }
-        if (word.test(text)) out.push(real);
+        if (this.mentions(real, name, word)) out.push(real);
       }
       if (dir === root || path.dirname(dir) === dir) break;
     }
@@ -184,7 +180,7 @@ export class ProjectIndex implements ProjectLookup {
     const parts = moduleName.slice(level).split('.').filter((p) => p !== '');
     if (parts.some((p) => !/^[A-Za-z_]\w*$/.test(p))) return null;
     const root = this.rootFor(fromDir);
-    const realRoot = safeRealpath(root);
+    const realRoot = this.realpath(root);
     if (realRoot === null) return null;
     let bases: string[];
     if (level > 0) {
@@ -215,17 +211,49 @@ export class ProjectIndex implements ProjectLookup {
     return null;
   }
 
+  /** Whether the file `real` (the owner's buffer, else the disk) holds `name` as a word (`word` matches it). */
+  private mentions(real: string, name: string, word: RegExp): boolean {
+    const text = this.options.textOf?.(real);
+    if (text !== undefined) return word.test(text);
+    if (this.disk !== null) {
+      const bytes = this.disk.bytes(real, this.options.maxFileSize);
+      return bytes !== null && bytesContainWord(bytes, name);
+    }
+    try {
+      return word.test(readRegularFile(real, this.options.maxFileSize).bytes.toString('utf8'));
+    } catch {
+      return false;
+    }
+  }
+
   /** The real path of `candidate` when it is a regular file inside the real root (no symlink out), else null. */
   private regular(candidate: string, realRoot: string): string | null {
-    let stat: fs.Stats;
-    try {
-      stat = fs.statSync(candidate);
-    } catch {
-      return null;
+    let stat: fs.Stats | null;
+    if (this.disk !== null) {
+      stat = this.disk.stat(candidate);
+    } else {
+      try {
+        stat = fs.statSync(candidate);
+      } catch {
+        return null;
+      }
     }
-    if (!stat.isFile() || stat.size > limitOf(this.options.maxFileSize)) return null;
-    const real = safeRealpath(candidate);
+    if (stat === null || !stat.isFile() || stat.size > limitOf(this.options.maxFileSize)) return null;
+    const real = this.realpath(candidate);
     return real !== null && isInside(real, realRoot) ? real : null;
+  }
+
+  private realpath(p: string): string | null {
+    return this.disk !== null ? this.disk.realpath(p) : safeRealpath(p);
+  }
+
+  private listing(dir: string): readonly string[] {
+    if (this.disk !== null) return this.disk.listing(dir);
+    try {
+      return fs.readdirSync(dir);
+    } catch {
+      return [];
+    }
   }
 
   private rootFor(dir: string): string {
@@ -248,7 +276,7 @@ export class ProjectIndex implements ProjectLookup {
     let text = this.options.textOf?.(real);
     if (text === undefined) {
       try {
-        const bytes = readRegularFile(real, this.options.maxFileSize).bytes;
+        const bytes = this.disk?.bytes(real, this.options.maxFileSize) ?? readRegularFile(real, this.options.maxFileSize).bytes;
         text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
       } catch {
         // Unreadable, not regular, too large or not UTF-8: as if the module were not there.

@@ -1219,6 +1219,12 @@ function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMa
     const root = batchRoot(file, inner, names);
     return root === null || root.name === null ? null : { loader: root.loader, pair: true };
   }
+  // `for part in images.split(16)` / `torch.chunk(x, n)`: micro-batches, views of the batch's storage.
+  const pieces = iterable.type === 'call' && (SPLITTING_CALL.test(calleeName(file, iterable) ?? '') || SPLITTING_CALL.test(calleeMethod(file, iterable) ?? '')) ? viewBase(file, iterable) : null;
+  if (pieces !== null) {
+    const root = batchRoot(file, pieces, names);
+    return root === null || root.name === null ? null : { loader: root.loader, pair: false };
+  }
   if (iterable.type === 'call') {
     const m = calleeMethod(file, iterable);
     const fn = childByField(iterable, 'function');
@@ -1231,6 +1237,9 @@ function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMa
   // Only a name holding batch data: a `next(it)` in a header belongs to that inner loop's own walk.
   return root === null || root.name === null ? null : { loader: root.loader, pair };
 }
+
+/** Calls that cut a tensor into views along a dimension, as a method or as torch's function. */
+const SPLITTING_CALL = /^(torch\.)?(split|chunk|unbind|tensor_split)$/;
 
 /** The last element of `k, v` / `(k, v)` (the value of an `.items()` pair), or null for another target. */
 function lastOfPattern(left: SyntaxNode): SyntaxNode | null {

@@ -20,6 +20,7 @@ import { handedCallee, importedCallee } from '../analysis/handed-arguments';
 import { constructionArguments } from '../analysis/importer-constructions';
 import { instanceMethodReturns, type MethodReturns } from '../analysis/instance-methods';
 import { loaderDatasetOnDevice } from '../analysis/device-datasets';
+import { configuredAttribute } from '../analysis/config-defaults';
 import type { Rule, RuleFinding } from '../types';
 
 const DATALOADERS = new Set([
@@ -281,7 +282,7 @@ function loaderOf(file: SourceFile, value: SyntaxNode, depth: number): Loader | 
   const values = bound === null ? bound : withStoredItems(file, v, bound);
   if (values === null) {
     if (v.type !== 'identifier') return importedNameLoader(file, v, depth) ?? constructedLoader(file, v, depth);
-    const managed = managedLoaderArgument(file, v);
+    const managed = managedLoaderArgument(file, v) ?? loopedCollection(file, v);
     return managed !== null ? loaderOf(file, managed, depth + 1) : (boundLoader(file, v, depth) ?? importedNameLoader(file, v, depth));
   }
   // `self.loader` kept from an `__init__` parameter that nothing in this file passes: the class's constructions
@@ -401,6 +402,25 @@ function managedLoaderArgument(file: SourceFile, name: SyntaxNode): SyntaxNode |
   if (TQDM_CALLEE.test(callee)) return positionalArguments(expr)[0] ?? keywordArgument(file, expr, 'iterable');
   if (!/(^|\.)BatchMemoryManager$/.test(callee)) return null;
   return keywordArgument(file, expr, 'data_loader') ?? positionalArguments(expr)[0] ?? null;
+}
+
+/**
+ * The collection a loop variable takes its loader from: `for phase, data_loader in data_loaders.items()` (r9y9's
+ * WaveNet vocoder: one loop over the train and dev loaders of a dict filled item by item), `for loader in
+ * loaders.values()`. Every loader the collection holds, as for `dataloaders[phase]`; null for other loops.
+ */
+function loopedCollection(file: SourceFile, name: SyntaxNode): SyntaxNode | null {
+  const loop = bindingLoop(file, name, name);
+  const left = loop === null ? null : childByField(loop, 'left');
+  const right = loop === null ? null : childByField(loop, 'right');
+  if (left === null || right === null || right.type !== 'call' || (argumentNodes(right)?.length ?? 1) !== 0) return null;
+  const fn = childByField(right, 'function');
+  if (fn?.type !== 'attribute') return null;
+  const method = calleeMethod(file, right);
+  if (method === 'values' && left.type === 'identifier') return childByField(fn, 'object');
+  const parts = left.type === 'pattern_list' || left.type === 'tuple_pattern' ? namedChildren(left) : [];
+  if (method === 'items' && parts.length === 2 && parts[1].type === 'identifier' && file.textOf(parts[1]) === file.textOf(name)) return childByField(fn, 'object');
+  return null;
 }
 
 /**
@@ -681,6 +701,18 @@ function isPinOption(file: SourceFile, node: SyntaxNode): boolean {
   return index?.type === 'string' && /^[rRbBuU]*(['"])(\w+_)?pin_memory\1$/.test(file.textOf(index));
 }
 
+/**
+ * An attribute of a configuration object whose construction in the project's code turns it on: `pin_memory=
+ * hparams.pin_memory` with `hparams = HParams(..., pin_memory=True)` in hparams.py (r9y9's WaveNet vocoder).
+ * A setting like a recipe's key (`option`): the run may override it (`hparams.parse(...)`), and when it does
+ * `non_blocking=True` costs nothing. Off in the construction, or built where the code does not show it
+ * (argparse, yacs, yaml), it stays unknown.
+ */
+function isConfiguredOn(file: SourceFile, node: SyntaxNode): boolean {
+  const values = configuredAttribute(file, node);
+  return values !== null && values.every((c) => isTrue(c.file, c.value));
+}
+
 /** The CUDA flag idioms: `pin_memory=use_gpu` / `args.cuda` / `torch.cuda.is_available()`: pinned whenever CUDA is used. */
 const CUDA_FLAG = /^((\w+\.)?(use_)?(cuda|gpu)|(\w+\.)?(is_)?cuda_available|(torch\.)?cuda\.is_available\(\))$/i;
 
@@ -703,7 +735,7 @@ function pinnedOf(file: SourceFile, call: SyntaxNode, handed?: HandedArgument): 
   if (pin !== null) {
     const h = handed?.(pin);
     const [f, v] = h === null || h === undefined ? [file, pin] : [h.file, h.value];
-    return isTrue(f, v) || pinnedWhenCuda(f, v) ? 'yes' : isFalse(f, v) ? 'no' : isPinOption(f, v) ? 'option' : 'unknown';
+    return isTrue(f, v) || pinnedWhenCuda(f, v) ? 'yes' : isFalse(f, v) ? 'no' : isPinOption(f, v) || isConfiguredOn(f, v) ? 'option' : 'unknown';
   }
   const args = argumentNodes(call);
   if (args === null || args.some((a) => a.type === 'list_splat')) return 'unknown';
@@ -873,7 +905,9 @@ const SAME_STORAGE_CONSTRUCTORS = /^torch\.(Tensor|FloatTensor|LongTensor|as_ten
  * `inputs = inputs.type(torch.FloatTensor)` before `inputs.cuda()`), so the copy after them is still the batch's.
  */
 const SAME_DTYPE_ARGUMENT = /^(torch\.(FloatTensor|LongTensor|float|float32|long|int64)|['"]torch\.(FloatTensor|LongTensor)['"])$/;
-const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select))$/;
+// The function spellings of the view methods: `torch.chunk(sdf_gt, n)` then `sdf_gt[i].cuda()` (DeepSDF's
+// micro-batches) copies a view of the batch, as `sdf_gt.chunk(n)` does.
+const VIEW_FUNCTIONS = /^(torch\.autograd\.Variable|torch\.autograd\.variable\.Variable|torch\.(squeeze|unsqueeze|reshape|flatten|permute|transpose|narrow|select|chunk|split|tensor_split|unbind|t))$/;
 
 /** The expression a view chain starts from (`x` of `x.squeeze(0)`, `Variable(x)`, `torch.unsqueeze(x, 1)`), or null. */
 function viewBase(file: SourceFile, n: SyntaxNode): SyntaxNode | null {
@@ -1185,6 +1219,12 @@ function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMa
     const root = batchRoot(file, inner, names);
     return root === null || root.name === null ? null : { loader: root.loader, pair: true };
   }
+  // `for part in images.split(16)` / `torch.chunk(x, n)`: micro-batches, views of the batch's storage.
+  const pieces = iterable.type === 'call' && (SPLITTING_CALL.test(calleeName(file, iterable) ?? '') || SPLITTING_CALL.test(calleeMethod(file, iterable) ?? '')) ? viewBase(file, iterable) : null;
+  if (pieces !== null) {
+    const root = batchRoot(file, pieces, names);
+    return root === null || root.name === null ? null : { loader: root.loader, pair: false };
+  }
   if (iterable.type === 'call') {
     const m = calleeMethod(file, iterable);
     const fn = childByField(iterable, 'function');
@@ -1197,6 +1237,9 @@ function batchElements(file: SourceFile, iterable: SyntaxNode, names: ReadonlyMa
   // Only a name holding batch data: a `next(it)` in a header belongs to that inner loop's own walk.
   return root === null || root.name === null ? null : { loader: root.loader, pair };
 }
+
+/** Calls that cut a tensor into views along a dimension, as a method or as torch's function. */
+const SPLITTING_CALL = /^(torch\.)?(split|chunk|unbind|tensor_split)$/;
 
 /** The last element of `k, v` / `(k, v)` (the value of an `.items()` pair), or null for another target. */
 function lastOfPattern(left: SyntaxNode): SyntaxNode | null {

@@ -185,6 +185,35 @@ describe('PythonDocument', () => {
     doc.dispose();
   });
 
+  it('parses afresh after a version with syntax errors, as a fresh parse of the same text would (issue #12 fuzz counterexample)', async () => {
+    // tree-sitter's incremental parse of a tree with errors can keep what its error recovery built: here
+    // `model(x)` over the first comment's words makes the whole file one ERROR, and a NUL typed before it
+    // then parses afresh as a short leading ERROR and clean statements, but incrementally as one ERROR still,
+    // which lost the class's MH001 finding. (fast-check seed 20261204 of the fuzz test, at d2986ab.)
+    const linter = await getLinter();
+    const oracle = await getOracle();
+    let text = fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'test', 'fixtures', 'lint', 'MH001', 'positive_optimized_module.py'), 'utf8');
+    const doc = linter.open(text);
+    try {
+      const edits = [
+        { at: 0, del: 22, ins: 'model(x)' },
+        { at: 0, del: 0, ins: '\u0000' },
+      ];
+      for (const [i, e] of edits.entries()) {
+        text = editAndCompare(oracle, doc, text, e.at, e.del, e.ins, `edit ${i}`);
+        assert.deepEqual(findingsView(lintFile(doc.source)), findingsView(oracle.lintText(text)), `findings after edit ${i}`);
+      }
+      const mh001 = lintFile(doc.source).filter((f) => f.code === 'MH001');
+      assert.deepEqual(
+        mh001.map((f) => text.slice(f.start, f.end)),
+        ['self.produce_action_and_action_info(state)'],
+        'the class is mirrored clean after the leading ERROR',
+      );
+    } finally {
+      doc.dispose();
+    }
+  });
+
   for (const chunkLines of [undefined, 1, 3]) {
     const options = { chunkLines };
     const label = chunkLines === undefined ? '' : ` (chunks of ${chunkLines} lines)`;

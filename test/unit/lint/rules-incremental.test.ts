@@ -497,3 +497,35 @@ describe('giant def main(): incremental re-lint after random edits matches a fre
     await randomEditsInMain('MH015', ruleFixtures('MH015'), [...GRAD_SNIPPETS, '\n    print(x.grad)\n', '\n    z = torch.randn(4, requires_grad=True)\n', '\n    G_ideas = None\n'], 4);
   });
 });
+
+describe('giant def main(): fixed edit sequences found by random edits (#12)', () => {
+  // Found by randomEditsInMain's MH001 harness with seed offset 7, no padding (F20). The entry of MH009's
+  // per-loop memo (MH009.loop, NodeMemo.getTrackedWithin) computed after edit 5 (main's header `pin=True` ->
+  // `xpin=True`) is reused after edit 7, which breaks the nested `def main(` header with a second
+  // `train_loader = DataLoader(...)`: a fresh lint then reports that DataLoader, the document does not.
+  // Every other memo recomputed (forced misses) leaves the document wrong; MH009.loop alone recomputed makes
+  // it right. The read it misses (the call's scope, changed by the broken header, read through parents) is
+  // not pinned down yet: pending until it is.
+  it.skip('MH009: a loop memo kept after a broken nested def header moves a call into main (clean_mode_selected_eval.py)', async () => {
+    const linter = await getLinter();
+    const oracle = await getOracle();
+    const file = ruleFixtures('MH001').find((f) => f.endsWith('clean_mode_selected_eval.py'))!;
+    let text = asMain(fs.readFileSync(file, 'utf8'));
+    const edits: [number, string][] = [
+      [604, '\n    train_loader = DataLoader(ds, batch_size=4)\n'],
+      [1238, 'x'],
+      [2109, '\n    if use_tpu:\n        device = xla_device()\n'],
+      [1655, 'pin_memory=True, '],
+      [365, 'x'],
+      [1192, '\n    class Net(nn.Module):\n        pass\n'],
+      [1790, '\n    train_loader = DataLoader(ds, batch_size=4)\n'],
+    ];
+    const doc = linter.open(text);
+    try {
+      lintFile(doc.source, defaultSettings);
+      for (const [step, [at, snippet]] of edits.entries()) text = insertAndCompare(doc, oracle, file, text, at, snippet, step);
+    } finally {
+      doc.dispose();
+    }
+  });
+});

@@ -8,6 +8,8 @@ import { keyOf, forwardReceiver, modelSignature, scopeOf, backwardTargets } from
 import { combine } from './unitcache';
 import { ModuleCodeMemo, NodeMemo, VersionMemo } from '../session';
 import { enclosingGradToken, gradOffAt, gradMaybeOffAt, gradSignature } from './gradstate';
+import { entryWrittenBy, literalKeyOf } from './dict-entries';
+import { tensorTestOf } from './tensor-tests';
 
 /** Clean < Unknown < Tainted; `max` merges. */
 export const enum Taint {
@@ -41,6 +43,14 @@ const SAFE_ATTRIBUTES = new Set(['data', 'shape', 'dtype', 'device', 'grad', 're
 const CLEAN_BUILTINS = new Set(['float', 'int', 'bool', 'len', 'str', 'repr', 'round', 'isinstance', 'print', 'range', 'format', 'type', 'id', 'hash', 'hasattr', 'getattr']);
 const PROPAGATING_BUILTINS = new Set(['sum', 'max', 'min', 'abs', 'list', 'tuple', 'zip', 'enumerate', 'reversed', 'sorted', 'iter', 'next', 'map', 'filter', 'dict', 'set']);
 const CLEAN_TORCH = /^torch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|arange|linspace|logspace|eye|randn|rand|randint|randperm|normal|zeros_like|ones_like|empty_like|full_like|rand_like|randn_like|randint_like|argmax|argmin|argsort|isnan|isinf|isfinite|eq|ne|lt|gt|le|ge|equal|numel|is_tensor|no_grad|inference_mode|manual_seed|device|Generator|get_rng_state|save|load|sign|bucketize|searchsorted|autograd\.grad)$/;
+
+/** Methods (and torch functions) returning a view of their input or, in some cases, the input itself. */
+const VIEW_OR_SELF = new Set([
+  'view', 'view_as', 'reshape', 'reshape_as', 'squeeze', 'unsqueeze', 'transpose', 't', 'permute', 'expand', 'expand_as', 'narrow',
+  'select', 'flatten', 'unflatten', 'contiguous', 'to', 'cpu', 'cuda', 'float', 'double', 'half', 'bfloat16', 'type', 'type_as', 'chunk',
+  'split', 'tensor_split', 'unbind', 'movedim', 'moveaxis', 'as_strided', 'diagonal', 'unfold', 'swapaxes', 'swapdims', 'real', 'imag',
+  'view_as_real', 'view_as_complex', 'squeeze_', 'unsqueeze_', 'requires_grad_', 'atleast_1d', 'atleast_2d', 'atleast_3d',
+]);
 
 const DISTRIBUTIONS = /^torch\.distributions\./;
 
@@ -89,6 +99,8 @@ export class ScopeFlow {
     private readonly graphReturning: ReadonlySet<string> = new Set(),
     /** Module-level functions of this file that return a tuple: the taint of each position (`return loss, acc`). */
     private readonly tupleReturning: ReadonlyMap<string, readonly Taint[]> = new Map(),
+    /** Module-level functions of this file whose every return is without history (`return loss.detach()`). */
+    private readonly cleanReturning: ReadonlySet<string> = new Set(),
   ) {
     this.collect();
   }
@@ -185,10 +197,26 @@ export class ScopeFlow {
         break;
       }
       default:
-        t = d.element === undefined ? this.taintOf(d.value) : this.elementTaint(d.value, d.element);
+        t = d.kind === 'assign' && this.computedWithoutGrad(d.value) ? Taint.Clean : d.element === undefined ? this.taintOf(d.value) : this.elementTaint(d.value, d.element);
     }
     this.defTaint.set(d, t);
     return t;
+  }
+
+  /**
+   * `with torch.no_grad(): p = F.softmax(out, 1)` (or `acc = (pred == y).float().mean() * 100`): an op run
+   * with autograd off returns a tensor without history, whatever its inputs hold. Not a view or a method
+   * that may return its receiver itself (`out[0]`, `out.view(-1)`, `out.cpu()` on a CPU tensor, `out.float()`):
+   * those share the receiver's storage and keep its graph alive through `._base` or by being the same object.
+   */
+  private computedWithoutGrad(value: SyntaxNode | null): boolean {
+    if (value === null || (value.type !== 'call' && value.type !== 'binary_operator' && value.type !== 'unary_operator')) return false;
+    if (value.type === 'call') {
+      const fn = childByField(value, 'function');
+      const name = fn === null ? '' : fn.type === 'attribute' ? this.file.textOf(childByField(fn, 'attribute') ?? fn) : this.file.textOf(fn).replace(/^.*\./, '');
+      if (VIEW_OR_SELF.has(name)) return false;
+    }
+    return gradOffAt(this.file, value);
   }
 
   private evaluate(e: SyntaxNode): Taint {
@@ -222,6 +250,8 @@ export class ScopeFlow {
             if (merged !== Taint.Unknown) return merged;
           }
         }
+        const entry = this.entryTaint(e);
+        if (entry !== null) return entry;
         return this.taintOf(childByField(e, 'value'));
       }
       case 'call':
@@ -257,7 +287,12 @@ export class ScopeFlow {
       }
       case 'conditional_expression': {
         const parts = e.children.filter((c) => c.named);
-        return Math.max(this.taintOf(parts[0] ?? null), this.taintOf(parts[2] ?? null));
+        // `loss.item() if torch.is_tensor(loss) else loss`: the branch that keeps `loss` as is runs only on a number.
+        const test = tensorTestOf(this.file, parts[1] ?? null);
+        const keptAsNumber = (branch: SyntaxNode | undefined, condHolds: boolean): boolean => test !== null && test.whenTensor !== condHolds && branch !== undefined && keyOf(this.file, branch) === test.key;
+        const whenTrue = keptAsNumber(parts[0], true) ? Taint.Clean : this.taintOf(parts[0] ?? null);
+        const whenFalse = keptAsNumber(parts[2], false) ? Taint.Clean : this.taintOf(parts[2] ?? null);
+        return Math.max(whenTrue, whenFalse);
       }
       case 'list_comprehension':
       case 'generator_expression':
@@ -275,6 +310,30 @@ export class ScopeFlow {
       default:
         return Taint.Unknown;
     }
+  }
+
+  /**
+   * `best['epoch']` with `best` a dict of this scope: only what its definitions put under that key
+   * (`best = {'epoch': 0, 'loss': loss}` then `best['epoch'] = epoch`) counts, not the loss beside it.
+   * Null when the subscript is not a literal key of a local name, or some definition is opaque.
+   */
+  private entryTaint(e: SyntaxNode): Taint | null {
+    const value = childByField(e, 'value');
+    const key = literalKeyOf(this.file, childByField(e, 'subscript'));
+    const container = key === null ? null : keyOf(this.file, value);
+    if (key === null || container === null || value === null) return null;
+    const defs = this.reachingDefs(container, value);
+    if (defs.length === 0) return null;
+    let t = Taint.Clean;
+    let sawEntry = false;
+    for (const d of defs) {
+      const written = entryWrittenBy(this.file, d.kind, d.stmt, d.value, container, key);
+      if (written === 'absent') continue;
+      if (written === 'whole' && d.kind !== 'store') return null;
+      sawEntry = true;
+      t = Math.max(t, written === 'whole' ? this.taintOf(d.value) : this.taintOf(written));
+    }
+    return sawEntry ? t : null;
   }
 
   /**
@@ -370,6 +429,8 @@ export class ScopeFlow {
       if (PROPAGATING_BUILTINS.has(name)) return this.argsTaint(call);
       const q = qualifiedName(file, fn);
       if (q !== null && q.startsWith('torch.')) return this.torchCallTaint(q, call);
+      // A helper of this file that returns `loss.detach()` / `.item()` / values computed under no_grad.
+      if (this.cleanReturning.has(name)) return Taint.Clean;
       // criterion(out, y), loss_fn(...): a loss of tensors with history has history.
       if (/criterion|loss/i.test(name)) return this.argsTaint(call);
       if (this.graphReturning.has(name) && !gradOffAt(file, call)) return Taint.Tainted;
@@ -634,7 +695,7 @@ export function factsSignature(file: SourceFile): string {
  */
 export function flowOf(file: SourceFile, scope: SyntaxNode): ScopeFlow {
   const signature = flowSignature(file);
-  const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file), tupleReturningFunctions(file));
+  const compute = (): ScopeFlow => new ScopeFlow(file, scope, new Set(), graphReturningFunctions(file), tupleReturningFunctions(file), cleanReturningFunctions(file));
   const flow = scope.type === 'module' ? moduleFlowCache.get(file, signature, compute) : flowCache.get(file, scope, scopeSignature(file, scope, signature), compute);
   flow.file = file;
   flow.scope = scope;
@@ -654,11 +715,11 @@ export function scopeSignature(file: SourceFile, scope: SyntaxNode, signature: s
 
 /** Everything a scope's flow depends on beyond its own statements. */
 export function flowSignature(file: SourceFile): string {
-  return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
+  return combine(file, 'flow', () => [factsSignature(file), [...graphReturningFunctions(file)].join(','), [...cleanReturningFunctions(file)].join(','), tupleReturningSignature(file)]);
 }
 
-const returningFnCache = new NodeMemo<boolean>('flow.returnsHistory');
-const returningCache = new VersionMemo<ReadonlySet<string>>('flow.graphReturning');
+const returningFnCache = new NodeMemo<Taint>('flow.returnTaint');
+const returningCache = new VersionMemo<{ readonly tainted: ReadonlySet<string>; readonly clean: ReadonlySet<string> }>('flow.graphReturning');
 
 /**
  * Names of module-level functions whose `return` value carries autograd history in the function's
@@ -666,16 +727,29 @@ const returningCache = new VersionMemo<ReadonlySet<string>>('flow.graphReturning
  * callers of such functions see a tensor with history; deeper chains stay Unknown (no false alarms).
  */
 export function graphReturningFunctions(file: SourceFile): ReadonlySet<string> {
-  return returningCache.get(file, computeGraphReturning);
+  return returningCache.get(file, computeReturning).tainted;
 }
 
-function computeGraphReturning(file: SourceFile): ReadonlySet<string> {
-  const found = new Set<string>();
+/**
+ * Names of module-level functions every `return` of which is a value without history in the function's own
+ * flow: a helper that returns `loss.detach()`, `loss.item()`, or values it computed under no_grad
+ * (stylegan2's `reduce_loss_dict`), whatever its name says (`*loss*` names are otherwise read as losses of
+ * their arguments). Generators are left out (their returns are not what the call gives).
+ */
+export function cleanReturningFunctions(file: SourceFile): ReadonlySet<string> {
+  return returningCache.get(file, computeReturning).clean;
+}
+
+function computeReturning(file: SourceFile): { tainted: ReadonlySet<string>; clean: ReadonlySet<string> } {
+  const tainted = new Set<string>();
+  const clean = new Set<string>();
   const signature = factsSignature(file);
   for (const [name, fn] of moduleFunctionsThatReturn(file)) {
-    if (returningFnCache.get(file, fn, scopeSignature(file, fn, signature), () => returnsHistory(new ScopeFlow(file, fn), fn))) found.add(name);
+    const t = returningFnCache.get(file, fn, scopeSignature(file, fn, signature), () => returnTaint(new ScopeFlow(file, fn), fn));
+    if (t === Taint.Tainted) tainted.add(name);
+    else if (t === Taint.Clean) clean.add(name);
   }
-  return found;
+  return { tainted, clean };
 }
 
 /** (name, definition) of each module-level function (decorated or not) whose text has a `return`. */
@@ -690,19 +764,30 @@ function moduleFunctionsThatReturn(file: SourceFile): Array<[string, SyntaxNode]
   return out;
 }
 
-function returnsHistory(flow: ScopeFlow, fn: SyntaxNode): boolean {
+/**
+ * Tainted when some non-tuple `return` carries history (tuples are tupleReturningFunctions' business);
+ * Clean when every `return` gives a value without history (at least one value, no `yield`); else Unknown.
+ */
+function returnTaint(flow: ScopeFlow, fn: SyntaxNode): Taint {
   const stack = [...fn.children];
+  let values = 0;
+  let allClean = true;
   while (stack.length > 0) {
     const n = stack.pop()!;
     if (n.type === 'function_definition' || n.type === 'lambda' || n.type === 'class_definition') continue;
+    if (n.type === 'yield') allClean = false;
     if (n.type === 'return_statement') {
       const value = firstNamedChild(n);
-      if (value !== null && value.type !== 'tuple' && value.type !== 'expression_list' && flow.taintOf(value) === Taint.Tainted) return true;
+      if (value === null) continue;
+      values++;
+      const t = flow.taintOf(value);
+      if (value.type !== 'tuple' && value.type !== 'expression_list' && t === Taint.Tainted) return Taint.Tainted;
+      if (t !== Taint.Clean) allClean = false;
       continue;
     }
     for (const c of n.children) stack.push(c);
   }
-  return false;
+  return allClean && values > 0 ? Taint.Clean : Taint.Unknown;
 }
 
 const tupleFnCache = new NodeMemo<readonly Taint[] | null>('flow.tupleReturn');

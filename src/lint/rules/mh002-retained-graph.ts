@@ -5,7 +5,7 @@ import type { Fix, Rule, RuleFinding } from '../types';
 import { enclosingFunction, enclosingLoops } from '../analysis/context';
 import { backwardTargets, forwardReceiver, hasTaintSource, keyOf, scopeOf } from '../analysis/models';
 import { gradOffAt } from '../analysis/gradstate';
-import { dominates, factsSignature, flowOf, graphReturningFunctions, scopeSignature, Taint, tupleReturningFunctions, tupleReturningSignature, type Def, type ScopeFlow } from '../analysis/flow';
+import { cleanReturningFunctions, dominates, factsSignature, flowOf, graphReturningFunctions, scopeSignature, Taint, tupleReturningFunctions, tupleReturningSignature, type Def, type ScopeFlow } from '../analysis/flow';
 import { consumedSignature, isConsumedByBackward } from '../analysis/consumers';
 import { checkScopes, combine, ScopeFindingsMemo } from '../analysis/unitcache';
 import { nodesInScope } from '../analysis/scope-nodes';
@@ -564,7 +564,7 @@ function fromFrozenNetwork(file: SourceFile, flow: ScopeFlow, scope: SyntaxNode,
 const findingsCache = new ScopeFindingsMemo('MH002');
 
 function check(file: SourceFile): RuleFinding[] {
-  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file), emptiedAttributesSignature(file), file.session.project?.lookup.stamp ?? '']);
+  const signature = combine(file, 'MH002', () => [factsSignature(file), consumedSignature(file), meterSignature(file), [...graphReturningFunctions(file)].join(','), [...cleanReturningFunctions(file)].join(','), tupleReturningSignature(file), learnedLeavesSignature(file), inferenceSignature(file), resolutionSignature(file), emptiedAttributesSignature(file), file.session.project?.lookup.stamp ?? '']);
   // A nested function's findings read its taints, which read grad state around the function node.
   return checkScopes(file, findingsCache, signature, (scope) => checkScope(file, scope), (scope) => scopeSignature(file, scope, ''));
 }

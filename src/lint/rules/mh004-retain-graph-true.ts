@@ -10,6 +10,7 @@ import { checkScopes, ScopeFindingsMemo } from '../analysis/unitcache';
 import { nodesInScope } from '../analysis/scope-nodes';
 import { callsNamed } from '../analysis/calls';
 import { VersionMemo } from '../session';
+import { discardedDetaches } from '../analysis/discarded-detach';
 
 function retainGraphArgument(file: SourceFile, call: SyntaxNode): SyntaxNode | null {
   const args = childByField(call, 'arguments');
@@ -173,6 +174,21 @@ function sharesHistoryAcrossIterations(flow: ScopeFlow, roots: readonly SyntaxNo
   return false;
 }
 
+/**
+ * A name the loop body tries to detach with a dropped result (`for s in state: s.detach()`) while the body
+ * rebinds it with history from a forward pass (`output, state = model(X, state)`): the carried state the
+ * author meant to cut. Null when there is none.
+ */
+function carriedDespiteDetach(flow: ScopeFlow, loop: SyntaxNode): string | null {
+  const body = childByField(loop, 'body');
+  if (body === null) return null;
+  for (const key of discardedDetaches(flow.file, body)) {
+    const rebound = (flow.defs.get(key) ?? []).some((d) => d.kind === 'assign' && within(body, d.stmt) && d.value !== null && d.value.type === 'call' && forwardReceiver(flow.file, d.value) !== null && flow.taintOfDef(d) === Taint.Tainted);
+    if (rebound) return key;
+  }
+  return null;
+}
+
 /** A name read only through a history-free call on it or on arithmetic it is part of: `target.detach()`, `x.item()`, `(a * b).detach()`. */
 function detachedUse(flow: ScopeFlow, use: SyntaxNode): boolean {
   let n = use;
@@ -276,7 +292,22 @@ function checkScope(file: SourceFile, scope: SyntaxNode): RuleFinding[] {
     const loops = enclosingLoops(call);
     if (anotherBackward(file, scope, call, loops)) continue;
     const flow = flowOf(file, scope);
-    if (loops.length > 0 ? sharesHistoryAcrossIterations(flow, targets, loops[0]) : graphEscapes(flow, targets)) continue;
+    if (loops.length > 0 ? sharesHistoryAcrossIterations(flow, targets, loops[0]) : graphEscapes(flow, targets)) {
+      // The history is shared only because a detach meant to cut it drops its result: the retain silences the
+      // error that says so, and keeps every iteration's graph alive.
+      const state = loops.length > 0 ? carriedDespiteDetach(flow, loops[0]) : null;
+      if (state !== null) {
+        findings.push({
+          start: argument.start,
+          end: argument.end,
+          message:
+            `\`retain_graph=True\` is needed here only because \`${state}\` is carried into the next iteration with its history: the \`.detach()\` on it discards its result (it returns a new tensor), ` +
+            `so every iteration's graph and activations stay alive for the whole loop. Detach the state for real (\`${state} = ${state}.detach()\`, or \`.detach_()\` on each tensor) and remove \`retain_graph=True\`.`,
+          fix: null,
+        });
+      }
+      continue;
+    }
     findings.push({
       start: argument.start,
       end: argument.end,

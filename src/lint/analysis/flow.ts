@@ -52,6 +52,11 @@ const VIEW_OR_SELF = new Set([
   'view_as_real', 'view_as_complex', 'squeeze_', 'unsqueeze_', 'requires_grad_', 'atleast_1d', 'atleast_2d', 'atleast_3d',
 ]);
 
+/** Container methods that hand back an object already held (never one computed by the call). */
+const RETURNS_HELD_OBJECT_METHODS = new Set(['pop', 'popleft', 'popitem', 'get', 'setdefault', 'copy', 'values', 'items', 'keys', 'peek', 'top']);
+/** Builtins whose result is (or holds) one of their arguments' elements, not a new tensor. */
+const RETURNS_ELEMENT_BUILTINS = new Set(['max', 'min', 'next', 'iter', 'list', 'tuple', 'sorted', 'reversed', 'getattr', 'dict', 'zip', 'enumerate', 'map', 'filter', 'set', 'vars']);
+
 const DISTRIBUTIONS = /^torch\.distributions\./;
 
 /** Modules whose functions return NumPy arrays or Python numbers, never tensors with autograd history. */
@@ -213,8 +218,13 @@ export class ScopeFlow {
     if (value === null || (value.type !== 'call' && value.type !== 'binary_operator' && value.type !== 'unary_operator')) return false;
     if (value.type === 'call') {
       const fn = childByField(value, 'function');
-      const name = fn === null ? '' : fn.type === 'attribute' ? this.file.textOf(childByField(fn, 'attribute') ?? fn) : this.file.textOf(fn).replace(/^.*\./, '');
+      const isMethod = fn?.type === 'attribute';
+      const name = fn === null ? '' : isMethod ? this.file.textOf(childByField(fn, 'attribute') ?? fn) : this.file.textOf(fn).replace(/^.*\./, '');
       if (VIEW_OR_SELF.has(name)) return false;
+      // `loss.clamp_(0, 10)` returns its receiver, history and all; `max(losses)`, `losses.pop()` and
+      // `stats.get('loss')` return an object made before the block, which keeps whatever graph it had.
+      if (isMethod && (name.endsWith('_') || RETURNS_HELD_OBJECT_METHODS.has(name))) return false;
+      if (!isMethod && RETURNS_ELEMENT_BUILTINS.has(name)) return false;
     }
     return gradOffAt(this.file, value);
   }

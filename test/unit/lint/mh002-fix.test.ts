@@ -15,15 +15,32 @@ async function fixOf(text: string, line: number) {
   return f.fix;
 }
 
+// Findings whose value may not be a tensor when the line runs, so `.detach()`/`.item()` would raise
+// (rules/mh002-fix-targets.ts): the finding stays, the fix is withheld. Checked to have no fix.
+const FIX_WITHHELD: Record<string, readonly number[]> = {
+  // `best = {"loss": None}`: the entry is None until the loader yields a batch; `record["step"]` is an int
+  // unless `record[name] = loss` wrote that key.
+  'positive_dict_entry_holding_loss.py': [17, 31],
+  // `loss if torch.is_tensor(loss) else float(loss)`: a float has no `.item()`; `loss.item() if verbose else
+  // loss`: nor has the float the other branch gives.
+  'positive_type_tested_kept_tensor.py': [15, 16],
+};
+
 describe('MH002 retained-graph fix', () => {
   for (const name of fs.readdirSync(fixtures).filter((f) => f.endsWith('.py') && !f.startsWith('clean_')).sort()) {
     it(`every fix in ${name} parses and removes its finding`, async () => {
       const text = fs.readFileSync(path.join(fixtures, name), 'utf8');
       const findings = only(await lint(text), 'MH002');
       assert.ok(findings.length > 0);
+      const withheld = FIX_WITHHELD[name] ?? [];
+      for (const line of withheld) {
+        const f = findings.find((x) => lineOf(text, x.start) === line);
+        assert.ok(f && f.fix === null, `line ${line} is reported without a fix`);
+      }
       for (const f of findings) {
         // A value derived from a learned leaf has no fix on purpose (see the test below).
         if (f.fix === null && /a tensor an optimizer trains/.test(f.message)) continue;
+        if (withheld.includes(lineOf(text, f.start))) continue;
         assert.ok(f.fix, `line ${lineOf(text, f.start)} has a fix`);
         const fixed = applyFix(text, f.fix);
         assert.deepEqual(await syntaxErrors(fixed), [], `fix for line ${lineOf(text, f.start)}`);
@@ -183,7 +200,8 @@ describe('MH002 retained-graph fix', () => {
       assert.ok(f, `MH002 on line ${line}`);
       return f.fix !== null;
     };
-    assert.equal(fixed(17), false, "best['epoch'] is an int");
+    // Since Q20 each literal key of a dict has its own taint: the int epoch beside the loss is not reported.
+    assert.ok(!findings.some((x) => lineOf(DICTS, x.start) === 17), "best['epoch'] is an int, not reported");
     assert.equal(fixed(29), false, 'named is a dict of gradients');
     assert.equal(fixed(18), true, "best['loss'] was last written with a loss");
     assert.equal(fixed(38), true, "out['loss'] is a tensor in the dict literal");

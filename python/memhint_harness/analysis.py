@@ -144,20 +144,7 @@ class State:
         self.best_peak = snapshot
 
     def snapshot(self, recs_and_sizes, total):
-        by_kind = dict.fromkeys(KINDS, 0)
-        by_line = {}
-        for rec, nbytes in recs_and_sizes:
-            kind = self.kind_of(rec)
-            by_kind[kind] += nbytes
-            site = rec.site
-            group = by_line.get(site[:2])
-            if group is None:
-                group = by_line[site[:2]] = {"file": site[0], "line": site[1], "function": site[2],
-                                             "bytes": 0, "byKind": dict.fromkeys(KINDS, 0)}
-            group["bytes"] += nbytes
-            group["byKind"][kind] += nbytes
-        lines = sorted(by_line.values(), key=lambda g: (-g["bytes"], g["file"], g["line"]))
-        return {"bytes": total, "byKind": by_kind, "byLine": lines}
+        return composition(((self.kind_of(rec), nbytes, rec.site) for rec, nbytes in recs_and_sizes), total)
 
     # ------------------------------------------------------------ leaks
 
@@ -288,6 +275,23 @@ class State:
             entry["graphNodesPerStep"] += growth
             entry["reason"] = "autograd_graph" if not entry["bytesPerStep"] else entry["reason"]
         return sorted(result.values(), key=lambda e: (-e["bytesPerStep"], -e["graphNodesPerStep"]))
+
+
+def composition(blocks, total):
+    """What is live at a moment, by kind and by the line that allocated it: `blocks` yields
+    (kind, bytes, site) with site (file, line, function). Shared by the dispatch and the event trackers."""
+    by_kind = dict.fromkeys(KINDS, 0)
+    by_line = {}
+    for kind, nbytes, site in blocks:
+        by_kind[kind] += nbytes
+        group = by_line.get(site[:2])
+        if group is None:
+            group = by_line[site[:2]] = {"file": site[0], "line": site[1], "function": site[2],
+                                         "bytes": 0, "byKind": dict.fromkeys(KINDS, 0)}
+        group["bytes"] += nbytes
+        group["byKind"][kind] += nbytes
+    lines = sorted(by_line.values(), key=lambda g: (-g["bytes"], g["file"], g["line"]))
+    return {"bytes": total, "byKind": by_kind, "byLine": lines}
 
 
 def count_nodes(root):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .analysis import KINDS, State, describe_holders, site_location
+from .analysis import State, composition, describe_holders, site_location
 from .event_lines import R_BYTES, R_EPOCH, R_HINT, R_MODULE, R_SAVED, R_SITE, R_STATE, Key, Record
 from .records import UNTRACKED
 
@@ -96,21 +96,7 @@ class EventState(State):
 
     def block_snapshot(self, records: Iterable[Record], total: int):
         """analysis.State.snapshot over block records."""
-        by_kind: Dict[str, int] = dict.fromkeys(KINDS, 0)
-        by_line: Dict[Key, dict] = {}
-        for rec in records:
-            kind = self.record_kind(rec)
-            nbytes = rec[R_BYTES]
-            by_kind[kind] += nbytes
-            site = self._site(rec[R_SITE])
-            group = by_line.get((site[0], site[1]))
-            if group is None:
-                group = by_line[(site[0], site[1])] = {"file": site[0], "line": site[1], "function": site[2],
-                                             "bytes": 0, "byKind": dict.fromkeys(KINDS, 0)}
-            group["bytes"] += nbytes
-            group["byKind"][kind] += nbytes
-        lines = sorted(by_line.values(), key=lambda g: (-g["bytes"], g["file"], g["line"]))
-        return {"bytes": total, "byKind": by_kind, "byLine": lines}
+        return composition(((self.record_kind(rec), rec[R_BYTES], self._site(rec[R_SITE])) for rec in records), total)
 
     # ------------------------------------------------------------ leaks
 

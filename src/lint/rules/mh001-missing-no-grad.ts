@@ -317,7 +317,9 @@ function check(file: SourceFile): RuleFinding[] {
   if (calls.size === 0 && project === null) return [];
   // The helpers' texts are per scope (helperTextsSignature): an edit in one method of a giant class
   // re-checks the scopes that can reach it, not every scope of the file.
-  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), gradOffCallbacksSignature(file), project?.lookup.stamp ?? '']);
+  // The fixes spell no_grad with the file's first `import torch [as x]` (torchName): which one comes first can
+  // change while the set of imports (in factsSignature) stays the same.
+  const signature = combine(file, 'MH001', () => [factsSignature(file), String(isTestSuite(file)), eolOf(file) === '\r\n' ? 'crlf' : 'lf', torchName(file) ?? '', inferenceSignature(file), resolutionSignature(file), flagPathsSignature(file), methodForwardsSignature(file), gradOffCalleesSignature(file), gradOffCallbacksSignature(file), project?.lookup.stamp ?? '']);
   const findings = checkScopes(
     file,
     findingsCache,

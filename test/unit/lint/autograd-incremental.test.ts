@@ -78,3 +78,29 @@ describe('a reused statement whose column changed', () => {
     }
   });
 });
+
+describe('MH001 fixes after the order of torch imports changes', () => {
+  // Found by the random edits above (clean_type_tested_conversion.py, edit 10): a second `import torch as th`
+  // inserted above `import torch` leaves the set of imports unchanged, but the fixes now spell `th.no_grad()`,
+  // as a fresh lint does; the cached fix kept `torch.no_grad()`.
+  it('spells no_grad with the first torch import, as a fresh lint does', async () => {
+    const linter = await getLinter();
+    const oracle = await getOracle();
+    let text = ['import torch', '', '', 'def evaluate(model, loader):', '    outs = []', '    for x in loader:', '        outs.append(model(x).argmax(1))', '    return outs', ''].join('\n');
+    const doc = linter.open(text);
+    try {
+      const edit = (at: number, insert: string) => {
+        doc.update([{ rangeOffset: at, rangeLength: 0, text: insert }]);
+        text = text.slice(0, at) + insert + text.slice(at);
+        return view(lintFile(doc.source, settings));
+      };
+      const first = edit(text.indexOf('\n') + 1, 'import torch as th\n');
+      assert.ok(first.some((f) => f.includes('@torch.no_grad()')), first.join('\n'));
+      const second = edit(0, 'import torch as th\n');
+      assert.ok(second.some((f) => f.includes('@th.no_grad()')), second.join('\n'));
+      assert.deepEqual(second, view(oracle.lintText(text, settings)));
+    } finally {
+      doc.dispose();
+    }
+  });
+});

@@ -25,12 +25,15 @@ interface UnitFacts {
   /** Targets by bound name; attribute targets under their full text (`self.loader`). */
   readonly targets: Map<string, Target[]>;
   readonly functions: Map<string, SyntaxNode[]>;
+  /** Each function's parameter list by the function's name: kept as the same node while its header is untouched. */
+  readonly headers: Map<string, SyntaxNode[]>;
 }
 
 // Purely syntactic (no deps), so kept on each top-level statement across edits.
 const unitCache = new NodeMemo<UnitFacts>('values.unitFacts');
 const targetIndex = new IndexDef<Target>('values.targets', (file, unit) => unitCache.get(file, unit, '', () => unitFacts(file, unit)).targets);
 const functionIndex = new IndexDef<SyntaxNode>('values.functions', (file, unit) => unitCache.get(file, unit, '', () => unitFacts(file, unit)).functions);
+const headerIndex = new IndexDef<SyntaxNode>('values.headers', (file, unit) => unitCache.get(file, unit, '', () => unitFacts(file, unit)).headers);
 
 /** The file's targets and functions by name, merged per name from the per-statement facts (see MergedIndex). */
 class Facts {
@@ -110,15 +113,18 @@ function factsWalk(file: SourceFile): FunctionSplitWalk<UnitFacts> {
     types: FACT_TYPES,
     // Names and targets of the visited definition or assignment only.
     statements: statementFacts,
-    fresh: () => ({ targets: new Map(), functions: new Map() }),
+    fresh: () => ({ targets: new Map(), functions: new Map(), headers: new Map() }),
     merge: (acc, part) => {
       for (const [key, list] of part.targets) add(acc.targets, key, list);
       for (const [key, list] of part.functions) add(acc.functions, key, list);
+      for (const [key, list] of part.headers) add(acc.headers, key, list);
     },
     visit: (n, acc) => {
       if (n.type === 'function_definition') {
         const name = childByField(n, 'name');
         if (name !== null) add(acc.functions, file.textOf(name), [n]);
+        const parameters = childByField(n, 'parameters');
+        if (name !== null && parameters !== null) add(acc.headers, file.textOf(name), [parameters]);
         return;
       }
       if (n.type !== 'assignment') return;
@@ -186,7 +192,9 @@ function computeValuesOf(file: SourceFile, node: SyntaxNode, depth: number): Syn
   if (node.type !== 'identifier') return null;
   const key = file.textOf(node);
   const byScope = identifierTargetsByScope(file, f, key);
-  for (const scope of [...enclosingFunctions(node), null]) {
+  const scopes = enclosingFunctions(node);
+  declareHeaderReads(file, scopes);
+  for (const scope of [...scopes, null]) {
     const here = byScope.get(scope) ?? [];
     if (here.length > 0) return collect(here.map((t) => rhsOf(file, f, t, depth)));
     if (scope !== null && parameterNames(file, scope).includes(key)) return parameterValues(file, scope, key, depth);
@@ -210,7 +218,9 @@ export function bindingOf(file: SourceFile, node: SyntaxNode): Binding | null {
   const f = facts(file);
   const key = file.textOf(node);
   const byScope = identifierTargetsByScope(file, f, key);
-  for (const scope of [...enclosingFunctions(node), null]) {
+  const scopes = enclosingFunctions(node);
+  declareHeaderReads(file, scopes);
+  for (const scope of [...scopes, null]) {
     const here = byScope.get(scope) ?? [];
     if (here.length > 0) {
       const sources: { right: SyntaxNode; index: number | null }[] = [];
@@ -224,6 +234,20 @@ export function bindingOf(file: SourceFile, node: SyntaxNode): Binding | null {
     if (scope !== null && parameterNames(file, scope).includes(key)) return { kind: 'parameter', def: scope };
   }
   return null;
+}
+
+/**
+ * The scope search reads the functions around a name (their parameters and defaults) through parent
+ * links, which no index read records; a memo kept across versions (MH009's per-loop results) then kept
+ * an answer after a header edit gave a parameter a new default. Reading the parameter lists by each
+ * function's name declares them: an edited header is a new node, so that list changes, while an edit of
+ * the body keeps it (a giant `main`'s per-statement reuse stays).
+ */
+function declareHeaderReads(file: SourceFile, scopes: readonly SyntaxNode[]): void {
+  for (const scope of scopes) {
+    const name = childByField(scope, 'name');
+    if (name !== null) headerIndex.get(file, file.textOf(name));
+  }
 }
 
 const targetsByScope = new VersionMemo<ReadonlyMap<SyntaxNode | null, readonly Target[]>>('values.identifierTargetsByScope');

@@ -162,19 +162,23 @@ class State:
         current = self.stamp_state_kinds()
         leak_epoch = starting_epoch - 2
         if leak_epoch >= self.warmup:
-            for rec in tracker.live.values():
-                if rec.epoch == leak_epoch and rec.cdata not in current and rec.site[0] != "<untracked>":
-                    per_epoch = self.leaks.setdefault(rec.site, {})
-                    per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
-                    self.leaked_cdatas.setdefault(rec.site, set()).add(rec.cdata)
-                    self.leaked_by_epoch.setdefault(rec.site, {}).setdefault(leak_epoch, set()).add(
-                        (rec.cdata, rec.serial, rec.nbytes))
+            self._note_leaks(leak_epoch, current)
         self._find_bounded(leak_epoch)
         if starting_epoch >= 1:
             self._count_graphs(starting_epoch, current)
         if starting_epoch == self.final_epoch and self.leaked_cdatas:
             self._name_holders()
         return True
+
+    def _note_leaks(self, leak_epoch, current):
+        """Storages made in `leak_epoch` that are still alive and are not model or optimizer state (`current`)."""
+        for rec in self.tracker.live.values():
+            if rec.epoch == leak_epoch and rec.cdata not in current and rec.site[0] != "<untracked>":
+                per_epoch = self.leaks.setdefault(rec.site, {})
+                per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec.nbytes
+                self.leaked_cdatas.setdefault(rec.site, set()).add(rec.cdata)
+                self.leaked_by_epoch.setdefault(rec.site, {}).setdefault(leak_epoch, set()).add(
+                    (rec.cdata, rec.serial, rec.nbytes))
 
     final_epoch = None
 

@@ -100,27 +100,19 @@ class EventState(State):
 
     # ------------------------------------------------------------ leaks
 
-    def epoch_boundary(self, starting_epoch, complete=True):
-        tracker = self.tracker
-        tracker.poll()
-        if starting_epoch in self.checked_epochs or not complete:
-            return False
-        self.checked_epochs.append(starting_epoch)
-        current = self.stamp_state_kinds()
-        leak_epoch = starting_epoch - 2
-        if leak_epoch >= self.warmup:
-            for address, rec in tracker.feed.records.items():
-                if rec[R_EPOCH] == leak_epoch and address not in current and rec[R_SITE] is not None:
-                    site = self._site(rec[R_SITE])
-                    per_epoch = self.leaks.setdefault(site, {})
-                    per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec[R_BYTES]
-                    self.leaked_cdatas.setdefault(site, set()).add(address)
-                    # The record itself tells a reused address apart (the dispatch path's serial).
-                    self.leaked_by_epoch.setdefault(site, {}).setdefault(leak_epoch, []).append((address, rec))
-        self._find_bounded(leak_epoch)
-        if starting_epoch == self.final_epoch and self.leaked_cdatas:
-            self._name_holders()
-        return True
+    def _note_leaks(self, leak_epoch, current):
+        """analysis.State._note_leaks over block records."""
+        for address, rec in self.tracker.feed.records.items():
+            if rec[R_EPOCH] == leak_epoch and address not in current and rec[R_SITE] is not None:
+                site = self._site(rec[R_SITE])
+                per_epoch = self.leaks.setdefault(site, {})
+                per_epoch[leak_epoch] = per_epoch.get(leak_epoch, 0) + rec[R_BYTES]
+                self.leaked_cdatas.setdefault(site, set()).add(address)
+                # The record itself tells a reused address apart (the dispatch path's serial).
+                self.leaked_by_epoch.setdefault(site, {}).setdefault(leak_epoch, []).append((address, rec))
+
+    def _count_graphs(self, epoch, current):
+        """Graphs never backpropagated are not counted from events yet (the report's notes say so)."""
 
     def _find_bounded(self, leak_epoch):
         records = self.tracker.feed.records
